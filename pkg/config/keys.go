@@ -1,0 +1,362 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// OperatorPrefix starts every operator option. Unknown keys with this prefix
+// are reported as warnings, because a typo in one silently does nothing.
+const OperatorPrefix = "kubernetes.operator."
+
+// Operator-wide keys (not overridable per resource).
+const (
+	KeyReconcileInterval           = "kubernetes.operator.reconcile.interval"
+	KeyReconcileParallelism        = "kubernetes.operator.reconcile.parallelism"
+	KeyProgressCheckInterval       = "kubernetes.operator.observer.progress-check.interval"
+	KeyFlinkClientTimeout          = "kubernetes.operator.flink.client.timeout"
+	KeyFlinkClientCancelTimeout    = "kubernetes.operator.flink.client.cancel.timeout"
+	KeyWatchedNamespaces           = "kubernetes.operator.watched.namespaces"
+	KeyLeaderElectionEnabled       = "kubernetes.operator.leader-election.enabled"
+	KeyLeaderElectionLeaseName     = "kubernetes.operator.leader-election.lease-name"
+	KeyLeaderElectionLeaseDuration = "kubernetes.operator.leader-election.lease-duration"
+	KeyLeaderElectionRenewDeadline = "kubernetes.operator.leader-election.renew-deadline"
+	KeyLeaderElectionRetryPeriod   = "kubernetes.operator.leader-election.retry-period"
+	KeyResourceMetricsEnabled      = "kubernetes.operator.resource.metrics.enabled"
+
+	KeySavepointHistoryMaxCountThreshold = "kubernetes.operator.savepoint.history.max.count.threshold"
+	KeySavepointHistoryMaxAgeThreshold   = "kubernetes.operator.savepoint.history.max.age.threshold"
+
+	KeySnapshotMaxConcurrent                   = "kubernetes.operator.snapshot.max-concurrent"
+	KeySnapshotDisposeTimeout                  = "kubernetes.operator.snapshot.dispose.timeout"
+	KeySnapshotCrossNamespaceReferencesEnabled = "kubernetes.operator.snapshot.cross-namespace-references.enabled"
+)
+
+// Operator keys a resource may override in its flinkConfiguration.
+const (
+	KeyPeriodicSavepointInterval  = "kubernetes.operator.periodic.savepoint.interval"
+	KeyPeriodicCheckpointInterval = "kubernetes.operator.periodic.checkpoint.interval"
+
+	KeySavepointHistoryMaxCount = "kubernetes.operator.savepoint.history.max.count"
+	KeySavepointHistoryMaxAge   = "kubernetes.operator.savepoint.history.max.age"
+	KeySavepointCleanupEnabled  = "kubernetes.operator.savepoint.cleanup.enabled"
+	KeySavepointDisposeOnDelete = "kubernetes.operator.savepoint.dispose-on-delete"
+	KeySavepointFormatType      = "kubernetes.operator.savepoint.format.type"
+	KeyCheckpointType           = "kubernetes.operator.checkpoint.type"
+
+	KeySavepointTriggerGracePeriod = "kubernetes.operator.savepoint.trigger.grace-period"
+	// KeySavepointTriggerGracePeriodDeprecated is the older name of
+	// KeySavepointTriggerGracePeriod, still read as a fallback.
+	KeySavepointTriggerGracePeriodDeprecated = "kubernetes.operator.observer.savepoint.trigger.grace-period"
+	KeyCheckpointTriggerGracePeriod          = "kubernetes.operator.checkpoint.trigger.grace-period"
+
+	KeySnapshotResourceEnabled     = "kubernetes.operator.snapshot.resource.enabled"
+	KeySnapshotTimeout             = "kubernetes.operator.snapshot.timeout"
+	KeySnapshotBackoffLimit        = "kubernetes.operator.snapshot.backoff-limit"
+	KeySnapshotMaxConcurrentPerJob = "kubernetes.operator.snapshot.max-concurrent-per-job"
+
+	KeyJobUpgradeLastStateFallbackEnabled         = "kubernetes.operator.job.upgrade.last-state-fallback.enabled"
+	KeyJobUpgradeLastStateMaxAllowedCheckpointAge = "kubernetes.operator.job.upgrade.last-state.max.allowed.checkpoint.age"
+	KeyJobUpgradeIgnorePendingSavepoint           = "kubernetes.operator.job.upgrade.ignore-pending-savepoint"
+	KeyJobSavepointOnDeletion                     = "kubernetes.operator.job.savepoint-on-deletion"
+	KeyJobDrainOnSavepointDeletion                = "kubernetes.operator.job.drain-on-savepoint-deletion"
+	KeyJobRestartFailed                           = "kubernetes.operator.job.restart.failed"
+	KeyDeploymentReadinessTimeout                 = "kubernetes.operator.deployment.readiness.timeout"
+)
+
+// Flink's own options that the operator reads. Flink 1.20 renamed several of
+// them; the old names stay valid (and are the only ones Flink 1.18/1.19
+// know), so both are read, the new one first.
+const (
+	FlinkSavepointDir                     = "execution.checkpointing.savepoint-dir"
+	FlinkSavepointDirDeprecated           = "state.savepoints.dir"
+	FlinkSavepointDirLegacy               = "savepoints.state.backend.fs.dir"
+	FlinkCheckpointDir                    = "execution.checkpointing.dir"
+	FlinkCheckpointDirDeprecated          = "state.checkpoints.dir"
+	FlinkCheckpointsNumRetained           = "execution.checkpointing.num-retained"
+	FlinkCheckpointsNumRetainedDeprecated = "state.checkpoints.num-retained"
+	FlinkCheckpointTimeout                = "execution.checkpointing.timeout"
+	FlinkRestPort                         = "rest.port"
+	FlinkRestAsyncStoreDuration           = "rest.async.store-duration"
+)
+
+// Type is how a key's value is parsed; it decides which getter reads it and
+// how a value is validated when it is loaded.
+type Type int
+
+// The value types of registered keys.
+const (
+	TypeString Type = iota
+	TypeDuration
+	TypeInt
+	TypeBool
+	TypeEnum
+	TypeList
+)
+
+// String names the type in DocTable and in error messages.
+func (t Type) String() string {
+	switch t {
+	case TypeString:
+		return "String"
+	case TypeDuration:
+		return "Duration"
+	case TypeInt:
+		return "Integer"
+	case TypeBool:
+		return "Boolean"
+	case TypeEnum:
+		return "Enum"
+	case TypeList:
+		return "List"
+	}
+	return fmt.Sprintf("Type(%d)", int(t))
+}
+
+// Key describes one registered option. The registry is the single source of
+// defaults, of which keys a resource may override and of the documentation
+// table, so these three can never drift apart.
+type Key struct {
+	// Name is the option as written in a config file or flinkConfiguration.
+	Name string
+	// Type decides parsing and validation.
+	Type Type
+	// Default is the value used when the key is absent or blank, written in
+	// the same syntax a user would write. "" means the key has no default
+	// ("unset"); what unset means is in DefaultDoc/Description.
+	Default string
+	// DefaultDoc, if not empty, replaces Default in DocTable, for defaults
+	// that are derived or mean something special (for example "unlimited").
+	DefaultDoc string
+	// Enum lists the accepted values of a TypeEnum key (matched
+	// case-insensitively, like Flink).
+	Enum []string
+	// Overridable says whether a resource's flinkConfiguration may set the
+	// key. Operator-wide settings (loops, timeouts protecting the operator,
+	// caps set by the admin, privileges) are not, so one resource cannot
+	// weaken a guarantee the admin configured.
+	Overridable bool
+	// Flink marks Flink's own options (not kubernetes.operator.*). They are
+	// always overridable and their defaults are Flink's; Defaults() does not
+	// write them, because Flink applies its own defaults.
+	Flink bool
+	// Deprecated lists older names read as fallbacks, in order, after Name.
+	Deprecated []string
+	// Description says what the key does and why one would change it.
+	Description string
+
+	// check is an extra range check run after the value parsed.
+	check func(Config, string) error
+}
+
+// Validate parses value as this key's type and runs its range checks. A
+// blank value is valid: it means "use the default".
+func (k Key) Validate(value string) error {
+	if strings.TrimSpace(value) == "" {
+		return nil
+	}
+	c := Config{k.Name: value}
+	var err error
+	switch k.Type {
+	case TypeDuration:
+		_, err = c.Duration(k.Name)
+	case TypeInt:
+		_, err = c.Int(k.Name)
+	case TypeBool:
+		_, err = c.Bool(k.Name)
+	case TypeEnum:
+		_, err = c.Enum(k.Name)
+	}
+	if err == nil && k.check != nil {
+		if cerr := k.check(c, k.Name); cerr != nil {
+			err = &ValueError{Key: k.Name, Value: value, Err: cerr}
+		}
+	}
+	return err
+}
+
+// atLeast is a check for integer keys with a lower bound.
+func atLeast(min int) func(Config, string) error {
+	return func(c Config, key string) error {
+		if n, _ := c.Int(key); n < min {
+			return fmt.Errorf("must be at least %d", min)
+		}
+		return nil
+	}
+}
+
+// positive is a check for durations where zero would make the operator spin
+// or give up at once.
+func positive(c Config, key string) error {
+	if d, _ := c.Duration(key); d <= 0 {
+		return errors.New("must be greater than zero")
+	}
+	return nil
+}
+
+// registry holds every key the operator knows. Defaults are upstream's
+// (KubernetesOperatorConfigOptions, Flink's CheckpointingOptions/RestOptions)
+// unless the description says otherwise.
+var registry = []Key{
+	// --- operator-wide: loops, clients, leader election ---
+	{Name: KeyReconcileInterval, Type: TypeDuration, Default: "60 s", check: positive,
+		Description: "How often every resource is resynced when nothing happens, and the retry delay of snapshot cleanup. Operator-wide because it sizes the operator's own load."},
+	{Name: KeyProgressCheckInterval, Type: TypeDuration, Default: "10 s", check: positive,
+		Description: "How often an in-flight operation (deploy, savepoint, stop) is polled. Operator-wide for the same reason as the reconcile interval."},
+	{Name: KeyReconcileParallelism, Type: TypeInt, Default: "5", check: atLeast(1),
+		Description: "Number of workers per controller. Upstream's option (default 200, -1 = unbounded) counts blocking reconcile threads; our workers never block on Flink for longer than the client timeout, so a few suffice and we default to 5 (the Kubernetes controller convention). Must be at least 1."},
+	{Name: KeyFlinkClientTimeout, Type: TypeDuration, Default: "10 s", check: positive,
+		Description: "Timeout of each Flink REST call. Operator-wide: it bounds how long a worker can be held, which protects every other resource."},
+	{Name: KeyFlinkClientCancelTimeout, Type: TypeDuration, Default: "1 min", check: positive,
+		Description: "How long a job cancellation is waited for before the operator treats it as failed."},
+	{Name: KeyWatchedNamespaces, Type: TypeList, DefaultDoc: "unset (all namespaces)",
+		Description: "Comma-separated namespaces to watch (`[a, b]` also accepted); unset, empty or upstream's `JOSDK_ALL_NAMESPACES` = all namespaces."},
+	{Name: KeyLeaderElectionEnabled, Type: TypeBool, Default: "false",
+		Description: "Run leader election on a Lease so that only one of several operator replicas acts. Requires the lease name."},
+	{Name: KeyLeaderElectionLeaseName, Type: TypeString,
+		Description: "Name of the Lease used for leader election; required when leader election is enabled (no default, as upstream)."},
+	{Name: KeyLeaderElectionLeaseDuration, Type: TypeDuration, Default: "15 s", check: positive,
+		Description: "How long a lease is valid; a standby takes over at most this long after the leader dies."},
+	{Name: KeyLeaderElectionRenewDeadline, Type: TypeDuration, Default: "10 s", check: positive,
+		Description: "How long the leader keeps retrying to renew before it gives up leadership. Must be less than the lease duration."},
+	{Name: KeyLeaderElectionRetryPeriod, Type: TypeDuration, Default: "2 s", check: positive,
+		Description: "Interval between attempts to acquire or renew the lease."},
+	{Name: KeyResourceMetricsEnabled, Type: TypeBool, Default: "true",
+		Description: "Register per-resource metrics (FlinkStateSnapshot counts by state). Operator-wide because metrics are registered once."},
+
+	// --- snapshots: operator-wide caps and guards ---
+	{Name: KeySavepointHistoryMaxCountThreshold, Type: TypeInt, DefaultDoc: "unset (no cap)",
+		Description: "Admin cap on the per-job savepoint history count: effective = min(max.count, threshold). Not overridable, or a job could lift its own cap."},
+	{Name: KeySavepointHistoryMaxAgeThreshold, Type: TypeDuration, DefaultDoc: "unset (no cap)",
+		Description: "Admin cap on the per-job savepoint history age: effective = min(max.age, threshold). Not overridable, or a job could lift its own cap."},
+	{Name: KeySnapshotMaxConcurrent, Type: TypeInt, DefaultDoc: "unset (unlimited)", check: atLeast(1),
+		Description: "Operator-wide cap on snapshots IN_PROGRESS at once, to protect shared storage; others wait in TRIGGER_PENDING. Ours."},
+	{Name: KeySnapshotDisposeTimeout, Type: TypeDuration, Default: "10 min", check: positive,
+		Description: "How long a savepoint's disposal is retried on deletion before the finalizer is removed anyway (with a DisposeSkipped event naming the path). Ours: upstream retries forever. Not overridable, because it is what guarantees that deletion never hangs."},
+	{Name: KeySnapshotCrossNamespaceReferencesEnabled, Type: TypeBool, Default: "false",
+		Description: "Allow a FlinkStateSnapshot to reference a job in another namespace (also needs the webhook's access review). Ours. Not overridable: it is a privilege the admin grants, not one a resource grants itself."},
+
+	// --- snapshots: per resource ---
+	{Name: KeySnapshotResourceEnabled, Type: TypeBool, Default: "true", Overridable: true,
+		Description: "Use FlinkStateSnapshot resources; false = legacy status fields. Snapshot resources are used only if both the operator-wide and the job's value are true (see SnapshotResourcesEnabled)."},
+	{Name: KeyPeriodicSavepointInterval, Type: TypeString, DefaultDoc: "unset (off)", Overridable: true,
+		Description: "Periodic savepoints: a duration (`10m`, `6h`) or a Quartz cron expression (`0 */10 * * * ?`); blank or `0` = off."},
+	{Name: KeyPeriodicCheckpointInterval, Type: TypeString, DefaultDoc: "unset (off)", Overridable: true,
+		Description: "Periodic checkpoints (Flink 1.17+), same syntax as the savepoint interval; blank or `0` = off."},
+	{Name: KeySavepointHistoryMaxCount, Type: TypeInt, Default: "10", Overridable: true,
+		Description: "Savepoints (PERIODIC and UPGRADE) kept per job by history cleanup; values below 1 count as 1."},
+	{Name: KeySavepointHistoryMaxAge, Type: TypeDuration, Default: "24 h", Overridable: true,
+		Description: "Savepoints (PERIODIC and UPGRADE) older than this are removed by history cleanup; the newest completed one is always kept."},
+	{Name: KeySavepointCleanupEnabled, Type: TypeBool, Default: "true", Overridable: true,
+		Description: "Enable history cleanup of savepoint and checkpoint snapshots."},
+	{Name: KeySavepointDisposeOnDelete, Type: TypeBool, Default: "false", Overridable: true,
+		Description: "disposeOnDelete of savepoints the operator creates (periodic, manual nonce, upgrade)."},
+	{Name: KeySavepointFormatType, Type: TypeEnum, Default: "CANONICAL", Enum: []string{"CANONICAL", "NATIVE"}, Overridable: true,
+		Description: "Format of savepoints the operator triggers, including stop-with-savepoint."},
+	{Name: KeyCheckpointType, Type: TypeEnum, Default: "FULL", Enum: []string{"FULL", "INCREMENTAL", "UNKNOWN"}, Overridable: true,
+		Description: "Checkpoint type of legacy-mode checkpoint triggers (snapshot resources always trigger FULL, like upstream)."},
+	{Name: KeySavepointTriggerGracePeriod, Type: TypeDuration, Default: "1 min", Overridable: true,
+		Deprecated:  []string{KeySavepointTriggerGracePeriodDeprecated},
+		Description: "Legacy mode: how long a failing savepoint trigger is retried before it is given up."},
+	{Name: KeyCheckpointTriggerGracePeriod, Type: TypeDuration, Default: "1 min", Overridable: true,
+		Description: "Legacy mode: how long a failing checkpoint trigger is retried before it is given up."},
+	{Name: KeySnapshotTimeout, Type: TypeDuration, DefaultDoc: "`execution.checkpointing.timeout` + 1 min (11 min)", Overridable: true, check: positive,
+		Description: "A snapshot IN_PROGRESS longer than this fails (and is retried per its backoff), so none is stuck forever. Ours. See SnapshotTimeout."},
+	{Name: KeySnapshotBackoffLimit, Type: TypeInt, Default: "3", Overridable: true, check: atLeast(-1),
+		Description: "backoffLimit of snapshots the operator creates (-1 = unlimited, 0 = no retry). Ours: upstream leaves them at 0."},
+	{Name: KeySnapshotMaxConcurrentPerJob, Type: TypeInt, Default: "1", Overridable: true, check: atLeast(1),
+		Description: "Snapshots of one job IN_PROGRESS at once; others wait in TRIGGER_PENDING. Ours. Per job; the operator-wide cap still applies."},
+
+	// --- jobs ---
+	{Name: KeyJobUpgradeLastStateFallbackEnabled, Type: TypeBool, Default: "true", Overridable: true,
+		Description: "Savepoint upgrades of a job too unhealthy to take a savepoint fall back to its latest checkpoint; false = stop with an error instead."},
+	{Name: KeyJobUpgradeLastStateMaxAllowedCheckpointAge, Type: TypeDuration, DefaultDoc: "unset", Overridable: true,
+		Description: "Last-state upgrades whose latest checkpoint is older than this take a savepoint instead (needs a savepoint directory)."},
+	{Name: KeyJobUpgradeIgnorePendingSavepoint, Type: TypeBool, Default: "false", Overridable: true,
+		Description: "Legacy mode: let a spec upgrade proceed while a savepoint is pending instead of waiting for it."},
+	{Name: KeyJobSavepointOnDeletion, Type: TypeBool, Default: "false", Overridable: true,
+		Description: "Stop the job with a savepoint when its resource is deleted (bounded by a timeout; deletion never blocks forever)."},
+	{Name: KeyJobDrainOnSavepointDeletion, Type: TypeBool, Default: "false", Overridable: true,
+		Description: "`drain` flag of the stop-with-savepoint on deletion."},
+	{Name: KeyJobRestartFailed, Type: TypeBool, Default: "false", Overridable: true,
+		Description: "Redeploy a job that reached FAILED (from its last state, per upgrade mode)."},
+	{Name: KeyDeploymentReadinessTimeout, Type: TypeDuration, Default: "5 min", Overridable: true, check: positive,
+		Description: "How long a JobManager deployment may take to become ready before it is reported as an error."},
+
+	// --- Flink options the operator reads ---
+	{Name: FlinkSavepointDir, Type: TypeString, Flink: true, Overridable: true, DefaultDoc: "unset",
+		Deprecated:  []string{FlinkSavepointDirDeprecated, FlinkSavepointDirLegacy},
+		Description: "Flink: default savepoint directory; needed for periodic, manual-nonce and upgrade savepoints unless the snapshot gives a path."},
+	{Name: FlinkCheckpointDir, Type: TypeString, Flink: true, Overridable: true, DefaultDoc: "unset",
+		Deprecated:  []string{FlinkCheckpointDirDeprecated},
+		Description: "Flink: checkpoint directory; needed for last-state and savepoint upgrade modes."},
+	{Name: FlinkCheckpointsNumRetained, Type: TypeInt, Flink: true, Overridable: true, Default: "1",
+		Deprecated:  []string{FlinkCheckpointsNumRetainedDeprecated},
+		Description: "Flink: retained checkpoints; also the number of checkpoint snapshots kept by history cleanup (values below 1 count as 1)."},
+	{Name: FlinkCheckpointTimeout, Type: TypeDuration, Flink: true, Overridable: true, Default: "10 min", check: positive,
+		Description: "Flink: checkpoint/savepoint timeout; the snapshot timeout is derived from it."},
+	{Name: FlinkRestPort, Type: TypeInt, Flink: true, Overridable: true, Default: "8081",
+		check: func(c Config, key string) error {
+			if n, _ := c.Int(key); n < 1 || n > 65535 {
+				return errors.New("must be a port between 1 and 65535")
+			}
+			return nil
+		},
+		Description: "Flink: JobManager REST port; the operator's REST endpoint is `<name>-rest.<namespace>.svc:<rest.port>`."},
+	{Name: FlinkRestAsyncStoreDuration, Type: TypeDuration, Flink: true, Overridable: true, Default: "5 min", check: positive,
+		Description: "Flink: how long the JobManager remembers async operation results (trigger ids); after it a status poll gets 404."},
+}
+
+// byName indexes the registry by every name, deprecated ones included. It
+// is filled in init, not in its declaration, because the registry's checks
+// read values through Config getters, which use byName (an initialization
+// cycle otherwise).
+var byName map[string]*Key
+
+func init() {
+	byName = make(map[string]*Key, len(registry)*2)
+	for i := range registry {
+		k := &registry[i]
+		for _, name := range k.names() {
+			if _, dup := byName[name]; dup {
+				panic("config: key registered twice: " + name)
+			}
+			byName[name] = k
+		}
+	}
+}
+
+// Keys returns a copy of every registered key, sorted by name.
+func Keys() []Key {
+	keys := make([]Key, len(registry))
+	for i := range registry {
+		keys[i] = registry[i].clone()
+	}
+	slices.SortFunc(keys, func(a, b Key) int { return strings.Compare(a.Name, b.Name) })
+	return keys
+}
+
+// LookupKey finds a registered key by its name or one of its deprecated
+// names; the result always carries the current name.
+func LookupKey(name string) (Key, bool) {
+	k, ok := byName[name]
+	if !ok {
+		return Key{}, false
+	}
+	return k.clone(), true
+}
+
+// clone copies the slices too, so a caller cannot change the registry.
+func (k *Key) clone() Key {
+	c := *k
+	c.Enum = slices.Clone(k.Enum)
+	c.Deprecated = slices.Clone(k.Deprecated)
+	return c
+}
+
+// names lists the current name first, then the deprecated ones.
+func (k *Key) names() []string {
+	return append([]string{k.Name}, k.Deprecated...)
+}
