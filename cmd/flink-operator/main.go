@@ -1,0 +1,111 @@
+// Command flink-operator runs the Kubernetes operator for Apache Flink.
+package main
+
+import (
+	"context"
+	goflag "flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/pflag"
+	"k8s.io/klog/v2"
+
+	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/operator"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		// One line, no stack trace: start-up errors are for people.
+		fmt.Fprintf(os.Stderr, "flink-operator: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// settings are the parsed command line.
+type settings struct {
+	opts       operator.Options
+	configFile string
+}
+
+func newFlags() (*pflag.FlagSet, *settings) {
+	s := &settings{opts: operator.DefaultOptions()}
+	opts := &s.opts
+
+	fs := pflag.NewFlagSet("flink-operator", pflag.ContinueOnError)
+	fs.SortFlags = false
+	fs.StringVar(&opts.Kubeconfig, "kubeconfig", "", "Path to a kubeconfig file. Empty: in-cluster config, or $KUBECONFIG.")
+	fs.StringSliceVar(&opts.Namespaces, "namespaces", nil, "Comma-separated namespaces to watch. Empty: all namespaces (or kubernetes.operator.watched.namespaces from --config).")
+	fs.BoolVar(&opts.LeaderElect, "leader-elect", false, "Elect a leader on a Lease so only one replica reconciles (default from kubernetes.operator.leader-election.enabled).")
+	fs.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader-election Lease. Empty: $POD_NAMESPACE, else \"default\".")
+	fs.StringVar(&opts.LeaderElectionID, "leader-election-id", opts.LeaderElectionID, "Name of the leader-election Lease (default from kubernetes.operator.leader-election.lease-name when set).")
+	fs.StringVar(&opts.MetricsAddr, "metrics-bind-address", opts.MetricsAddr, "Address serving Prometheus /metrics. \"0\" disables it.")
+	fs.StringVar(&opts.ProbeAddr, "health-probe-bind-address", opts.ProbeAddr, "Address serving /healthz and /readyz. \"0\" disables it.")
+	fs.StringVar(&s.configFile, "config", "", "YAML file of kubernetes.operator.* defaults (flat or nested keys), as upstream's operator config.")
+	fs.DurationVar(&opts.ConnectTimeout, "connect-timeout", opts.ConnectTimeout, "How long to wait for the API server at start-up before giving up.")
+
+	klogFlags := goflag.NewFlagSet("klog", goflag.ContinueOnError)
+	klog.InitFlags(klogFlags)
+	for _, name := range []string{"v", "vmodule"} {
+		fs.AddGoFlag(klogFlags.Lookup(name))
+	}
+	fs.Usage = func() {
+		fmt.Fprintf(os.Stderr, "Usage: flink-operator [flags]\n\nRuns the Kubernetes operator for Apache Flink (flink.apache.org/v1beta1).\n\nFlags:\n%s", fs.FlagUsages())
+	}
+	return fs, s
+}
+
+func run(args []string) error {
+	fs, s := newFlags()
+	if err := fs.Parse(args); err != nil {
+		if err == pflag.ErrHelp {
+			return nil
+		}
+		return err
+	}
+	opts, configFile := s.opts, s.configFile
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+
+	klog.EnableContextualLogging(true)
+	logger := klog.Background().WithName("flink-operator")
+	ctx := klog.NewContext(context.Background(), logger)
+
+	if configFile != "" {
+		cfg, warnings, err := config.LoadFile(configFile)
+		if err != nil {
+			return err
+		}
+		for _, w := range warnings {
+			logger.Info("Operator configuration warning", "key", w.Key, "message", w.Message)
+		}
+		opts.Config = cfg
+	}
+	if !fs.Changed("namespaces") {
+		opts.Namespaces = config.WatchedNamespaces(opts.Config)
+	}
+	if !fs.Changed("leader-elect") {
+		enabled, err := opts.Config.Bool(config.KeyLeaderElectionEnabled)
+		if err != nil {
+			return err
+		}
+		opts.LeaderElect = enabled
+	}
+	if name := opts.Config.String(config.KeyLeaderElectionLeaseName); !fs.Changed("leader-election-id") && name != "" {
+		opts.LeaderElectionID = name
+	}
+
+	// SIGTERM (kubelet) and SIGINT (Ctrl-C) start a graceful shutdown; a second
+	// signal exits at once.
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
+	defer klog.Flush()
+	return operator.Run(ctx, opts)
+}

@@ -1,0 +1,78 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+
+	clientset "github.com/flinkops/flink-operator/pkg/generated/clientset/versioned"
+	flinkinformers "github.com/flinkops/flink-operator/pkg/generated/informers/externalversions"
+)
+
+// Informers holds the shared informer factories: one for the flink.apache.org
+// types and one for core types, per watched namespace (a single all-namespace
+// pair when no namespaces are given). Per-namespace factories let the operator
+// run with namespaced RBAC only.
+type Informers struct {
+	Flink map[string]flinkinformers.SharedInformerFactory
+	Kube  map[string]kubeinformers.SharedInformerFactory
+}
+
+// NewInformers creates the factories for the given namespaces.
+func NewInformers(kube kubernetes.Interface, flink clientset.Interface, namespaces []string, resync time.Duration) *Informers {
+	if len(namespaces) == 0 {
+		namespaces = []string{metav1.NamespaceAll}
+	}
+	inf := &Informers{
+		Flink: map[string]flinkinformers.SharedInformerFactory{},
+		Kube:  map[string]kubeinformers.SharedInformerFactory{},
+	}
+	for _, ns := range namespaces {
+		inf.Flink[ns] = flinkinformers.NewSharedInformerFactoryWithOptions(flink, resync, flinkinformers.WithNamespace(ns))
+		inf.Kube[ns] = kubeinformers.NewSharedInformerFactoryWithOptions(kube, resync, kubeinformers.WithNamespace(ns))
+	}
+	return inf
+}
+
+// Start starts every informer requested so far.
+func (i *Informers) Start(stop <-chan struct{}) {
+	for _, f := range i.Flink {
+		f.Start(stop)
+	}
+	for _, f := range i.Kube {
+		f.Start(stop)
+	}
+}
+
+// WaitForCacheSync blocks until every started informer has synced, or ctx ends.
+func (i *Informers) WaitForCacheSync(ctx context.Context) error {
+	for ns, f := range i.Flink {
+		for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
+			if !ok {
+				return fmt.Errorf("informer cache for %v in namespace %q did not sync", typ, ns)
+			}
+		}
+	}
+	for ns, f := range i.Kube {
+		for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
+			if !ok {
+				return fmt.Errorf("informer cache for %v in namespace %q did not sync", typ, ns)
+			}
+		}
+	}
+	return nil
+}
+
+// Shutdown stops the factories' goroutines after the stop channel closed.
+func (i *Informers) Shutdown() {
+	for _, f := range i.Flink {
+		f.Shutdown()
+	}
+	for _, f := range i.Kube {
+		f.Shutdown()
+	}
+}

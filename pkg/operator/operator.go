@@ -1,0 +1,213 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/klog/v2"
+
+	flinkv1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	clientset "github.com/flinkops/flink-operator/pkg/generated/clientset/versioned"
+)
+
+// Run runs the operator until ctx is cancelled. Start-up problems (no API
+// server, CRDs missing, a port taken) come back as one error with context.
+func Run(ctx context.Context, opts Options) error {
+	logger := klog.FromContext(ctx)
+
+	restConfig, err := loadRESTConfig(opts.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	restConfig.UserAgent = "flink-operator"
+	kube, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return fmt.Errorf("creating Kubernetes client: %w", err)
+	}
+	flink, err := clientset.NewForConfig(restConfig)
+	if err != nil {
+		return fmt.Errorf("creating flink.apache.org client: %w", err)
+	}
+	if err := checkAPIServer(ctx, kube, restConfig.Host, opts); err != nil {
+		return err
+	}
+
+	ready := &readiness{}
+	ready.set(false, "informer caches not synced")
+	probes, err := listen("probe", opts.ProbeAddr, probeMux(ready))
+	if err != nil {
+		return err
+	}
+	metricsSrv, err := listen("metrics", opts.MetricsAddr, metricsMux())
+	if err != nil {
+		return err
+	}
+	servers := []*server{}
+	for _, s := range []*server{probes, metricsSrv} {
+		if s != nil {
+			servers = append(servers, s)
+			go s.serve(logger)
+		}
+	}
+	defer func() {
+		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opts.ShutdownTimeout)
+		defer cancel()
+		for _, s := range servers {
+			if err := s.shutdown(shutdownCtx); err != nil {
+				logger.Error(err, "Shutting down HTTP server", "server", s.name)
+			}
+		}
+	}()
+
+	inf := NewInformers(kube, flink, opts.Namespaces, opts.ResyncPeriod)
+	// Request the informers the controllers will use, so their caches are warm
+	// before this replica leads.
+	for _, f := range inf.Flink {
+		f.Flink().V1beta1().FlinkDeployments().Informer()
+		f.Flink().V1beta1().FlinkSessionJobs().Informer()
+		f.Flink().V1beta1().FlinkStateSnapshots().Informer()
+	}
+	inf.Start(ctx.Done())
+	defer inf.Shutdown()
+	if err := inf.WaitForCacheSync(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil // shut down while starting
+		}
+		return err
+	}
+	ready.set(true, "")
+	logger.Info("Informer caches synced", "namespaces", namespacesForLog(opts.Namespaces))
+
+	runControllers := func(ctx context.Context) {
+		logger.Info("Running controllers")
+		<-ctx.Done()
+	}
+	if !opts.LeaderElect {
+		runControllers(ctx)
+		logger.Info("Shutting down")
+		return nil
+	}
+	return runWithLeaderElection(ctx, kube, opts, runControllers)
+}
+
+func loadRESTConfig(kubeconfig string) (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if kubeconfig != "" {
+		if _, err := os.Stat(kubeconfig); err != nil {
+			return nil, fmt.Errorf("reading kubeconfig: %w", err)
+		}
+		rules.ExplicitPath = kubeconfig
+	}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading Kubernetes client configuration: %w", err)
+	}
+	return cfg, nil
+}
+
+// checkAPIServer fails fast, with one clear message, when the API server does
+// not answer or the flink.apache.org CRDs are not installed; otherwise the
+// informers would retry silently forever.
+func checkAPIServer(ctx context.Context, kube kubernetes.Interface, host string, opts Options) error {
+	ctx, cancel := context.WithTimeout(ctx, opts.ConnectTimeout)
+	defer cancel()
+	if err := kube.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Error(); err != nil {
+		return fmt.Errorf("cannot reach the Kubernetes API server at %s: %w", host, rootCause(err))
+	}
+	resources, err := kube.Discovery().ServerResourcesForGroupVersion(flinkv1beta1.SchemeGroupVersion.String())
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("the %s CRDs are not installed on %s: install them with `kubectl apply --server-side -f manifests/crds/`", flinkv1beta1.SchemeGroupVersion, host)
+		}
+		return fmt.Errorf("discovering %s on %s: %w", flinkv1beta1.SchemeGroupVersion, host, err)
+	}
+	served := map[string]bool{}
+	for _, r := range resources.APIResources {
+		served[r.Name] = true
+	}
+	for _, plural := range []string{"flinkdeployments", "flinksessionjobs", "flinkstatesnapshots"} {
+		if !served[plural] {
+			return fmt.Errorf("the %s.%s CRD is not installed on %s: install it with `kubectl apply --server-side -f manifests/crds/`", plural, flinkv1beta1.GroupName, host)
+		}
+	}
+	return nil
+}
+
+// rootCause drops the wrapping url.Error text ("Get \"https://...\": ") that
+// repeats the host already named in the message.
+func rootCause(err error) error {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err
+		}
+		err = next
+	}
+}
+
+func runWithLeaderElection(ctx context.Context, kube kubernetes.Interface, opts Options, run func(context.Context)) error {
+	logger := klog.FromContext(ctx)
+	host, _ := os.Hostname()
+	identity := host + "_" + string(uuid.NewUUID())
+	namespace := opts.LeaderElectionNamespace
+	if namespace == "" {
+		namespace = os.Getenv("POD_NAMESPACE")
+	}
+	if namespace == "" {
+		namespace = "default"
+	}
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1ObjectMeta(namespace, opts.LeaderElectionID),
+		Client:     kube.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: identity},
+	}
+	var wg sync.WaitGroup
+	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		ReleaseOnCancel: true,
+		LeaseDuration:   leaseDuration,
+		RenewDeadline:   renewDeadline,
+		RetryPeriod:     retryPeriod,
+		Name:            opts.LeaderElectionID,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				wg.Add(1)
+				defer wg.Done()
+				logger.Info("Became leader", "lease", klog.KRef(namespace, opts.LeaderElectionID), "identity", identity)
+				run(ctx)
+			},
+			OnStoppedLeading: func() {
+				logger.Info("Stopped leading", "lease", klog.KRef(namespace, opts.LeaderElectionID), "identity", identity)
+			},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("configuring leader election: %w", err)
+	}
+	elector.Run(ctx)
+	wg.Wait()
+	if ctx.Err() == nil {
+		// Lost the lease while the process should keep running: exit so a
+		// restart rejoins the election with fresh caches, never two leaders.
+		return errors.New("lost leader election lease")
+	}
+	logger.Info("Shutting down")
+	return nil
+}
+
+func namespacesForLog(ns []string) any {
+	if len(ns) == 0 {
+		return "all"
+	}
+	return ns
+}

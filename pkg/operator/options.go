@@ -1,0 +1,48 @@
+// Package operator wires the flink-operator together: API clients, the shared
+// informer factories, leader election, the health and metrics servers and the
+// controllers. It owns process lifetime, not reconciliation logic.
+package operator
+
+import (
+	"time"
+
+	"github.com/flinkops/flink-operator/pkg/config"
+)
+
+// Options are the operator's process-level settings, mostly from flags.
+type Options struct {
+	// Kubeconfig is a kubeconfig path; empty means in-cluster (or $KUBECONFIG).
+	Kubeconfig string
+	// Namespaces to watch; empty means all namespaces.
+	Namespaces []string
+	// LeaderElect turns on leader election on a Lease.
+	LeaderElect bool
+	// LeaderElectionNamespace holds the Lease.
+	LeaderElectionNamespace string
+	// LeaderElectionID is the Lease name.
+	LeaderElectionID string
+	// MetricsAddr serves /metrics; empty or "0" disables it.
+	MetricsAddr string
+	// ProbeAddr serves /healthz and /readyz; empty or "0" disables it.
+	ProbeAddr string
+	// Config is the operator-wide configuration (defaults plus --config file).
+	Config config.Config
+	// ConnectTimeout bounds the start-up check that the API server answers.
+	ConnectTimeout time.Duration
+	// ShutdownTimeout bounds graceful shutdown of the HTTP servers.
+	ShutdownTimeout time.Duration
+	// ResyncPeriod of the shared informers (0 = none).
+	ResyncPeriod time.Duration
+}
+
+// DefaultOptions returns the defaults the flags start from.
+func DefaultOptions() Options {
+	return Options{
+		LeaderElectionID: "flink-operator-lease",
+		MetricsAddr:      ":8080",
+		ProbeAddr:        ":8081",
+		ConnectTimeout:   15 * time.Second,
+		ShutdownTimeout:  10 * time.Second,
+		Config:           config.Defaults(),
+	}
+}

@@ -1,0 +1,79 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/klog/v2"
+
+	"github.com/flinkops/flink-operator/pkg/metrics"
+)
+
+// readiness is what /readyz reports: not ready until the informer caches have
+// synced, so a probe never routes to (or a script never trusts) a cold cache.
+type readiness struct {
+	ready  atomic.Bool
+	reason atomic.Value // string
+}
+
+func (r *readiness) set(ready bool, reason string) {
+	r.ready.Store(ready)
+	r.reason.Store(reason)
+}
+
+func (r *readiness) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	if r.ready.Load() {
+		fmt.Fprintln(w, "ok")
+		return
+	}
+	reason, _ := r.reason.Load().(string)
+	http.Error(w, "not ready: "+reason, http.StatusServiceUnavailable)
+}
+
+func probeMux(ready *readiness) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.Handle("/readyz", ready)
+	return mux
+}
+
+func metricsMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{}))
+	return mux
+}
+
+// server is an HTTP server bound before Run returns, so a bad address fails
+// start-up instead of a background goroutine.
+type server struct {
+	name string
+	srv  *http.Server
+	ln   net.Listener
+}
+
+func listen(name, addr string, handler http.Handler) (*server, error) {
+	if addr == "" || addr == "0" {
+		return nil, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("%s server: %w", name, err)
+	}
+	return &server{name: name, srv: &http.Server{Handler: handler}, ln: ln}, nil
+}
+
+func (s *server) serve(logger klog.Logger) {
+	logger.Info("Serving", "server", s.name, "address", s.ln.Addr().String())
+	if err := s.srv.Serve(s.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		logger.Error(err, "HTTP server stopped", "server", s.name)
+	}
+}
+
+func (s *server) shutdown(ctx context.Context) error {
+	return s.srv.Shutdown(ctx)
+}
