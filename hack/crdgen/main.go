@@ -8,17 +8,25 @@
 // `kubectl apply` (strict field validation) reject upstream manifests that say
 // `metadata: {creationTimestamp: null}`. The top-level metadata stays
 // `type: object`, as Kubernetes requires.
+//
+// A second pass loosens every podTemplate subtree: no `required` fields and no
+// list-type markers. A pod template is a partial Pod that the operator merges
+// into its own pods (a template that only sets a securityContext has no
+// containers), and the merged Pod is validated by Kubernetes anyway. Upstream's
+// schema has neither, so manifests that pass there pass here.
 package main
 
 import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/controller-tools/pkg/crd"
 	"sigs.k8s.io/controller-tools/pkg/genall"
 	"sigs.k8s.io/controller-tools/pkg/loader"
+	"sigs.k8s.io/yaml"
 )
 
 const metav1Pkg = "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -56,7 +64,55 @@ func run(paths, outDir string) error {
 	if failed := rt.Run(); failed {
 		return fmt.Errorf("generation failed (errors above)")
 	}
+	files, err := filepath.Glob(filepath.Join(outDir, "*.yaml"))
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		if err := loosenPodTemplates(f); err != nil {
+			return fmt.Errorf("%s: %w", f, err)
+		}
+	}
 	return nil
+}
+
+// loosenPodTemplates rewrites one CRD file with every podTemplate schema
+// stripped of required fields and list-type markers.
+func loosenPodTemplates(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var crd map[string]any
+	if err := yaml.Unmarshal(data, &crd); err != nil {
+		return err
+	}
+	walkSchemas(crd, false)
+	out, err := yaml.Marshal(crd)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append([]byte("---\n"), out...), 0o644)
+}
+
+// walkSchemas visits every map in the document; inTemplate is true below a
+// "podTemplate" property.
+func walkSchemas(node any, inTemplate bool) {
+	switch n := node.(type) {
+	case map[string]any:
+		if inTemplate {
+			delete(n, "required")
+			delete(n, "x-kubernetes-list-type")
+			delete(n, "x-kubernetes-list-map-keys")
+		}
+		for key, child := range n {
+			walkSchemas(child, inTemplate || key == "podTemplate")
+		}
+	case []any:
+		for _, child := range n {
+			walkSchemas(child, inTemplate)
+		}
+	}
 }
 
 // keepFullObjectMeta replaces controller-tools' override for metav1 so that
