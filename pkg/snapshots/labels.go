@@ -1,0 +1,40 @@
+package snapshots
+
+import (
+	"maps"
+
+	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+)
+
+// DesiredLabels returns the snapshot's labels with the operator's keys set:
+// snapshot.type from the spec, snapshot.trigger-type kept if present (set
+// once, never overwritten) else MANUAL, job-reference.* when the job was
+// found, and snapshot.state for terminal states.
+//
+// snapshot.state is written only once a snapshot is terminal: the status
+// subresource cannot carry labels, so tracking every in-flight transition in
+// a label would double the writes per snapshot. In-flight snapshots are the
+// ones without the label (`-l '!snapshot.state'`); status.state is exact.
+func DesiredLabels(s *v1beta1.FlinkStateSnapshot, state v1beta1.SnapshotState, jobFound bool) map[string]string {
+	labels := maps.Clone(s.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[v1beta1.LabelSnapshotType] = Type(s)
+	if labels[v1beta1.LabelSnapshotTriggerType] == "" {
+		labels[v1beta1.LabelSnapshotTriggerType] = string(v1beta1.SnapshotTriggerManual)
+	}
+	if state.IsTerminal() {
+		labels[v1beta1.LabelSnapshotState] = string(state)
+	} else {
+		delete(labels, v1beta1.LabelSnapshotState)
+	}
+	if r := s.Spec.JobReference; jobFound && r != nil {
+		labels[v1beta1.LabelJobReferenceKind] = string(r.Kind)
+		labels[v1beta1.LabelJobReferenceName] = r.Name
+		if IsCrossNamespace(s) {
+			labels[v1beta1.LabelJobReferenceNamespace] = r.Namespace
+		}
+	}
+	return labels
+}
