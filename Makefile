@@ -32,7 +32,8 @@ unit: ## Unit tests (no cluster needed)
 	$(GO) test -count=1 $(UNIT_PKGS)
 
 fuzz: ## Bounded fuzzing of decoders ($(FUZZTIME) each)
-	$(GO) test -run='^$$' -fuzz='^FuzzDecodeResponses$$' -fuzztime=$(FUZZTIME) ./pkg/flink
+	$(GO) test -run='^$$' -fuzz='^FuzzDecodeResponse$$' -fuzztime=$(FUZZTIME) ./pkg/flink
+	$(GO) test -run='^$$' -fuzz='^FuzzDecodeErrorBody$$' -fuzztime=$(FUZZTIME) ./pkg/flink
 
 codegen-check: ## Prove verify-codegen fails on a type edited without regenerating
 	hack/test-verify-codegen.sh

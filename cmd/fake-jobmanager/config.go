@@ -1,0 +1,96 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/flinkops/flink-operator/pkg/flink"
+	"github.com/flinkops/flink-operator/pkg/flink/fakejm"
+)
+
+// config is the parsed command line.
+type config struct {
+	listen    string
+	readyFile string
+	logReqs   bool
+	jobCount  int      // --jobs N
+	jobIDs    []string // --jobs id1,id2
+	opts      fakejm.Options
+}
+
+// parseFlags turns the command line into a config.
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	var (
+		cfg      config
+		version  string
+		jobs     string
+		fs       = flag.NewFlagSet("fake-jobmanager", flag.ContinueOnError)
+		defaults = fakejm.Options{}
+	)
+	fs.SetOutput(stderr)
+	fs.StringVar(&cfg.listen, "listen", "127.0.0.1:8081", "address to serve on; port 0 picks a free port")
+	fs.StringVar(&version, "flink-version", "1.20", `Flink version to emulate ("1.18", "v1_20", "2.0", ...)`)
+	fs.StringVar(&jobs, "jobs", "", "jobs to pre-create as RUNNING: a count (\"3\") or comma-separated job ids")
+	fs.DurationVar(&cfg.opts.StoreDuration, "store-duration", 5*time.Minute, "rest.async.store-duration: how long async results stay queryable")
+	fs.DurationVar(&cfg.opts.CompletionDelay, "savepoint-delay", 0, "time every async operation (savepoint, stop, checkpoint, disposal) takes")
+	fs.IntVar(&cfg.opts.CompletionPolls, "savepoint-polls", 0, "status polls every async operation answers IN_PROGRESS to")
+	fs.StringVar(&cfg.opts.SavepointDir, "savepoint-dir", "", "default savepoint directory (execution.checkpointing.savepoint-dir)")
+	fs.StringVar(&cfg.opts.CheckpointDir, "checkpoint-dir", "", "write checkpoints under this directory")
+	fs.DurationVar(&cfg.opts.JobStartDelay, "job-start-delay", 0, "time submitted jobs stay CREATED before RUNNING")
+	fs.IntVar(&cfg.opts.TaskManagers, "taskmanagers", 1, "number of TaskManagers reported")
+	fs.IntVar(&cfg.opts.SlotsPerTaskManager, "slots", 4, "slots per TaskManager")
+	fs.BoolVar(&cfg.opts.DisableWebSubmit, "disable-web-submit", defaults.DisableWebSubmit, "serve no /jars endpoints (no flink-runtime-web)")
+	fs.StringVar(&cfg.readyFile, "ready-file", "", "also write the startup JSON line to this file")
+	fs.BoolVar(&cfg.logReqs, "log-requests", false, "log every request to stderr")
+	if err := fs.Parse(args); err != nil {
+		return cfg, usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return cfg, usageError{fmt.Errorf("unexpected arguments: %v", fs.Args())}
+	}
+	v, err := flink.ParseVersion(version)
+	if err != nil {
+		return cfg, usageError{err}
+	}
+	if v.Before(flink.MinSupportedVersion) {
+		return cfg, usageError{fmt.Errorf("--flink-version %s is older than %s", v, flink.MinSupportedVersion)}
+	}
+	cfg.opts.Version = v
+	if err := cfg.parseJobs(jobs); err != nil {
+		return cfg, usageError{err}
+	}
+	return cfg, nil
+}
+
+// parseJobs accepts "", "N" or "id1,id2,...".
+func (c *config) parseJobs(s string) error {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return nil
+	}
+	if n, err := strconv.Atoi(s); err == nil {
+		if n < 0 || n > 100000 {
+			return fmt.Errorf("--jobs %d out of range", n)
+		}
+		c.jobCount = n
+		return nil
+	}
+	seen := map[string]bool{}
+	for _, id := range strings.Split(s, ",") {
+		id = strings.TrimSpace(id)
+		if !flink.IsValidID(id) {
+			return fmt.Errorf("--jobs: %q is neither a count nor a 32-character lowercase hex job id", id)
+		}
+		if seen[id] {
+			return errors.New("--jobs: duplicate job id " + id)
+		}
+		seen[id] = true
+		c.jobIDs = append(c.jobIDs, id)
+	}
+	return nil
+}
