@@ -1,0 +1,226 @@
+// Package cache gives the controllers one read-only view over the shared
+// informers of the flink.apache.org types, whether the operator watches all
+// namespaces (one informer per type) or a list of them (one per namespace and
+// type). It also owns the snapshot indexes the controllers share: by job
+// reference and by state. It does no API calls of its own.
+package cache
+
+import (
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+
+	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	flinkinformers "github.com/flinkops/flink-operator/pkg/generated/informers/externalversions"
+	"github.com/flinkops/flink-operator/pkg/snapshots"
+)
+
+// Index names on the FlinkStateSnapshot informers.
+const (
+	// IndexByJob keys snapshots by snapshots.JobKey of their job reference.
+	IndexByJob = "byJob"
+	// IndexByState keys snapshots by status.state ("" for new ones).
+	IndexByState = "byState"
+)
+
+// Caches is the controllers' view of the flink.apache.org informers.
+type Caches struct {
+	// all is set when every namespace is watched by one informer per type.
+	all         *nsInformers
+	byNamespace map[string]*nsInformers
+}
+
+type nsInformers struct {
+	snapshots, deployments, sessionJobs cache.SharedIndexInformer
+}
+
+// New requests the informers (and registers the snapshot indexes) from the
+// factories, keyed by namespace ("" = all namespaces). Call it before the
+// factories are started.
+func New(factories map[string]flinkinformers.SharedInformerFactory) (*Caches, error) {
+	c := &Caches{byNamespace: map[string]*nsInformers{}}
+	for ns, f := range factories {
+		v := f.Flink().V1beta1()
+		inf := &nsInformers{
+			snapshots:   v.FlinkStateSnapshots().Informer(),
+			deployments: v.FlinkDeployments().Informer(),
+			sessionJobs: v.FlinkSessionJobs().Informer(),
+		}
+		if err := inf.snapshots.AddIndexers(cache.Indexers{
+			IndexByJob:   indexByJob,
+			IndexByState: indexByState,
+		}); err != nil {
+			return nil, fmt.Errorf("adding snapshot indexes: %w", err)
+		}
+		if ns == metav1.NamespaceAll {
+			c.all = inf
+		} else {
+			c.byNamespace[ns] = inf
+		}
+	}
+	return c, nil
+}
+
+func indexByJob(obj any) ([]string, error) {
+	s, ok := obj.(*v1beta1.FlinkStateSnapshot)
+	if !ok {
+		return nil, nil
+	}
+	if key := snapshots.JobKey(s); key != "" {
+		return []string{key}, nil
+	}
+	return nil, nil
+}
+
+func indexByState(obj any) ([]string, error) {
+	s, ok := obj.(*v1beta1.FlinkStateSnapshot)
+	if !ok {
+		return nil, nil
+	}
+	return []string{string(s.Status.State)}, nil
+}
+
+// each returns every per-namespace informer set.
+func (c *Caches) each() []*nsInformers {
+	if c.all != nil {
+		return []*nsInformers{c.all}
+	}
+	out := make([]*nsInformers, 0, len(c.byNamespace))
+	for _, inf := range c.byNamespace {
+		out = append(out, inf)
+	}
+	return out
+}
+
+// forNamespace returns the informers that hold objects of ns, or nil when
+// the namespace is not watched.
+func (c *Caches) forNamespace(ns string) *nsInformers {
+	if c.all != nil {
+		return c.all
+	}
+	return c.byNamespace[ns]
+}
+
+// Watches reports whether objects in ns are visible to the operator.
+func (c *Caches) Watches(ns string) bool { return c.forNamespace(ns) != nil }
+
+func get[T any](inf cache.SharedIndexInformer, resource, ns, name string) (*T, error) {
+	obj, exists, err := inf.GetIndexer().GetByKey(ns + "/" + name)
+	if err != nil {
+		return nil, err
+	}
+	if !exists {
+		return nil, apierrors.NewNotFound(v1beta1.Resource(resource), name)
+	}
+	typed, ok := obj.(*T)
+	if !ok {
+		return nil, fmt.Errorf("unexpected %T in %s cache", obj, resource)
+	}
+	return typed, nil
+}
+
+// Snapshot returns a cached FlinkStateSnapshot (read-only: DeepCopy before
+// changing it), or a NotFound error.
+func (c *Caches) Snapshot(ns, name string) (*v1beta1.FlinkStateSnapshot, error) {
+	inf := c.forNamespace(ns)
+	if inf == nil {
+		return nil, apierrors.NewNotFound(v1beta1.Resource("flinkstatesnapshots"), name)
+	}
+	return get[v1beta1.FlinkStateSnapshot](inf.snapshots, "flinkstatesnapshots", ns, name)
+}
+
+// Deployment returns a cached FlinkDeployment, or a NotFound error (also when
+// its namespace is not watched).
+func (c *Caches) Deployment(ns, name string) (*v1beta1.FlinkDeployment, error) {
+	inf := c.forNamespace(ns)
+	if inf == nil {
+		return nil, apierrors.NewNotFound(v1beta1.Resource("flinkdeployments"), name)
+	}
+	return get[v1beta1.FlinkDeployment](inf.deployments, "flinkdeployments", ns, name)
+}
+
+// SessionJob returns a cached FlinkSessionJob, or a NotFound error.
+func (c *Caches) SessionJob(ns, name string) (*v1beta1.FlinkSessionJob, error) {
+	inf := c.forNamespace(ns)
+	if inf == nil {
+		return nil, apierrors.NewNotFound(v1beta1.Resource("flinksessionjobs"), name)
+	}
+	return get[v1beta1.FlinkSessionJob](inf.sessionJobs, "flinksessionjobs", ns, name)
+}
+
+// SnapshotsOfJob returns the cached snapshots referring to the job with the
+// given snapshots.JobKey, from every watched namespace (references may cross
+// namespaces).
+func (c *Caches) SnapshotsOfJob(jobKey string) ([]*v1beta1.FlinkStateSnapshot, error) {
+	return c.byIndex(IndexByJob, jobKey)
+}
+
+// SnapshotsInState returns the cached snapshots whose status.state is state.
+func (c *Caches) SnapshotsInState(state v1beta1.SnapshotState) ([]*v1beta1.FlinkStateSnapshot, error) {
+	return c.byIndex(IndexByState, string(state))
+}
+
+// AllSnapshots returns every cached snapshot.
+func (c *Caches) AllSnapshots() []*v1beta1.FlinkStateSnapshot {
+	var out []*v1beta1.FlinkStateSnapshot
+	for _, inf := range c.each() {
+		for _, obj := range inf.snapshots.GetStore().List() {
+			if s, ok := obj.(*v1beta1.FlinkStateSnapshot); ok {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+func (c *Caches) byIndex(index, key string) ([]*v1beta1.FlinkStateSnapshot, error) {
+	var out []*v1beta1.FlinkStateSnapshot
+	for _, inf := range c.each() {
+		objs, err := inf.snapshots.GetIndexer().ByIndex(index, key)
+		if err != nil {
+			return nil, err
+		}
+		for _, obj := range objs {
+			if s, ok := obj.(*v1beta1.FlinkStateSnapshot); ok {
+				out = append(out, s)
+			}
+		}
+	}
+	return out, nil
+}
+
+// Handlers are the event handlers a controller registers on each type.
+type Handlers struct {
+	Snapshots, Deployments, SessionJobs cache.ResourceEventHandler
+}
+
+// AddEventHandlers registers the non-nil handlers on every namespace's
+// informers.
+func (c *Caches) AddEventHandlers(h Handlers) error {
+	for _, inf := range c.each() {
+		for _, pair := range []struct {
+			inf cache.SharedIndexInformer
+			h   cache.ResourceEventHandler
+		}{{inf.snapshots, h.Snapshots}, {inf.deployments, h.Deployments}, {inf.sessionJobs, h.SessionJobs}} {
+			if pair.h == nil {
+				continue
+			}
+			if _, err := pair.inf.AddEventHandler(pair.h); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// HasSynced reports whether every informer has synced.
+func (c *Caches) HasSynced() bool {
+	for _, inf := range c.each() {
+		if !inf.snapshots.HasSynced() || !inf.deployments.HasSynced() || !inf.sessionJobs.HasSynced() {
+			return false
+		}
+	}
+	return true
+}

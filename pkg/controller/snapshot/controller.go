@@ -1,0 +1,319 @@
+// Package snapshot is the FlinkStateSnapshot controller: it triggers,
+// tracks, retries and disposes savepoints and checkpoints. A snapshot's life
+// reads top to bottom in sync.go; this file holds the queue and the event
+// handlers that feed it.
+package snapshot
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	flinkcache "github.com/flinkops/flink-operator/pkg/cache"
+	"github.com/flinkops/flink-operator/pkg/config"
+	clientset "github.com/flinkops/flink-operator/pkg/generated/clientset/versioned"
+	"github.com/flinkops/flink-operator/pkg/metrics"
+	"github.com/flinkops/flink-operator/pkg/snapshots"
+)
+
+// QueueName names the controller's workqueue (and its metrics).
+const QueueName = "flinkstatesnapshot"
+
+// EndpointResolver returns the REST base URL of a Flink cluster's JobManager.
+type EndpointResolver func(cluster *v1beta1.FlinkDeployment, restPort int) (string, error)
+
+// ServiceEndpoint is the in-cluster address: the <name>-rest Service.
+func ServiceEndpoint(cluster *v1beta1.FlinkDeployment, restPort int) (string, error) {
+	return fmt.Sprintf("http://%s-rest.%s.svc:%d", cluster.Name, cluster.Namespace, restPort), nil
+}
+
+// Options configure the controller; zero values get defaults.
+type Options struct {
+	// Config is the operator-wide configuration.
+	Config config.Config
+	// Clock is the time source (a fake one in tests).
+	Clock clock.WithTicker
+	// Endpoints resolves JobManager REST URLs; default ServiceEndpoint.
+	Endpoints EndpointResolver
+	// HTTPClient carries Flink REST calls (instrumented by the operator).
+	HTTPClient *http.Client
+	// NewTriggerID picks Flink trigger ids; default snapshots.NewTriggerID.
+	NewTriggerID func() string
+	// AfterIntentWritten, when set, runs right after a trigger's intent
+	// (IN_PROGRESS + trigger id) is written and before Flink is called. It
+	// exists for crash tests.
+	AfterIntentWritten func(snapshot string)
+}
+
+// Controller reconciles FlinkStateSnapshots.
+type Controller struct {
+	client   clientset.Interface
+	caches   *flinkcache.Caches
+	recorder record.EventRecorder
+	queue    workqueue.TypedRateLimitingInterface[string]
+
+	cfg          config.Config
+	clock        clock.WithTicker
+	endpoints    EndpointResolver
+	httpClient   *http.Client
+	newTriggerID func() string
+	afterIntent  func(string)
+
+	// mu guards reserved: the snapshots this process has moved to
+	// IN_PROGRESS whose new state the cache may not show yet. Counting them
+	// with the cache keeps concurrency caps exact across workers.
+	mu       sync.Mutex
+	reserved map[string]string // snapshot key -> job key
+
+	// disposals remembers Flink's disposal trigger ids between syncs. Losing
+	// them on a restart only means one more disposal request for the same
+	// path, which Flink treats as a no-op or "already gone".
+	disposals sync.Map // snapshot key -> disposal trigger id
+}
+
+// New creates the controller and registers its event handlers on the caches.
+func New(client clientset.Interface, caches *flinkcache.Caches, recorder record.EventRecorder, opts Options) (*Controller, error) {
+	if opts.Config == nil {
+		opts.Config = config.Defaults()
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Endpoints == nil {
+		opts.Endpoints = ServiceEndpoint
+	}
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = http.DefaultClient
+	}
+	if opts.NewTriggerID == nil {
+		opts.NewTriggerID = snapshots.NewTriggerID
+	}
+	c := &Controller{
+		client:   client,
+		caches:   caches,
+		recorder: recorder,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: QueueName, Clock: opts.Clock},
+		),
+		cfg:          opts.Config,
+		clock:        opts.Clock,
+		endpoints:    opts.Endpoints,
+		httpClient:   opts.HTTPClient,
+		newTriggerID: opts.NewTriggerID,
+		afterIntent:  opts.AfterIntentWritten,
+		reserved:     map[string]string{},
+	}
+	err := caches.AddEventHandlers(flinkcache.Handlers{
+		Snapshots: cache.ResourceEventHandlerFuncs{
+			AddFunc:    c.enqueue,
+			UpdateFunc: c.snapshotUpdated,
+			DeleteFunc: c.snapshotDeleted,
+		},
+		Deployments: c.jobHandler(v1beta1.JobReferenceKindDeployment),
+		SessionJobs: c.jobHandler(v1beta1.JobReferenceKindSessionJob),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Controller) enqueue(obj any) {
+	key, err := cache.MetaNamespaceKeyFunc(obj)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
+	c.queue.Add(key)
+}
+
+// snapshotUpdated wakes the snapshot, and when one leaves IN_PROGRESS, the
+// snapshots of the same job waiting for a concurrency slot.
+func (c *Controller) snapshotUpdated(oldObj, newObj any) {
+	c.enqueue(newObj)
+	oldSnap, ok1 := oldObj.(*v1beta1.FlinkStateSnapshot)
+	newSnap, ok2 := newObj.(*v1beta1.FlinkStateSnapshot)
+	if ok1 && ok2 && oldSnap.Status.State == v1beta1.SnapshotInProgress && newSnap.Status.State != v1beta1.SnapshotInProgress {
+		c.enqueueJob(snapshots.JobKey(newSnap))
+	}
+}
+
+// snapshotDeleted says so when a savepoint disappears while Flink may still
+// be writing it: without a finalizer there is nobody left to dispose it.
+func (c *Controller) snapshotDeleted(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	s, ok := obj.(*v1beta1.FlinkStateSnapshot)
+	if !ok {
+		return
+	}
+	key := s.Namespace + "/" + s.Name
+	c.release(key)
+	c.disposals.Delete(key)
+	if s.Status.State == v1beta1.SnapshotInProgress && snapshots.DisposeOnDelete(s) {
+		c.recorder.Eventf(s, "Warning", ReasonDisposeSkipped,
+			"Snapshot deleted while in progress (trigger id %s); if Flink completes it, its files stay in the savepoint directory", s.Status.TriggerID)
+	}
+	c.enqueueJob(snapshots.JobKey(s))
+}
+
+// jobHandler wakes the snapshots of a job when the job changes: a job that
+// leaves RUNNING abandons its in-flight snapshots at once.
+func (c *Controller) jobHandler(kind v1beta1.JobReferenceKind) cache.ResourceEventHandler {
+	wake := func(obj any) {
+		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = tomb.Obj
+		}
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			return
+		}
+		c.enqueueJob(snapshots.JobKeyFor(kind, m.GetNamespace(), m.GetName()))
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    wake,
+		DeleteFunc: wake,
+		UpdateFunc: func(oldObj, newObj any) {
+			if jobStatusOf(oldObj) != jobStatusOf(newObj) {
+				wake(newObj)
+			}
+		},
+	}
+}
+
+// enqueueJob queues the snapshots of a job that can still change: in flight,
+// or being deleted.
+func (c *Controller) enqueueJob(jobKey string) {
+	if jobKey == "" {
+		return
+	}
+	snaps, err := c.caches.SnapshotsOfJob(jobKey)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
+	for _, s := range snaps {
+		if snapshots.InFlight(s) || s.DeletionTimestamp != nil {
+			c.queue.Add(s.Namespace + "/" + s.Name)
+		}
+	}
+}
+
+// Run starts workers and blocks until ctx ends.
+func (c *Controller) Run(ctx context.Context, workers int) {
+	defer utilruntime.HandleCrash()
+	defer c.queue.ShutDown()
+	logger := klog.FromContext(ctx)
+	logger.Info("Starting controller", "controller", QueueName, "workers", workers)
+	if !cache.WaitForCacheSync(ctx.Done(), c.caches.HasSynced) {
+		return
+	}
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() { wait.UntilWithContext(ctx, c.runWorker, time.Second) })
+	}
+	<-ctx.Done()
+	logger.Info("Stopping controller", "controller", QueueName)
+	c.queue.ShutDown()
+	wg.Wait()
+}
+
+func (c *Controller) runWorker(ctx context.Context) {
+	for c.processNextWorkItem(ctx) {
+	}
+}
+
+func (c *Controller) processNextWorkItem(ctx context.Context) bool {
+	key, shutdown := c.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer c.queue.Done(key)
+
+	logger := klog.FromContext(ctx).WithValues("snapshot", key)
+	requeueAfter, err := c.Sync(klog.NewContext(ctx, logger), key)
+	switch {
+	case err != nil:
+		if apierrors.IsConflict(err) {
+			logger.V(2).Info("Conflict writing snapshot, retrying", "err", err)
+		} else {
+			logger.Error(err, "Syncing snapshot failed")
+		}
+		c.queue.AddRateLimited(key)
+	default:
+		c.queue.Forget(key)
+		if requeueAfter > 0 {
+			c.queue.AddAfter(key, requeueAfter)
+		}
+	}
+	return true
+}
+
+// reserve records that key (a snapshot of jobKey) is being triggered if the
+// per-job and operator-wide caps allow it.
+func (c *Controller) reserve(key, jobKey string, perJob, total int) (bool, error) {
+	inProgress, err := c.caches.SnapshotsInState(v1beta1.SnapshotInProgress)
+	if err != nil {
+		return false, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	busy := map[string]string{} // snapshot key -> job key
+	for _, s := range inProgress {
+		busy[s.Namespace+"/"+s.Name] = snapshots.JobKey(s)
+	}
+	for k, j := range c.reserved {
+		busy[k] = j
+	}
+	delete(busy, key)
+	sameJob := 0
+	for _, j := range busy {
+		if j == jobKey {
+			sameJob++
+		}
+	}
+	if (perJob > 0 && sameJob >= perJob) || (total > 0 && len(busy) >= total) {
+		return false, nil
+	}
+	c.reserved[key] = jobKey
+	return true, nil
+}
+
+func (c *Controller) release(key string) {
+	c.mu.Lock()
+	delete(c.reserved, key)
+	c.mu.Unlock()
+}
+
+// CountSnapshots feeds the flink_operator_snapshots gauge from the cache.
+func (c *Controller) CountSnapshots() []metrics.SnapshotCount {
+	counts := map[metrics.SnapshotCount]int{}
+	for _, s := range c.caches.AllSnapshots() {
+		state := s.Status.State
+		if state == "" {
+			state = v1beta1.SnapshotTriggerPending
+		}
+		counts[metrics.SnapshotCount{Namespace: s.Namespace, Type: lower(snapshots.Type(s)), State: string(state)}]++
+	}
+	out := make([]metrics.SnapshotCount, 0, len(counts))
+	for k, n := range counts {
+		k.Count = n
+		out = append(out, k)
+	}
+	return out
+}

@@ -1,0 +1,137 @@
+package snapshot
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/flink"
+	"github.com/flinkops/flink-operator/pkg/metrics"
+	"github.com/flinkops/flink-operator/pkg/snapshots"
+)
+
+// syncDeletion disposes a deleted snapshot's savepoint data when asked to,
+// then releases the finalizer. Deletion never hangs [ours]: if disposal does
+// not succeed within kubernetes.operator.snapshot.dispose.timeout, the
+// finalizer goes anyway with a DisposeSkipped event naming the path left on
+// storage.
+func (c *Controller) syncDeletion(ctx context.Context, cached *v1beta1.FlinkStateSnapshot) (time.Duration, error) {
+	if !slices.Contains(cached.Finalizers, v1beta1.SnapshotFinalizer) {
+		return 0, nil
+	}
+	logger := klog.FromContext(ctx)
+	s := cached.DeepCopy()
+	key := s.Namespace + "/" + s.Name
+	now := c.clock.Now()
+
+	switch {
+	case s.Status.State == v1beta1.SnapshotInProgress:
+		// Wait for the running attempt to end (bounded by the snapshot
+		// timeout), then decide on its result.
+		t, err := c.resolveTarget(s)
+		if err != nil {
+			return 0, c.removeFinalizer(ctx, s)
+		}
+		requeue, err := c.observe(ctx, s, t)
+		if err != nil {
+			return 0, err
+		}
+		if _, err := c.commit(ctx, cached, s, t.found); err != nil {
+			return 0, err
+		}
+		return max(requeue, snapshots.MinPollDelay), nil
+	case !snapshots.DisposeOnDelete(s), s.Status.State != v1beta1.SnapshotCompleted, s.Status.Path == "":
+		return 0, c.removeFinalizer(ctx, s)
+	}
+
+	path := s.Status.Path
+	t, terr := c.resolveTarget(s)
+	if terr == nil && slices.Contains(t.restorePaths, path) {
+		c.recorder.Eventf(s, "Warning", ReasonDisposeSkipped,
+			"Savepoint %s is the restore point of %s; its data is kept", path, snapshots.JobRefString(&t.ref))
+		return 0, c.removeFinalizer(ctx, s)
+	}
+
+	timeout, err := c.cfg.Duration(config.KeySnapshotDisposeTimeout)
+	if err != nil {
+		return 0, err
+	}
+	deadline := s.DeletionTimestamp.Add(timeout)
+	if !now.Before(deadline) {
+		c.recorder.Eventf(s, "Warning", ReasonDisposeSkipped,
+			"Could not dispose savepoint within %s (%s); its data is left at %s", timeout, config.KeySnapshotDisposeTimeout, path)
+		metrics.SnapshotDisposeSkipped.WithLabelValues(s.Namespace).Inc()
+		c.disposals.Delete(key)
+		return 0, c.removeFinalizer(ctx, s)
+	}
+	retry := min(snapshots.PollDelay(now.Sub(s.DeletionTimestamp.Time)), deadline.Sub(now))
+
+	cleanupFailed := func(format string, args ...any) (time.Duration, error) {
+		msg := fmt.Sprintf(format, args...)
+		c.recorder.Event(s, "Warning", ReasonCleanupFailed, msg)
+		logger.Info("Disposing savepoint failed, will retry", "path", path, "reason", msg, "retryIn", retry)
+		return retry, nil
+	}
+	switch {
+	case terr != nil:
+		return cleanupFailed("Cannot dispose of savepoint %s: %v", path, terr)
+	case !t.found || t.cluster == nil:
+		return cleanupFailed("Cannot dispose of savepoint %s because the referenced Flink job %s cannot be found", path, snapshots.JobRefString(&t.ref))
+	}
+	client, err := c.flinkClient(t)
+	if err != nil {
+		return cleanupFailed("Cannot dispose of savepoint %s: %v", path, err)
+	}
+
+	value, pending := c.disposals.Load(key)
+	if !pending {
+		id, err := client.DisposeSavepoint(ctx, path)
+		if err != nil {
+			return cleanupFailed("Cannot dispose of savepoint %s: %v", path, err)
+		}
+		c.disposals.Store(key, id)
+		return snapshots.MinPollDelay, nil
+	}
+	res, err := client.DisposalStatus(ctx, value.(string))
+	switch {
+	case flink.IsNotFound(err):
+		c.disposals.Delete(key) // Flink forgot it (restart): ask again
+		return snapshots.MinPollDelay, nil
+	case err != nil:
+		return cleanupFailed("Cannot check disposal of savepoint %s: %v", path, err)
+	case res.Pending():
+		return retry, nil
+	case res.Failed() && !alreadyGone(res.Failure):
+		c.disposals.Delete(key)
+		return cleanupFailed("Disposing savepoint %s failed: %s", path, res.Failure.Message())
+	}
+	c.disposals.Delete(key)
+	logger.Info("Disposed savepoint", "snapshot", klog.KObj(s), "path", path)
+	return 0, c.removeFinalizer(ctx, s)
+}
+
+// alreadyGone recognises a disposal that failed because the savepoint is no
+// longer there (an earlier attempt removed it before a restart).
+func alreadyGone(cause *flink.FailureCause) bool {
+	if cause == nil {
+		return false
+	}
+	msg := strings.ToLower(cause.Message() + " " + cause.Class)
+	return strings.Contains(msg, "filenotfound") || strings.Contains(msg, "does not exist") || strings.Contains(msg, "no such file")
+}
+
+func (c *Controller) removeFinalizer(ctx context.Context, s *v1beta1.FlinkStateSnapshot) error {
+	toWrite := s.DeepCopy()
+	toWrite.Finalizers = slices.DeleteFunc(toWrite.Finalizers, func(f string) bool { return f == v1beta1.SnapshotFinalizer })
+	if _, err := c.client.FlinkV1beta1().FlinkStateSnapshots(s.Namespace).Update(ctx, toWrite, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("removing finalizer of snapshot %s/%s: %w", s.Namespace, s.Name, err)
+	}
+	return nil
+}
