@@ -1,0 +1,377 @@
+package snapshot
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	core "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
+
+	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/flink/fakejm"
+)
+
+// Tests for the lines snapshots.md marks [ours]; each fails without the
+// behaviour it names.
+
+// Crash after the IN_PROGRESS write, before the POST: the restarted operator
+// finds an id Flink never saw and sends it once.
+func TestCrashAfterStatusWriteBeforePost(t *testing.T) {
+	f := newFixture(t)
+	jm := f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
+	f.create(savepointSnap("sp", "job"))
+	f.syncCrashing("sp")
+	s := f.get("sp")
+	if s.Status.State != v1beta1.SnapshotInProgress || s.Status.TriggerID == "" {
+		t.Fatalf("intent not recorded before the crash: %+v", s.Status)
+	}
+	if n := jm.StartedOperations(fakejm.OpSavepoint); n != 0 {
+		t.Fatalf("%d savepoints started before the POST", n)
+	}
+	f.restart()
+	f.clock.Step(time.Second)
+	got := f.drive("sp", 10)
+	if got.Status.State != v1beta1.SnapshotCompleted || got.Status.TriggerID != s.Status.TriggerID {
+		t.Fatalf("after restart: %+v (trigger id was %s)", got.Status, s.Status.TriggerID)
+	}
+	if n := jm.StartedOperations(fakejm.OpSavepoint); n != 1 {
+		t.Fatalf("%d savepoints started, want exactly 1", n)
+	}
+}
+
+// Crash after the POST, before the next status write: the restarted operator
+// adopts the savepoint already running under the recorded id.
+func TestCrashAfterPostBeforeStatusWrite(t *testing.T) {
+	f := newFixture(t)
+	jm := f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
+	f.create(savepointSnap("sp", "job"))
+	f.mustSync("sp") // intent written, POST sent
+	// The write that would record completion fails, as if the process died.
+	f.client.PrependReactor("update", "flinkstatesnapshots", func(core.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("process killed")
+	})
+	f.clock.Step(time.Second)
+	f.sync("sp")
+	f.clock.Step(time.Second)
+	if _, err := f.sync("sp"); err == nil {
+		t.Fatal("expected the completion write to fail")
+	}
+	f.client.ReactionChain = f.client.ReactionChain[1:]
+	f.restart()
+	got := f.drive("sp", 10)
+	if got.Status.State != v1beta1.SnapshotCompleted {
+		t.Fatalf("after restart: %+v", got.Status)
+	}
+	if n := jm.StartedOperations(fakejm.OpSavepoint); n != 1 {
+		t.Fatalf("%d savepoints started, want the first one adopted", n)
+	}
+}
+
+// 404 on a trigger id Flink forgot: adopt from checkpoint history, re-send
+// while young, else fail.
+func TestForgottenTriggerID(t *testing.T) {
+	t.Run("completed, then forgotten: adopted from history", func(t *testing.T) {
+		f := newFixture(t)
+		jm := f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
+		jm.SetCompletion(0, 0)
+		f.create(savepointSnap("sp", "job"))
+		f.mustSync("sp") // triggered; completes at once in Flink
+		f.clock.Step(6 * time.Minute)
+		got := f.drive("sp", 5)
+		if got.Status.State != v1beta1.SnapshotCompleted || !metadataExists(got.Status.Path) {
+			t.Fatalf("%+v", got.Status)
+		}
+		if n := jm.StartedOperations(fakejm.OpSavepoint); n != 1 {
+			t.Fatalf("%d savepoints started, want 1", n)
+		}
+	})
+	t.Run("unknown while young: same id sent again", func(t *testing.T) {
+		f := newFixture(t)
+		jm := f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
+		f.create(savepointSnap("sp", "job"))
+		remove := jm.InjectFault(fakejm.Fault{Route: fakejm.RouteSavepointTrigger, Status: 503, Times: 1})
+		f.mustSync("sp") // the POST is lost
+		remove()
+		id := f.get("sp").Status.TriggerID
+		got := f.drive("sp", 10)
+		if got.Status.State != v1beta1.SnapshotCompleted || got.Status.TriggerID != id {
+			t.Fatalf("%+v", got.Status)
+		}
+		ops := jm.Operations()
+		if len(ops) != 1 || ops[0].TriggerID != id {
+			t.Fatalf("operations %+v, want one with id %s", ops, id)
+		}
+	})
+	t.Run("unknown when old and not in history: failed", func(t *testing.T) {
+		f := newFixture(t)
+		jm := f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
+		f.create(withBackoff(savepointSnap("sp", "job"), 0))
+		jm.InjectFault(fakejm.Fault{Route: fakejm.RouteSavepointTrigger, Status: 503})
+		f.mustSync("sp")
+		f.clock.Step(6 * time.Minute)
+		f.mustSync("sp")
+		got := f.get("sp")
+		if got.Status.State != v1beta1.SnapshotFailed || !strings.Contains(got.Status.Error, "does not know trigger id") {
+			t.Fatalf("%+v", got.Status)
+		}
+	})
+}
+
+func TestInProgressPastTimeout(t *testing.T) {
+	f := newFixture(t)
+	jm := f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
+	jm.SetCompletion(1000, 0) // never completes
+	f.create(withBackoff(savepointSnap("sp", "job"), 0))
+	f.mustSync("sp")
+	f.clock.Step(10 * time.Minute)
+	f.mustSync("sp")
+	if s := f.get("sp"); s.Status.State != v1beta1.SnapshotInProgress {
+		t.Fatalf("failed before the 11 min default timeout: %+v", s.Status)
+	}
+	f.clock.Step(61 * time.Second)
+	f.mustSync("sp")
+	s := f.get("sp")
+	if s.Status.State != v1beta1.SnapshotFailed || !strings.Contains(s.Status.Error, "did not complete within 11m0s") {
+		t.Fatalf("%+v", s.Status)
+	}
+}
+
+func TestSecondSnapshotWaitsWhileOneInFlight(t *testing.T) {
+	f := newFixture(t)
+	jm := f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
+	jm.SetCompletion(3, 0)
+	f.create(savepointSnap("a", "job"))
+	f.create(savepointSnap("b", "job"))
+	f.mustSync("a")
+	if d := f.mustSync("b"); d != waitForSlot {
+		t.Errorf("waiting snapshot requeued after %v, want %v", d, waitForSlot)
+	}
+	if s := f.get("b"); s.Status.State != v1beta1.SnapshotTriggerPending || s.Status.Failures != 0 {
+		t.Fatalf("second snapshot %+v, want TRIGGER_PENDING without failure", s.Status)
+	}
+	if n := jm.StartedOperations(fakejm.OpSavepoint); n != 1 {
+		t.Fatalf("%d savepoints in flight, want 1", n)
+	}
+	f.drive("a", 10)
+	f.mustSync("b")
+	if s := f.get("b"); s.Status.State != v1beta1.SnapshotInProgress {
+		t.Fatalf("after the first completed, second is %+v", s.Status)
+	}
+}
+
+// The cap also holds between two syncs that have not seen each other's
+// writes yet (two workers, stale cache).
+func TestConcurrencyCapWithStaleCache(t *testing.T) {
+	f := newFixture(t)
+	jm := f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
+	f.create(savepointSnap("a", "job"))
+	f.create(savepointSnap("b", "job"))
+	f.refresh()
+	if _, err := f.ctrl.Sync(f.ctx, ns+"/a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.ctrl.Sync(f.ctx, ns+"/b"); err != nil { // cache still says "a" is new
+		t.Fatal(err)
+	}
+	if n := jm.StartedOperations(fakejm.OpSavepoint); n != 1 {
+		t.Fatalf("%d savepoints started, want 1", n)
+	}
+}
+
+func TestCrossNamespaceReferenceRefusedByDefault(t *testing.T) {
+	f := newFixture(t)
+	jm := f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
+	s := savepointSnap("sp", "job")
+	s.Namespace = ns
+	s.Spec.JobReference.Namespace = "other"
+	f.create(s)
+	f.mustSync("sp")
+	got := f.get("sp")
+	if got.Status.State != v1beta1.SnapshotTriggerPending || !strings.Contains(got.Status.Error, config.KeySnapshotCrossNamespaceReferencesEnabled) {
+		t.Fatalf("%+v", got.Status)
+	}
+	if countEvents(f.events(), ReasonValidationError) != 1 {
+		t.Error("no ValidationError event")
+	}
+	if n := len(jm.Requests()); n != 0 {
+		t.Fatalf("%d REST calls for a refused reference", n)
+	}
+}
+
+// completedSavepoint drives a savepoint to COMPLETED and deletes it.
+func completedAndDeleted(t *testing.T, f *fixture, s *v1beta1.FlinkStateSnapshot) *v1beta1.FlinkStateSnapshot {
+	t.Helper()
+	f.create(s)
+	done := f.drive(s.Name, 10)
+	if done.Status.State != v1beta1.SnapshotCompleted {
+		t.Fatalf("not completed: %+v", done.Status)
+	}
+	markDeleted(t, f, s.Name)
+	return done
+}
+
+// markDeleted sets a deletionTimestamp as the API server does for an object
+// with finalizers (the fake clientset would delete it at once).
+func markDeleted(t *testing.T, f *fixture, name string) {
+	t.Helper()
+	s := f.get(name)
+	if len(s.Finalizers) == 0 {
+		if err := f.client.FlinkV1beta1().FlinkStateSnapshots(ns).Delete(f.ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	now := metav1.NewTime(f.clock.Now())
+	s.DeletionTimestamp = &now
+	if _, err := f.client.FlinkV1beta1().FlinkStateSnapshots(ns).Update(f.ctx, s, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func gone(f *fixture, name string) bool {
+	s, err := f.client.FlinkV1beta1().FlinkStateSnapshots(ns).Get(f.ctx, name, metav1.GetOptions{})
+	return err != nil || !containsString(s.Finalizers, v1beta1.SnapshotFinalizer)
+}
+
+func TestReconcileSavepointCleanup(t *testing.T) {
+	t.Run("completed with running job: disposed once, then released", func(t *testing.T) {
+		f := newFixture(t)
+		jm := f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
+		s := completedAndDeleted(t, f, savepointSnap("sp", "job"))
+		path := s.Status.Path
+		for i := 0; i < 5 && !gone(f, "sp"); i++ {
+			f.clock.Step(f.mustSync("sp"))
+		}
+		if !gone(f, "sp") {
+			t.Fatal("finalizer still present")
+		}
+		ops := 0
+		for _, op := range jm.Operations() {
+			if op.Kind == fakejm.OpDisposal {
+				ops++
+				if op.SavepointPath != path {
+					t.Errorf("disposed %q, want %q", op.SavepointPath, path)
+				}
+			}
+		}
+		if ops != 1 || metadataExists(path) {
+			t.Fatalf("%d disposals; data still there: %v", ops, metadataExists(path))
+		}
+	})
+	t.Run("disposeOnDelete false: released without disposal", func(t *testing.T) {
+		f := newFixture(t)
+		jm := f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
+		sp := savepointSnap("sp", "job")
+		sp.Spec.Savepoint.DisposeOnDelete = ptr.To(false)
+		s := completedAndDeleted(t, f, sp)
+		if !gone(f, "sp") || jm.StartedOperations(fakejm.OpDisposal) != 0 || !metadataExists(s.Status.Path) {
+			t.Fatal("disposed a savepoint with disposeOnDelete: false")
+		}
+	})
+	for _, state := range []v1beta1.SnapshotState{v1beta1.SnapshotFailed, v1beta1.SnapshotAbandoned, v1beta1.SnapshotTriggerPending} {
+		t.Run(string(state)+": released without disposal", func(t *testing.T) {
+			f := newFixture(t)
+			jm := f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
+			s := savepointSnap("sp", "job")
+			s.Finalizers = []string{v1beta1.SnapshotFinalizer}
+			s.Status.State = state
+			f.create(s)
+			markDeleted(t, f, "sp")
+			f.mustSync("sp")
+			if !gone(f, "sp") || jm.StartedOperations(fakejm.OpDisposal) != 0 {
+				t.Fatal("not released, or disposed")
+			}
+		})
+	}
+	t.Run("job not running: disposal still attempted on its JobManager", func(t *testing.T) {
+		f := newFixture(t)
+		jm := f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
+		completedAndDeleted(t, f, savepointSnap("sp", "job"))
+		f.setJobState("job", v1beta1.JobStatusCanceled)
+		for i := 0; i < 5 && !gone(f, "sp"); i++ {
+			f.clock.Step(f.mustSync("sp"))
+		}
+		if !gone(f, "sp") || jm.StartedOperations(fakejm.OpDisposal) != 1 {
+			t.Fatal("disposal on a reachable JobManager should not need a running job")
+		}
+	})
+}
+
+// Deletion never hangs: JobManager down → retries until the dispose timeout,
+// then the finalizer goes with a DisposeSkipped event naming the path.
+func TestDeletionWithJobManagerDownEndsWithinDisposeTimeout(t *testing.T) {
+	f := newFixture(t)
+	jm := f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
+	s := completedAndDeleted(t, f, savepointSnap("sp", "job"))
+	jm.InjectFault(fakejm.Fault{Status: 503})
+	f.events()
+	start := f.clock.Now()
+	syncs := 0
+	for !gone(f, "sp") {
+		d := f.mustSync("sp")
+		syncs++
+		if syncs > 200 {
+			t.Fatal("deletion did not end")
+		}
+		f.clock.Step(max(d, time.Second))
+	}
+	if took := f.clock.Since(start); took > 10*time.Minute+time.Minute {
+		t.Fatalf("deletion took %v, want about the 10 min dispose timeout", took)
+	}
+	events := f.events()
+	if countEvents(events, ReasonCleanupFailed) == 0 || countEvents(events, ReasonDisposeSkipped) != 1 {
+		t.Fatalf("events %v", events)
+	}
+	found := false
+	for _, e := range events {
+		found = found || (strings.Contains(e, ReasonDisposeSkipped) && strings.Contains(e, s.Status.Path))
+	}
+	if !found {
+		t.Errorf("DisposeSkipped does not name the path %s", s.Status.Path)
+	}
+	t.Logf("deletion with the JobManager down ended after %v and %d syncs", f.clock.Since(start), syncs)
+}
+
+// An imported savepoint (alreadyExists) without disposeOnDelete is never
+// disposed: the operator did not create it.
+func TestAlreadyExistsWithoutDisposeOnDeleteNeverDisposes(t *testing.T) {
+	f := newFixture(t)
+	jm := f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
+	s := savepointSnap("sp", "job")
+	s.Spec.Savepoint = &v1beta1.SavepointSpec{AlreadyExists: ptr.To(true), Path: "file:///data/imported"}
+	f.create(s)
+	f.mustSync("sp")
+	got := f.get("sp")
+	if got.Status.State != v1beta1.SnapshotCompleted || containsString(got.Finalizers, v1beta1.SnapshotFinalizer) {
+		t.Fatalf("%+v finalizers %v", got.Status, got.Finalizers)
+	}
+	markDeleted(t, f, "sp")
+	f.mustSync("sp")
+	if n := jm.StartedOperations(fakejm.OpDisposal); n != 0 {
+		t.Fatalf("%d disposals of an imported savepoint", n)
+	}
+}
+
+// The job's restore point is never disposed, even with disposeOnDelete.
+func TestRestorePointNeverDisposed(t *testing.T) {
+	f := newFixture(t)
+	jm := f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
+	s := completedAndDeleted(t, f, savepointSnap("sp", "job"))
+	dep, _ := f.client.FlinkV1beta1().FlinkDeployments(ns).Get(f.ctx, "job", metav1.GetOptions{})
+	dep.Status.JobStatus.UpgradeSavepointPath = s.Status.Path
+	if _, err := f.client.FlinkV1beta1().FlinkDeployments(ns).UpdateStatus(f.ctx, dep, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.mustSync("sp")
+	if !gone(f, "sp") || jm.StartedOperations(fakejm.OpDisposal) != 0 || !metadataExists(s.Status.Path) {
+		t.Fatal("restore point was disposed or deletion blocked")
+	}
+	if countEvents(f.events(), ReasonDisposeSkipped) != 1 {
+		t.Error("no DisposeSkipped event for the kept restore point")
+	}
+}
