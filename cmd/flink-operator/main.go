@@ -44,6 +44,7 @@ func newFlags() (*pflag.FlagSet, *settings) {
 	fs.StringVar(&opts.MetricsAddr, "metrics-bind-address", opts.MetricsAddr, "Address serving Prometheus /metrics. \"0\" disables it.")
 	fs.StringVar(&opts.ProbeAddr, "health-probe-bind-address", opts.ProbeAddr, "Address serving /healthz and /readyz. \"0\" disables it.")
 	fs.StringVar(&s.configFile, "config", "", "YAML file of kubernetes.operator.* defaults (flat or nested keys), as upstream's operator config.")
+	fs.StringVar(&opts.FlinkEndpoint, "flink-endpoint", operator.EndpointService, "How to reach Flink JobManager REST endpoints: \"service\" (the <name>-rest Service, for an operator in the cluster) or \"pod-ip\" (a ready JobManager pod's IP, for an operator outside it).")
 	fs.DurationVar(&opts.ConnectTimeout, "connect-timeout", opts.ConnectTimeout, "How long to wait for the API server at start-up before giving up.")
 
 	klogFlags := goflag.NewFlagSet("klog", goflag.ContinueOnError)

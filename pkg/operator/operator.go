@@ -70,13 +70,13 @@ func Run(ctx context.Context, opts Options) error {
 	}()
 
 	inf := NewInformers(kube, flink, opts.Namespaces, opts.ResyncPeriod)
-	// Request the informers the controllers will use, so their caches are warm
-	// before this replica leads.
-	for _, f := range inf.Flink {
-		f.Flink().V1beta1().FlinkDeployments().Informer()
-		f.Flink().V1beta1().FlinkSessionJobs().Informer()
-		f.Flink().V1beta1().FlinkStateSnapshots().Informer()
+	// Controllers request their informers now, so the caches are warm before
+	// this replica leads.
+	ctrls, err := newControllers(ctx, kube, flink, inf, opts)
+	if err != nil {
+		return err
 	}
+	defer ctrls.shutdown()
 	inf.Start(ctx.Done())
 	defer inf.Shutdown()
 	if err := inf.WaitForCacheSync(ctx); err != nil {
@@ -90,7 +90,7 @@ func Run(ctx context.Context, opts Options) error {
 
 	runControllers := func(ctx context.Context) {
 		logger.Info("Running controllers")
-		<-ctx.Done()
+		ctrls.run(ctx)
 	}
 	if !opts.LeaderElect {
 		runControllers(ctx)

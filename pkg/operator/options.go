@@ -31,6 +31,9 @@ type Options struct {
 	ConnectTimeout time.Duration
 	// ShutdownTimeout bounds graceful shutdown of the HTTP servers.
 	ShutdownTimeout time.Duration
+	// FlinkEndpoint chooses how Flink REST endpoints are reached:
+	// EndpointService (default) or EndpointPodIP.
+	FlinkEndpoint string
 	// ResyncPeriod of the shared informers (0 = none).
 	ResyncPeriod time.Duration
 }

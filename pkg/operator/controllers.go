@@ -1,0 +1,101 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"sync"
+	"syscall"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	kubescheme "k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	flinkcache "github.com/flinkops/flink-operator/pkg/cache"
+	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/controller/snapshot"
+	clientset "github.com/flinkops/flink-operator/pkg/generated/clientset/versioned"
+	"github.com/flinkops/flink-operator/pkg/metrics"
+)
+
+// FaultEnv names a test-only fault point. "exit-after-snapshot-intent" kills
+// the process (SIGKILL, like kill -9) right after a snapshot's IN_PROGRESS
+// intent is written and before Flink is called, once per process.
+const FaultEnv = "FLINKOP_TEST_FAULT"
+
+// controllers is the set of controllers one operator process runs.
+type controllers struct {
+	broadcaster record.EventBroadcaster
+	snapshots   *snapshot.Controller
+	workers     int
+	unregister  []func()
+}
+
+func newControllers(ctx context.Context, kube kubernetes.Interface, flink clientset.Interface, inf *Informers, opts Options) (*controllers, error) {
+	scheme := runtime.NewScheme()
+	if err := kubescheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := v1beta1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartStructuredLogging(3)
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	recorder := broadcaster.NewRecorder(scheme, corev1.EventSource{Component: "flink-operator"})
+
+	workers, err := opts.Config.Int(config.KeyReconcileParallelism)
+	if err != nil {
+		return nil, err
+	}
+	caches, err := flinkcache.New(inf.Flink)
+	if err != nil {
+		return nil, err
+	}
+	httpClient := &http.Client{Transport: metrics.InstrumentFlinkREST(http.DefaultTransport)}
+	endpoints, err := endpointResolver(opts.FlinkEndpoint, inf)
+	if err != nil {
+		return nil, err
+	}
+	snapshotOpts := snapshot.Options{Config: opts.Config, HTTPClient: httpClient, Endpoints: endpoints}
+	if os.Getenv(FaultEnv) == "exit-after-snapshot-intent" {
+		var once sync.Once
+		snapshotOpts.AfterIntentWritten = func(key string) {
+			once.Do(func() {
+				klog.FromContext(ctx).Info("Test fault point: killing the process after writing the snapshot intent", "snapshot", key)
+				klog.Flush()
+				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			})
+		}
+	}
+	snapshots, err := snapshot.New(flink, caches, recorder, snapshotOpts)
+	if err != nil {
+		return nil, fmt.Errorf("creating snapshot controller: %w", err)
+	}
+	return &controllers{
+		broadcaster: broadcaster,
+		snapshots:   snapshots,
+		workers:     workers,
+		unregister:  []func(){metrics.RegisterSnapshotCounter(snapshots.CountSnapshots)},
+	}, nil
+}
+
+// run runs every controller until ctx ends.
+func (c *controllers) run(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Go(func() { c.snapshots.Run(ctx, c.workers) })
+	wg.Wait()
+}
+
+func (c *controllers) shutdown() {
+	for _, f := range c.unregister {
+		f()
+	}
+	c.broadcaster.Shutdown()
+}
