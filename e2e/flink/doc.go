@@ -1,0 +1,27 @@
+// Package flink runs real Apache Flink as plain local JVMs, the way the official
+// Flink image's docker-entrypoint.sh would run it in a pod, for the operator's
+// end-to-end tests and the Kubernetes node agent.
+//
+// No flink-dist or Docker is involved. For each pinned Flink version (see
+// versions.txt and [Versions]) build.sh resolves the runtime classpath from Maven
+// Central and compiles a small stateful test job (org.flinkops.testjob.CountingJob)
+// into a cache outside the repository; [Ensure] runs it (a no-op when cached).
+//
+// [Prepare] (or [Command]) turns a container invocation of the image, i.e. the
+// mode ("standalone-job", "jobmanager" or "taskmanager") and its arguments, plus
+// the mounted configuration directory, into a java command line:
+//
+//   - the main class the image's scripts would run, with --configDir;
+//   - the JVM memory flags and memory -D options that the scripts compute with
+//     BashJavaUtils (GET_JM_RESOURCE_PARAMS / GET_TM_RESOURCE_PARAMS);
+//   - the Java 17 --add-opens/--add-exports flags, and env.java.opts.* from the
+//     configuration;
+//   - every server socket bound to the pod's own loopback address, so several
+//     JobManagers can each listen on 8081;
+//   - a private "/opt/flink" per process (the container's file system) as the
+//     working directory, whose usrlib/ holds the test job jar, and image paths
+//     (local:///opt/flink/...) in arguments and configuration mapped onto it.
+//
+// [Start] runs the command in its own process group and [Process.Stop] ends the
+// whole group.
+package flink
