@@ -7,7 +7,7 @@ BIN := bin
 UNIT_PKGS := ./cmd/... ./pkg/... ./hack/...
 FUZZTIME ?= 10s
 
-.PHONY: all build generate verify unit fuzz integration e2e test run bench cluster-bins clean
+.PHONY: all build generate verify unit fuzz codegen-check integration flink-e2e e2e test run bench cluster-bins clean
 
 all: build
 
@@ -44,7 +44,10 @@ cluster-bins: ## Build (once, cached by version) etcd, kube-apiserver, kube-cont
 integration: cluster-bins ## Integration tests against a real local control plane
 	$(GO) test -count=1 -timeout=30m ./e2e/localcluster/... ./e2e/integration/...
 
-e2e: integration ## End-to-end tests (real control plane; real Flink as it lands)
+flink-e2e: ## Real Flink JVMs from Maven Central jars (both pinned versions)
+	$(GO) test -count=1 -timeout=30m ./e2e/flink/...
+
+e2e: integration flink-e2e ## End-to-end tests: real control plane, real Flink
 
 test: verify unit codegen-check fuzz e2e ## Everything CI runs
 	@echo "make test: all passed"
