@@ -1,0 +1,221 @@
+// Command local-cluster runs the operator against a local, real control plane
+// (etcd, kube-apiserver, kube-controller-manager on 127.0.0.1).
+//
+//	go run ./e2e/cmd/local-cluster run [--operator-args "..."] [--no-operator] [-- extra operator args]
+//	go run ./e2e/cmd/local-cluster down
+//
+// run builds or locates the control-plane binaries, starts the control plane,
+// installs the CRDs from manifests/crds, grants the operator user
+// cluster-admin, builds and starts ./cmd/flink-operator, waits for its /readyz,
+// prints how to use the cluster and waits. Ctrl-C or SIGTERM stops the
+// operator and the control plane and checks that none of their processes is
+// left. down stops processes recorded by earlier runs that were killed.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/flinkops/flink-operator/e2e/localcluster"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+	}
+	// `go run` and make do not pass SIGTERM on to us: ask the kernel for a
+	// SIGTERM when our parent dies, so the control plane is stopped then too.
+	syscall.RawSyscall(syscall.SYS_PRCTL, syscall.PR_SET_PDEATHSIG, uintptr(syscall.SIGTERM), 0)
+	var err error
+	switch os.Args[1] {
+	case "run":
+		err = run(os.Args[2:])
+	case "down":
+		err = down()
+	default:
+		usage()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "local-cluster:", err)
+		os.Exit(1)
+	}
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, `usage: local-cluster run [--operator-args "..."] [--no-operator] [--crds dir] [--keep] [-- operator args]
+       local-cluster down`)
+	os.Exit(2)
+}
+
+func run(args []string) error {
+	begin := time.Now()
+	fs := flag.NewFlagSet("run", flag.ExitOnError)
+	operatorArgs := fs.String("operator-args", "", "extra arguments for flink-operator (split on spaces)")
+	noOperator := fs.Bool("no-operator", false, "start only the control plane (run the operator yourself)")
+	crdDir := fs.String("crds", "", "directory of CRD YAMLs (default <module root>/manifests/crds)")
+	keep := fs.Bool("keep", false, "keep the work dir (logs, etcd data) after stopping")
+	fs.Parse(args)
+	extra := append(strings.Fields(*operatorArgs), fs.Args()...)
+
+	root, err := localcluster.ModuleRoot()
+	if err != nil {
+		return err
+	}
+	if *crdDir == "" {
+		*crdDir = filepath.Join(root, "manifests", "crds")
+	}
+	// Signals cancel the start as well as end the wait.
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+
+	// Build the operator while the control plane starts.
+	var opBin string
+	built := make(chan error, 1)
+	if !*noOperator {
+		// A stable path (git-ignored) lets go build skip the link when
+		// nothing changed.
+		opBin = filepath.Join(root, ".cache", "bin", "flink-operator")
+		go func() {
+			cmd := exec.CommandContext(ctx, "go", "build", "-o", opBin, "./cmd/flink-operator")
+			cmd.Dir, cmd.Stdout, cmd.Stderr = root, os.Stderr, os.Stderr
+			if err := cmd.Run(); err != nil {
+				built <- fmt.Errorf("go build ./cmd/flink-operator: %w", err)
+				return
+			}
+			built <- nil
+		}()
+	}
+
+	startCtx, cancelStart := context.WithTimeout(ctx, 20*time.Minute) // includes a cold binary build
+	defer cancelStart()
+	c, err := localcluster.Start(startCtx, localcluster.Options{Out: os.Stderr, KeepDir: *keep})
+	if err != nil {
+		return err
+	}
+	stop := func() error {
+		if err := c.Stop(); err != nil {
+			return fmt.Errorf("stop: %w", err)
+		}
+		fmt.Fprintf(os.Stderr, "local-cluster: stopped; none of the %d recorded processes is alive\n", len(c.Processes()))
+		return nil
+	}
+	if err := setup(startCtx, c, *crdDir); err != nil {
+		return errors.Join(err, stop())
+	}
+
+	var op *localcluster.Process
+	if !*noOperator {
+		if op, err = startOperator(startCtx, c, opBin, built, extra); err != nil {
+			return errors.Join(err, stop())
+		}
+	}
+
+	ready := time.Since(begin).Round(10 * time.Millisecond)
+	what := "control plane"
+	if op != nil {
+		what = "control plane and operator"
+	}
+	fmt.Printf("\n%s ready in %s (CRDs Established)\n", what, ready)
+	fmt.Printf("admin kubeconfig:    %s\n", c.Kubeconfig)
+	fmt.Printf("operator kubeconfig: %s\n", c.OperatorKubeconfig)
+	fmt.Printf("kubectl v1.37:       %s\n", c.KubectlPath)
+	fmt.Printf("\nexport KUBECONFIG=%s; export PATH=%s:$PATH; kubectl get flinksnp\n\n", c.Kubeconfig, c.BinDir)
+	fmt.Println("Ctrl-C stops everything.")
+
+	var exited <-chan struct{}
+	if op != nil {
+		exited = op.Done()
+	}
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(os.Stderr, "\nlocal-cluster: stopping")
+		return stop()
+	case <-exited:
+		return errors.Join(fmt.Errorf("flink-operator exited: %v", op.Err()), stop())
+	}
+}
+
+func setup(ctx context.Context, c *localcluster.Cluster, crdDir string) error {
+	names, err := c.InstallCRDs(ctx, crdDir)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "local-cluster: CRDs Established: %s\n", strings.Join(names, ", "))
+	return c.GrantClusterAdmin(ctx, localcluster.OperatorUser)
+}
+
+func startOperator(ctx context.Context, c *localcluster.Cluster, bin string, built <-chan error, extra []string) (*localcluster.Process, error) {
+	select {
+	case err := <-built:
+		if err != nil {
+			return nil, err
+		}
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	ports := make([]int, 2)
+	for i := range ports {
+		p, err := localcluster.FreePort()
+		if err != nil {
+			return nil, err
+		}
+		ports[i] = p
+	}
+	probe := "127.0.0.1:" + strconv.Itoa(ports[0])
+	if ports[0] == ports[1] {
+		return nil, errors.New("no two free ports")
+	}
+	args := append([]string{bin,
+		"--kubeconfig", c.OperatorKubeconfig,
+		"--health-probe-bind-address", probe,
+		"--metrics-bind-address", "127.0.0.1:" + strconv.Itoa(ports[1]),
+	}, extra...)
+	op, err := c.StartProcess(localcluster.ProcessSpec{Name: "flink-operator", Args: args, Output: os.Stderr})
+	if err != nil {
+		return nil, err
+	}
+	t := time.Now()
+	client := &http.Client{Timeout: time.Second}
+	for {
+		resp, err := client.Get("http://" + probe + "/readyz")
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				fmt.Fprintf(os.Stderr, "local-cluster: flink-operator ready in %s\n", time.Since(t).Round(time.Millisecond))
+				return op, nil
+			}
+		}
+		select {
+		case <-op.Done():
+			return nil, fmt.Errorf("flink-operator exited before /readyz answered: %v", op.Err())
+		case <-ctx.Done():
+			return nil, fmt.Errorf("flink-operator /readyz on %s: %w", probe, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func down() error {
+	stateDir := filepath.Join(localcluster.CacheDir(), "run")
+	n, err := localcluster.StopStale(stateDir, os.Stderr)
+	fmt.Fprintf(os.Stderr, "local-cluster: stopped %d stale processes\n", n)
+	files, _ := filepath.Glob(filepath.Join(stateDir, "*.json"))
+	for _, f := range files {
+		fmt.Fprintf(os.Stderr, "local-cluster: %s belongs to a running owner (pid %s); stop that with Ctrl-C or kill\n",
+			f, strings.SplitN(filepath.Base(f), "-", 2)[0])
+	}
+	return err
+}

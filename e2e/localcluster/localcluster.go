@@ -1,0 +1,528 @@
+// Package localcluster runs a real, throwaway Kubernetes control plane (etcd,
+// kube-apiserver, kube-controller-manager) as local processes on 127.0.0.1,
+// for integration tests and for `make run`. There is no scheduler and no
+// kubelet: Pods stay Pending unless a test binds them.
+//
+// Binaries come from hack/build-cluster-bins.sh (built from Go modules, cached
+// per version) or from $FLINKOP_KUBE_BIN_DIR. Every process is recorded in a
+// state file so that a later Start stops what a killed run left behind.
+package localcluster
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+const (
+	// AdminUser is in system:masters.
+	AdminUser = "admin"
+	// OperatorUser has no groups beyond system:authenticated; its RBAC is the
+	// caller's job (see GrantClusterAdmin).
+	OperatorUser = "flink-operator"
+	// ServiceCIDR is the service cluster IP range.
+	ServiceCIDR = "10.0.0.0/24"
+)
+
+// DefaultControllers are the kube-controller-manager controllers started
+// unless Options.Controllers says otherwise.
+var DefaultControllers = []string{
+	"garbage-collector-controller",
+	"deployment-controller",
+	"replicaset-controller",
+	"endpointslice-controller",
+	"serviceaccount-controller",
+	"serviceaccount-token-controller",
+	"namespace-controller",
+}
+
+// Options configure Start. The zero value is a good default.
+type Options struct {
+	// BinDir holds etcd, kube-apiserver, kube-controller-manager and kubectl.
+	// Default: FindBinaries.
+	BinDir string
+	// Dir is the work dir (certs, kubeconfigs, logs, etcd data). Default: a
+	// new temp dir, removed by Stop unless KeepDir.
+	Dir     string
+	KeepDir bool
+	// StateDir holds the records of running clusters. Default: <CacheDir>/run.
+	StateDir string
+	// Out receives progress lines. Default: discarded.
+	Out io.Writer
+	// Controllers for kube-controller-manager. Default: DefaultControllers.
+	Controllers []string
+	// NoControllerManager starts only etcd and kube-apiserver.
+	NoControllerManager bool
+	// StartTimeout bounds the start of the processes (not a build of the
+	// binaries). Default 2m.
+	StartTimeout time.Duration
+	// StopGrace is how long Stop waits after SIGTERM before SIGKILL. Default 10s.
+	StopGrace time.Duration
+	// NoParentDeathSignal leaves the processes running if the owner dies
+	// without Stop (by default the kernel kills them). Only useful to test
+	// StopStale.
+	NoParentDeathSignal bool
+}
+
+// Cluster is a running control plane.
+type Cluster struct {
+	Dir                string // work dir
+	BinDir             string
+	KubectlPath        string
+	Host               string // https://127.0.0.1:<port>
+	CAFile             string // CA of the apiserver's serving certificate
+	Kubeconfig         string // admin (system:masters)
+	OperatorKubeconfig string // user flink-operator, no groups
+	StatePath          string // record of the processes, removed by Stop
+
+	opts          Options
+	out           io.Writer
+	caPEM         []byte
+	adminToken    string
+	operatorToken string
+	removeDir     bool
+
+	mu      sync.Mutex
+	procs   []*Process
+	state   runState
+	stopped bool
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+var stateSeq struct {
+	sync.Mutex
+	n int
+}
+
+// Start starts etcd, kube-apiserver and kube-controller-manager and returns
+// once the apiserver's /readyz and the controller manager's /healthz answer.
+// It first stops stale processes of earlier runs (see StopStale). ctx (and
+// Options.StartTimeout) bound the start only; the processes run until Stop.
+func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
+	begin := time.Now()
+	if opts.Out == nil {
+		opts.Out = io.Discard
+	}
+	if opts.StartTimeout == 0 {
+		opts.StartTimeout = 2 * time.Minute
+	}
+	if opts.StopGrace == 0 {
+		opts.StopGrace = 10 * time.Second
+	}
+	if opts.Controllers == nil {
+		opts.Controllers = DefaultControllers
+	}
+	if opts.StateDir == "" {
+		opts.StateDir = filepath.Join(CacheDir(), "run")
+	}
+	c := &Cluster{opts: opts, out: opts.Out}
+	if err := os.MkdirAll(opts.StateDir, 0o755); err != nil {
+		return nil, err
+	}
+	if n, err := StopStale(opts.StateDir, c.out); err != nil {
+		c.logf("stale cleanup: %v", err)
+	} else if n > 0 {
+		c.logf("stopped %d stale processes of earlier runs", n)
+	}
+
+	c.BinDir = opts.BinDir
+	if c.BinDir == "" {
+		if c.BinDir, err = FindBinaries(ctx, c.out); err != nil {
+			return nil, err
+		}
+	} else if err := checkBinaries(c.BinDir); err != nil {
+		return nil, err
+	}
+	c.KubectlPath = filepath.Join(c.BinDir, "kubectl")
+	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
+	defer cancel()
+
+	c.Dir = opts.Dir
+	if c.Dir == "" {
+		if c.Dir, err = os.MkdirTemp("", "flinkop-localcluster-"); err != nil {
+			return nil, err
+		}
+		c.removeDir = !opts.KeepDir
+	} else if err := os.MkdirAll(c.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := c.record(); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			c.Stop()
+		}
+	}()
+	if err := c.start(ctx); err != nil {
+		return nil, err
+	}
+	c.logf("control plane ready in %s (apiserver %s, work dir %s)", time.Since(begin).Round(time.Millisecond), c.Host, c.Dir)
+	return c, nil
+}
+
+func (c *Cluster) start(ctx context.Context) error {
+	ports, err := freePorts(4)
+	if err != nil {
+		return err
+	}
+	etcdPort, peerPort, apiPort, kcmPort := ports[0], ports[1], ports[2], ports[3]
+	pkiDir := filepath.Join(c.Dir, "pki")
+	if err := os.MkdirAll(pkiDir, 0o700); err != nil {
+		return err
+	}
+	_, svcNet, _ := net.ParseCIDR(ServiceCIDR)
+	firstIP := slices.Clone(svcNet.IP.To4())
+	firstIP[3]++
+	pki, err := writePKI(pkiDir, firstIP)
+	if err != nil {
+		return err
+	}
+	c.CAFile, c.caPEM = pki.CACert, pki.caPEM
+	c.Host = "https://127.0.0.1:" + strconv.Itoa(apiPort)
+	c.adminToken, c.operatorToken = randomToken(), randomToken()
+	kcmToken := randomToken()
+	tokens := filepath.Join(pkiDir, "tokens.csv")
+	err = os.WriteFile(tokens, []byte(fmt.Sprintf("%s,%s,%s,\"system:masters\"\n%s,%s,%s\n%s,system:kube-controller-manager,system:kube-controller-manager\n",
+		c.adminToken, AdminUser, AdminUser, c.operatorToken, OperatorUser, OperatorUser, kcmToken)), 0o600)
+	if err != nil {
+		return err
+	}
+	c.Kubeconfig = filepath.Join(c.Dir, "admin.kubeconfig")
+	c.OperatorKubeconfig = filepath.Join(c.Dir, "operator.kubeconfig")
+	kcmKubeconfig := filepath.Join(c.Dir, "kube-controller-manager.kubeconfig")
+	for path, tok := range map[string]string{c.Kubeconfig: c.adminToken, c.OperatorKubeconfig: c.operatorToken, kcmKubeconfig: kcmToken} {
+		if err := c.writeKubeconfig(path, tok); err != nil {
+			return err
+		}
+	}
+
+	t := time.Now()
+	etcdURL := "http://127.0.0.1:" + strconv.Itoa(etcdPort)
+	peerURL := "http://127.0.0.1:" + strconv.Itoa(peerPort)
+	etcd, err := c.StartProcess(ProcessSpec{Name: "etcd", Args: []string{
+		filepath.Join(c.BinDir, "etcd"),
+		"--name=localcluster",
+		"--data-dir=" + filepath.Join(c.Dir, "etcd"),
+		"--listen-client-urls=" + etcdURL,
+		"--advertise-client-urls=" + etcdURL,
+		"--listen-peer-urls=" + peerURL,
+		"--initial-advertise-peer-urls=" + peerURL,
+		"--initial-cluster=localcluster=" + peerURL,
+		"--unsafe-no-fsync",
+		"--log-level=warn",
+	}})
+	if err != nil {
+		return err
+	}
+	if err := waitHTTP(ctx, etcd, http.DefaultClient, etcdURL+"/health", ""); err != nil {
+		return err
+	}
+	c.logf("etcd ready in %s", time.Since(t).Round(time.Millisecond))
+
+	t = time.Now()
+	api, err := c.StartProcess(ProcessSpec{Name: "kube-apiserver", Args: []string{
+		filepath.Join(c.BinDir, "kube-apiserver"),
+		"--etcd-servers=" + etcdURL,
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(apiPort),
+		"--cert-dir=" + filepath.Join(c.Dir, "apiserver"),
+		"--tls-cert-file=" + pki.ServingCert,
+		"--tls-private-key-file=" + pki.ServingKey,
+		"--token-auth-file=" + tokens,
+		"--authorization-mode=RBAC",
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file=" + pki.SAPub,
+		"--service-account-signing-key-file=" + pki.SAKey,
+		"--service-cluster-ip-range=" + ServiceCIDR,
+		"--allow-privileged=true",
+		// Endpoints reject loopback addresses; nothing in-cluster needs them.
+		"--endpoint-reconciler-type=none",
+		"--profiling=false",
+	}})
+	if err != nil {
+		return err
+	}
+	if err := waitHTTP(ctx, api, c.httpClient(), c.Host+"/readyz", c.adminToken); err != nil {
+		return err
+	}
+	c.logf("kube-apiserver ready in %s", time.Since(t).Round(time.Millisecond))
+
+	if c.opts.NoControllerManager {
+		return nil
+	}
+	t = time.Now()
+	kcm, err := c.StartProcess(ProcessSpec{Name: "kube-controller-manager", Args: []string{
+		filepath.Join(c.BinDir, "kube-controller-manager"),
+		"--kubeconfig=" + kcmKubeconfig,
+		"--authentication-kubeconfig=" + kcmKubeconfig,
+		"--authorization-kubeconfig=" + kcmKubeconfig,
+		// Token reviews only: there is no client-CA ConfigMap to look up.
+		"--authentication-skip-lookup=true",
+		"--bind-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(kcmPort),
+		"--cert-dir=" + filepath.Join(c.Dir, "kube-controller-manager"),
+		"--controllers=" + strings.Join(c.opts.Controllers, ","),
+		"--root-ca-file=" + pki.CACert,
+		"--service-account-private-key-file=" + pki.SAKey,
+		"--use-service-account-credentials=true",
+		"--leader-elect=false",
+		"--profiling=false",
+	}})
+	if err != nil {
+		return err
+	}
+	insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	if err := waitHTTP(ctx, kcm, insecure, "https://127.0.0.1:"+strconv.Itoa(kcmPort)+"/healthz", ""); err != nil {
+		return err
+	}
+	c.logf("kube-controller-manager healthy in %s", time.Since(t).Round(time.Millisecond))
+	return nil
+}
+
+// StartProcess starts a process owned by the cluster: recorded in the state
+// file, stopped first by Stop (and by StopStale if the owner dies).
+func (c *Cluster) StartProcess(spec ProcessSpec) (*Process, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped {
+		return nil, errors.New("cluster stopped")
+	}
+	p, err := startProcess(spec, c.Dir, !c.opts.NoParentDeathSignal)
+	if err != nil {
+		return nil, err
+	}
+	c.procs = append(c.procs, p)
+	c.state.Processes = append(c.state.Processes, p.info)
+	if err := writeState(c.StatePath, c.state); err != nil {
+		return p, err
+	}
+	return p, nil
+}
+
+func (c *Cluster) record() error {
+	stateSeq.Lock()
+	stateSeq.n++
+	n := stateSeq.n
+	stateSeq.Unlock()
+	c.StatePath = filepath.Join(c.opts.StateDir, fmt.Sprintf("%d-%d.json", os.Getpid(), n))
+	c.state = runState{OwnerPID: os.Getpid(), OwnerStartTime: selfStartTime()}
+	if c.removeDir {
+		c.state.Dir = c.Dir
+	}
+	return writeState(c.StatePath, c.state)
+}
+
+// Stop terminates every process the cluster started (newest first: SIGTERM
+// to its process group, SIGKILL after StopGrace), checks that none of them is
+// alive, and removes the state file and, unless KeepDir, the work dir. Safe to
+// call more than once and concurrently.
+func (c *Cluster) Stop() error {
+	c.stopOnce.Do(func() {
+		begin := time.Now()
+		c.mu.Lock()
+		c.stopped = true
+		procs := slices.Clone(c.procs)
+		c.mu.Unlock()
+		var errs []error
+		for _, p := range slices.Backward(procs) {
+			if err := p.stop(c.opts.StopGrace); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", p.Name, err))
+			}
+		}
+		for _, p := range procs {
+			if p.info.isSame() {
+				errs = append(errs, fmt.Errorf("%s (pid %d) is still alive", p.Name, p.PID()))
+			}
+		}
+		if len(errs) == 0 {
+			if c.StatePath != "" {
+				os.Remove(c.StatePath)
+			}
+			if c.removeDir {
+				os.RemoveAll(c.Dir)
+			}
+		}
+		c.stopErr = errors.Join(errs...)
+		c.logf("stopped %d processes in %s", len(procs), time.Since(begin).Round(time.Millisecond))
+	})
+	return c.stopErr
+}
+
+// Processes returns the processes started so far.
+func (c *Cluster) Processes() []*Process {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.procs)
+}
+
+// StopOnSignal stops the cluster and exits with status 1 when the process
+// receives SIGINT or SIGTERM. Call the returned function to stop listening.
+func (c *Cluster) StopOnSignal() (cancel func()) {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-ch:
+			fmt.Fprintf(os.Stderr, "localcluster: %v: stopping the control plane\n", s)
+			if err := c.Stop(); err != nil {
+				fmt.Fprintf(os.Stderr, "localcluster: stop: %v\n", err)
+			}
+			os.Exit(1)
+		case <-done:
+		}
+	}()
+	return func() {
+		signal.Stop(ch)
+		close(done)
+	}
+}
+
+// RESTConfig is a client config for the admin user (system:masters).
+func (c *Cluster) RESTConfig() *rest.Config { return c.restConfig(c.adminToken) }
+
+// OperatorRESTConfig is a client config for OperatorUser.
+func (c *Cluster) OperatorRESTConfig() *rest.Config { return c.restConfig(c.operatorToken) }
+
+func (c *Cluster) restConfig(token string) *rest.Config {
+	return &rest.Config{
+		Host:            c.Host,
+		BearerToken:     token,
+		TLSClientConfig: rest.TLSClientConfig{CAData: slices.Clone(c.caPEM)},
+		QPS:             100,
+		Burst:           200,
+	}
+}
+
+// Kubectl runs kubectl as the admin user (a --kubeconfig argument overrides
+// that) and returns its stdout; on failure the error includes stderr.
+func (c *Cluster) Kubectl(args ...string) (string, error) {
+	return c.KubectlInput(nil, args...)
+}
+
+// KubectlInput is Kubectl with stdin.
+func (c *Cluster) KubectlInput(stdin io.Reader, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, c.KubectlPath, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig, "KUBECACHEDIR="+filepath.Join(c.Dir, "kubectl-cache"))
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.String(), nil
+}
+
+func (c *Cluster) writeKubeconfig(path, token string) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["local"] = &clientcmdapi.Cluster{Server: c.Host, CertificateAuthorityData: c.caPEM}
+	cfg.AuthInfos["user"] = &clientcmdapi.AuthInfo{Token: token}
+	cfg.Contexts["local"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: "user", Namespace: "default"}
+	cfg.CurrentContext = "local"
+	return clientcmd.WriteToFile(*cfg, path)
+}
+
+func (c *Cluster) httpClient() *http.Client {
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(c.caPEM)
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+}
+
+func (c *Cluster) logf(format string, args ...any) {
+	fmt.Fprintf(c.out, "localcluster: "+format+"\n", args...)
+}
+
+// waitHTTP polls url until it answers 200, p exits, or ctx ends.
+func waitHTTP(ctx context.Context, p *Process, client *http.Client, url, token string) error {
+	client = &http.Client{Transport: client.Transport, Timeout: 2 * time.Second}
+	var last string
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := client.Do(req)
+		if err == nil {
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, body)
+		} else {
+			last = err.Error()
+		}
+		select {
+		case <-p.Done():
+			return fmt.Errorf("%s exited (%v) before %s answered%s", p.Name, p.Err(), url, logTail(p.LogPath))
+		case <-ctx.Done():
+			return fmt.Errorf("%s: %s did not answer 200 (last: %s): %w%s", p.Name, url, last, ctx.Err(), logTail(p.LogPath))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// logTail returns the last lines of a log file, for error messages.
+func logTail(path string) string {
+	if path == "" {
+		return ""
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > 25 {
+		lines = lines[len(lines)-25:]
+	}
+	return "\n--- last lines of " + path + " ---\n" + strings.Join(lines, "\n")
+}
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort() (int, error) {
+	ps, err := freePorts(1)
+	if err != nil {
+		return 0, err
+	}
+	return ps[0], nil
+}
+
+// freePorts returns n distinct free ports (all listeners held until the end,
+// so they differ).
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
