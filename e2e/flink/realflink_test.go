@@ -258,13 +258,15 @@ func testSavepointRoundTrip(t *testing.T, version string, index int) {
 	}
 
 	// The counters continue from the savepoint: a fresh start could never have a
-	// per-key count above ceil(records/keys).
+	// per-key count above ceil(records/keys), and a restored one never drops
+	// below what the savepoint held (it may equal it until every key has been
+	// seen again).
 	acc = waitAccumulators(t, ctx, rest, job2, func(a accumulators) bool { return a.Records > 0 })
 	t.Logf("%s: after the restore %+v (before: max-count %d)", version, acc, before)
 	if acc.Mismatches != 0 {
 		t.Errorf("state mismatches after the restore: %+v", acc)
 	}
-	if acc.MaxCount <= before || acc.MaxCount <= (acc.Records+9)/10 {
+	if acc.MaxCount < before || acc.MaxCount <= (acc.Records+9)/10 {
 		t.Errorf("state not restored: %+v, max-count before the savepoint %d", acc, before)
 	}
 	report("restored", jm2, tm2)
