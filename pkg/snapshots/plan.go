@@ -1,0 +1,227 @@
+package snapshots
+
+import (
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/config"
+)
+
+// JobView is what the snapshot planner needs to know about one job
+// (a FlinkDeployment with spec.job, or a FlinkSessionJob), all read from
+// informer caches by the job's controller.
+type JobView struct {
+	Kind      v1beta1.JobReferenceKind
+	Namespace string
+	Name      string
+	// Config is the job's effective configuration.
+	Config config.Config
+	// CheckpointsSupported is false below Flink 1.17.
+	CheckpointsSupported bool
+	// Running: snapshots are only triggered while the job is RUNNING.
+	Running bool
+	// SavepointNonce/CheckpointNonce are spec.job.*TriggerNonce; the
+	// Reconciled* ones are the values already acted on (lastReconciledSpec).
+	SavepointNonce, ReconciledSavepointNonce   *int64
+	CheckpointNonce, ReconciledCheckpointNonce *int64
+	// Snapshots are the existing snapshots of the job (index by job).
+	Snapshots []*v1beta1.FlinkStateSnapshot
+	// Since is when periodic snapshots count from if none exists yet: the
+	// job's creation, or a later legacy lastPeriodic timestamp.
+	Since time.Time
+	// Keep are paths that cleanup must never remove (restore points).
+	Keep []string
+}
+
+// Plan is what the job's controller should do about snapshots now.
+type Plan struct {
+	// Create are new snapshots; a create that returns AlreadyExists means an
+	// earlier attempt made it (deterministic names), and is fine.
+	Create []*v1beta1.FlinkStateSnapshot
+	// Delete are terminal snapshots history cleanup removes (through their
+	// finalizer, so data is disposed first).
+	Delete []*v1beta1.FlinkStateSnapshot
+	// SavepointNonce/CheckpointNonce, when set, are nonces now handled: the
+	// controller records them as reconciled.
+	SavepointNonce, CheckpointNonce *int64
+	// RequeueAfter is when the next periodic snapshot is due (0: none).
+	RequeueAfter time.Duration
+}
+
+// PlanSnapshots decides, from caches only, which snapshots a job needs now:
+// manual ones for changed nonces, periodic ones when due — never while one of
+// the same type is in flight [ours] — and which old ones history cleanup
+// deletes.
+func PlanSnapshots(job JobView, now time.Time) (Plan, error) {
+	var plan Plan
+	for _, typ := range []string{v1beta1.SnapshotTypeSavepoint, v1beta1.SnapshotTypeCheckpoint} {
+		isSavepoint := typ == v1beta1.SnapshotTypeSavepoint
+		if !isSavepoint && !job.CheckpointsSupported {
+			continue
+		}
+		inFlight := InFlightOfType(job.Snapshots, typ)
+
+		// Manual nonce: one MANUAL snapshot per changed nonce, named by it.
+		nonce, reconciled := job.CheckpointNonce, job.ReconciledCheckpointNonce
+		if isSavepoint {
+			nonce, reconciled = job.SavepointNonce, job.ReconciledSavepointNonce
+		}
+		if nonce != nil && (reconciled == nil || *nonce != *reconciled) && job.Running {
+			s, err := newSnapshot(job, typ, v1beta1.SnapshotTriggerManual, *nonce)
+			if err != nil {
+				return Plan{}, err
+			}
+			plan.Create = append(plan.Create, s)
+			if isSavepoint {
+				plan.SavepointNonce = nonce
+			} else {
+				plan.CheckpointNonce = nonce
+			}
+			inFlight = true
+		}
+
+		// Periodic.
+		key := config.KeyPeriodicCheckpointInterval
+		if isSavepoint {
+			key = config.KeyPeriodicSavepointInterval
+		}
+		sched, err := ParseSchedule(job.Config.String(key))
+		if err != nil {
+			return Plan{}, fmt.Errorf("%s: %w", key, err)
+		}
+		if sched != nil {
+			last := LastPeriodicTrigger(job.Snapshots, typ, job.Since)
+			due, next, ok := Due(sched, last, now)
+			switch {
+			case !ok:
+			case due && job.Running && !inFlight:
+				slot := latestSlot(sched, next, now)
+				s, err := newSnapshot(job, typ, v1beta1.SnapshotTriggerPeriodic, slot.UnixMilli())
+				if err != nil {
+					return Plan{}, err
+				}
+				plan.Create = append(plan.Create, s)
+				if after, ok := sched.Next(slot); ok {
+					plan.RequeueAfter = minPositive(plan.RequeueAfter, after.Sub(now))
+				}
+			case due:
+				// Waiting for the job or for the in-flight snapshot; the
+				// job's controller is woken when either changes.
+			default:
+				plan.RequeueAfter = minPositive(plan.RequeueAfter, next.Sub(now))
+			}
+		}
+
+		// History cleanup.
+		enabled, err := job.Config.Bool(config.KeySavepointCleanupEnabled)
+		if err != nil {
+			return Plan{}, err
+		}
+		if !enabled {
+			continue
+		}
+		var policy CleanupPolicy
+		if isSavepoint {
+			if policy.MaxCount, err = config.SavepointHistoryMaxCount(job.Config); err != nil {
+				return Plan{}, err
+			}
+			if policy.MaxAge, err = config.SavepointHistoryMaxAge(job.Config); err != nil {
+				return Plan{}, err
+			}
+		} else if policy.MaxCount, err = config.CheckpointHistoryMaxCount(job.Config); err != nil {
+			return Plan{}, err
+		}
+		plan.Delete = append(plan.Delete, SelectForCleanup(job.Snapshots, typ, policy, now, job.Keep)...)
+	}
+	return plan, nil
+}
+
+// latestSlot is the newest scheduled time at or before now, starting from the
+// first due one, so an operator that was down for hours takes one snapshot,
+// not one per missed slot.
+func latestSlot(s Schedule, first, now time.Time) time.Time {
+	if e, ok := s.(every); ok {
+		missed := now.Sub(first) / time.Duration(e)
+		return first.Add(missed * time.Duration(e))
+	}
+	slot := first
+	for range 100000 {
+		next, ok := s.Next(slot)
+		if !ok || next.After(now) {
+			break
+		}
+		slot = next
+	}
+	return slot
+}
+
+func minPositive(a, b time.Duration) time.Duration {
+	if b <= 0 {
+		b = time.Second
+	}
+	if a <= 0 || b < a {
+		return b
+	}
+	return a
+}
+
+// newSnapshot builds a snapshot the operator creates for a job. Operator-made
+// snapshots always carry an explicit backoffLimit [ours].
+func newSnapshot(job JobView, typ string, trigger v1beta1.SnapshotTriggerType, slot int64) (*v1beta1.FlinkStateSnapshot, error) {
+	backoff, err := job.Config.Int(config.KeySnapshotBackoffLimit)
+	if err != nil {
+		return nil, err
+	}
+	s := &v1beta1.FlinkStateSnapshot{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      Name(job.Name, typ, trigger, slot),
+			Namespace: job.Namespace,
+			Labels: map[string]string{
+				v1beta1.LabelSnapshotType:        typ,
+				v1beta1.LabelSnapshotTriggerType: string(trigger),
+				v1beta1.LabelJobReferenceKind:    string(job.Kind),
+				v1beta1.LabelJobReferenceName:    job.Name,
+			},
+		},
+		Spec: v1beta1.FlinkStateSnapshotSpec{
+			JobReference: &v1beta1.JobReference{Kind: job.Kind, Name: job.Name},
+			BackoffLimit: ptr.To(int32(backoff)),
+		},
+	}
+	if typ == v1beta1.SnapshotTypeCheckpoint {
+		s.Spec.Checkpoint = &v1beta1.CheckpointSpec{}
+		return s, nil
+	}
+	dispose, err := job.Config.Bool(config.KeySavepointDisposeOnDelete)
+	if err != nil {
+		return nil, err
+	}
+	format, err := job.Config.Enum(config.KeySavepointFormatType)
+	if err != nil {
+		return nil, err
+	}
+	s.Spec.Savepoint = &v1beta1.SavepointSpec{
+		FormatType:      v1beta1.SavepointFormatType(format),
+		DisposeOnDelete: ptr.To(dispose),
+		AlreadyExists:   ptr.To(false),
+	}
+	return s, nil
+}
+
+// UpgradeSnapshot records the savepoint an upgrade, suspend or deletion took
+// (stop-with-savepoint) as an UPGRADE snapshot with alreadyExists: true. Its
+// name is fixed by the stop's trigger time, so a repeated create after a
+// crash is AlreadyExists.
+func UpgradeSnapshot(job JobView, path string, triggered time.Time) (*v1beta1.FlinkStateSnapshot, error) {
+	s, err := newSnapshot(job, v1beta1.SnapshotTypeSavepoint, v1beta1.SnapshotTriggerUpgrade, triggered.UnixMilli())
+	if err != nil {
+		return nil, err
+	}
+	s.Spec.Savepoint.Path = path
+	s.Spec.Savepoint.AlreadyExists = ptr.To(true)
+	return s, nil
+}

@@ -1,0 +1,157 @@
+package snapshots
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/config"
+)
+
+func jobView(conf map[string]string) JobView {
+	cfg := config.Defaults()
+	for k, v := range conf {
+		cfg[k] = v
+	}
+	return JobView{Kind: v1beta1.JobReferenceKindDeployment, Namespace: "flink", Name: "job", Config: cfg,
+		CheckpointsSupported: true, Running: true, Since: base}
+}
+
+// Scenarios of upstream's SnapshotUtilsTest.testSavepointTriggering and
+// testCheckpointTriggering*, in plan form.
+func TestSavepointTriggering(t *testing.T) {
+	now := base.Add(11 * time.Minute)
+	if p, _ := PlanSnapshots(jobView(nil), now); len(p.Create) != 0 {
+		t.Fatalf("nothing configured: created %s", names(p.Create))
+	}
+	p, err := PlanSnapshots(jobView(map[string]string{config.KeyPeriodicSavepointInterval: "10m"}), now)
+	if err != nil || len(p.Create) != 1 {
+		t.Fatalf("10m interval: %v, %s", err, names(p.Create))
+	}
+	if got := TriggerType(p.Create[0]); got != v1beta1.SnapshotTriggerPeriodic || p.Create[0].Name != Name("job", sp, "PERIODIC", base.Add(10*time.Minute).UnixMilli()) {
+		t.Errorf("periodic snapshot %s (%s)", p.Create[0].Name, got)
+	}
+	v := jobView(map[string]string{config.KeyPeriodicSavepointInterval: "0"})
+	v.SavepointNonce = ptr.To[int64](2)
+	v.ReconciledSavepointNonce = ptr.To[int64](1)
+	p, _ = PlanSnapshots(v, now)
+	if len(p.Create) != 1 || TriggerType(p.Create[0]) != v1beta1.SnapshotTriggerManual || p.SavepointNonce == nil || *p.SavepointNonce != 2 {
+		t.Fatalf("changed nonce: %s nonce %v", names(p.Create), p.SavepointNonce)
+	}
+	if p.Create[0].Name != "job-savepoint-manual-2" {
+		t.Errorf("manual name %s", p.Create[0].Name)
+	}
+	p, _ = PlanSnapshots(jobView(map[string]string{config.KeyPeriodicSavepointInterval: "0 0 * * * ?"}), base.Add(61*time.Minute))
+	if len(p.Create) != 1 {
+		t.Fatalf("cron: %s", names(p.Create))
+	}
+}
+
+func TestCheckpointTriggeringPre1_17(t *testing.T) {
+	v := jobView(map[string]string{config.KeyPeriodicCheckpointInterval: "1m"})
+	v.CheckpointsSupported = false
+	v.CheckpointNonce = ptr.To[int64](5)
+	if p, _ := PlanSnapshots(v, base.Add(time.Hour)); len(p.Create) != 0 || p.CheckpointNonce != nil {
+		t.Fatalf("checkpoints below 1.17: %s", names(p.Create))
+	}
+}
+
+func TestCheckpointTriggeringPost1_17(t *testing.T) {
+	v := jobView(map[string]string{config.KeyPeriodicCheckpointInterval: "1m"})
+	p, _ := PlanSnapshots(v, base.Add(2*time.Minute))
+	if len(p.Create) != 1 || p.Create[0].Spec.Checkpoint == nil || p.Create[0].Spec.JobReference.Name != "job" ||
+		p.Create[0].Spec.JobReference.Kind != v1beta1.JobReferenceKindDeployment {
+		t.Fatalf("periodic checkpoint: %+v", p.Create)
+	}
+}
+
+// Upstream's FlinkStateSnapshotUtilsTest resource shapes.
+func TestCreatedResources(t *testing.T) {
+	v := jobView(map[string]string{config.KeyPeriodicSavepointInterval: "1m", config.KeySavepointDisposeOnDelete: "true", config.KeySavepointFormatType: "NATIVE"})
+	p, _ := PlanSnapshots(v, base.Add(2*time.Minute))
+	s := p.Create[0]
+	if s.Namespace != "flink" || *s.Spec.Savepoint.AlreadyExists || !*s.Spec.Savepoint.DisposeOnDelete ||
+		s.Spec.Savepoint.FormatType != "NATIVE" || *s.Spec.BackoffLimit != 3 {
+		t.Errorf("periodic savepoint %+v", s.Spec.Savepoint)
+	}
+	up, err := UpgradeSnapshot(jobView(nil), "/sp/1", base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if TriggerType(up) != v1beta1.SnapshotTriggerUpgrade || !*up.Spec.Savepoint.AlreadyExists || up.Spec.Savepoint.Path != "/sp/1" ||
+		*up.Spec.Savepoint.DisposeOnDelete || up.Name != Name("job", sp, "UPGRADE", base.UnixMilli()) {
+		t.Errorf("upgrade snapshot %s %+v", up.Name, up.Spec.Savepoint)
+	}
+}
+
+// [ours] A periodic interval shorter than the savepoint takes never yields
+// two in flight.
+func TestPeriodicNeverTwoInFlight(t *testing.T) {
+	v := jobView(map[string]string{config.KeyPeriodicSavepointInterval: "10s"})
+	inFlight := snap(Name("job", sp, "PERIODIC", base.Add(10*time.Second).UnixMilli()), sp, "PERIODIC", "IN_PROGRESS", base.Add(10*time.Second))
+	v.Snapshots = []*v1beta1.FlinkStateSnapshot{inFlight}
+	for _, after := range []time.Duration{25 * time.Second, time.Minute, time.Hour} {
+		if p, _ := PlanSnapshots(v, base.Add(after)); len(p.Create) != 0 {
+			t.Errorf("after %v: created %s while one is in flight", after, names(p.Create))
+		}
+	}
+	inFlight.Status.State = v1beta1.SnapshotCompleted
+	p, _ := PlanSnapshots(v, base.Add(time.Hour))
+	if len(p.Create) != 1 {
+		t.Fatalf("after completion: %s", names(p.Create))
+	}
+	// One snapshot for the newest missed slot, not one per missed slot.
+	if want := Name("job", sp, "PERIODIC", base.Add(time.Hour).UnixMilli()); p.Create[0].Name != want {
+		t.Errorf("name %s, want %s", p.Create[0].Name, want)
+	}
+}
+
+// [ours] An operator restart does not fire an extra periodic snapshot: the
+// plan depends only on the snapshots that exist, and repeats the same name.
+func TestRestartDoesNotFireExtraPeriodic(t *testing.T) {
+	v := jobView(map[string]string{config.KeyPeriodicSavepointInterval: "10m"})
+	now := base.Add(15 * time.Minute)
+	first, _ := PlanSnapshots(v, now)
+	again, _ := PlanSnapshots(v, now.Add(time.Second)) // same state, "after a restart"
+	if len(first.Create) != 1 || len(again.Create) != 1 || first.Create[0].Name != again.Create[0].Name {
+		t.Fatalf("a repeated plan must produce the same name: %s vs %s", names(first.Create), names(again.Create))
+	}
+	created := first.Create[0]
+	created.CreationTimestamp = metav1.NewTime(now)
+	v.Snapshots = []*v1beta1.FlinkStateSnapshot{created}
+	if p, _ := PlanSnapshots(v, now.Add(time.Minute)); len(p.Create) != 0 {
+		t.Errorf("created another right after: %s", names(p.Create))
+	}
+	created.Status.State = v1beta1.SnapshotCompleted
+	p, _ := PlanSnapshots(v, now.Add(time.Minute))
+	if len(p.Create) != 0 || p.RequeueAfter <= 0 || p.RequeueAfter > 10*time.Minute {
+		t.Errorf("next due: create %s, requeue %v", names(p.Create), p.RequeueAfter)
+	}
+}
+
+func TestNotRunningWaits(t *testing.T) {
+	v := jobView(map[string]string{config.KeyPeriodicSavepointInterval: "1m"})
+	v.Running = false
+	v.SavepointNonce = ptr.To[int64](1)
+	if p, _ := PlanSnapshots(v, base.Add(time.Hour)); len(p.Create) != 0 || p.SavepointNonce != nil {
+		t.Errorf("job not running: %s", names(p.Create))
+	}
+}
+
+func TestPlanCleanup(t *testing.T) {
+	v := jobView(map[string]string{config.KeySavepointHistoryMaxCount: "2"})
+	for i := range 4 {
+		v.Snapshots = append(v.Snapshots, snap(Name("job", sp, "PERIODIC", base.Add(time.Duration(i)*time.Minute).UnixMilli()), sp, "PERIODIC", "COMPLETED", base))
+	}
+	p, _ := PlanSnapshots(v, base.Add(time.Hour))
+	if len(p.Delete) != 2 {
+		t.Fatalf("deleted %s", names(p.Delete))
+	}
+	v.Config[config.KeySavepointCleanupEnabled] = "false"
+	if p, _ := PlanSnapshots(v, base.Add(time.Hour)); len(p.Delete) != 0 {
+		t.Errorf("cleanup disabled: deleted %s", names(p.Delete))
+	}
+}
