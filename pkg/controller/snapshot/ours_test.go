@@ -375,3 +375,56 @@ func TestRestorePointNeverDisposed(t *testing.T) {
 		t.Error("no DisposeSkipped event for the kept restore point")
 	}
 }
+
+// A forgotten trigger id on a job without checkpointing (its history answers
+// 404) is still re-sent while young.
+func TestForgottenTriggerIDWithoutCheckpointHistory(t *testing.T) {
+	f := newFixture(t)
+	jm := f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
+	jm.RemoveJob(f.jobIDs["job"])
+	jm.MustAddJob(fakejm.JobSpec{ID: f.jobIDs["job"], CheckpointingDisabled: true})
+	f.create(savepointSnap("sp", "job"))
+	remove := jm.InjectFault(fakejm.Fault{Route: fakejm.RouteSavepointTrigger, Status: 503, Times: 1})
+	f.mustSync("sp")
+	remove()
+	got := f.drive("sp", 10)
+	if got.Status.State != v1beta1.SnapshotCompleted || jm.StartedOperations(fakejm.OpSavepoint) != 1 {
+		t.Fatalf("%+v, %d savepoints", got.Status, jm.StartedOperations(fakejm.OpSavepoint))
+	}
+}
+
+// An IN_PROGRESS snapshot whose job can no longer be resolved (its session
+// cluster is gone) fails at the timeout instead of waiting forever.
+func TestUnobservableInProgressEndsAtTimeout(t *testing.T) {
+	f := newFixture(t)
+	f.addCluster("session", v1beta1.FlinkVersion1_20, nil)
+	job := &v1beta1.FlinkSessionJob{
+		ObjectMeta: metav1.ObjectMeta{Name: "sj", Namespace: ns},
+		Spec:       v1beta1.FlinkSessionJobSpec{DeploymentName: "session"},
+		Status:     v1beta1.FlinkSessionJobStatus{JobStatus: v1beta1.JobStatus{JobID: f.jobIDs["session"], State: v1beta1.JobStatusRunning}},
+	}
+	if _, err := f.client.FlinkV1beta1().FlinkSessionJobs(ns).Create(f.ctx, job, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s := withBackoff(savepointSnap("sp", "sj"), 0)
+	s.Spec.JobReference.Kind = v1beta1.JobReferenceKindSessionJob
+	f.jms["session"].SetCompletion(1000, 0)
+	f.create(s)
+	f.mustSync("sp")
+	if got := f.get("sp"); got.Status.State != v1beta1.SnapshotInProgress {
+		t.Fatalf("session job snapshot not triggered: %+v", got.Status)
+	}
+	if err := f.client.FlinkV1beta1().FlinkDeployments(ns).Delete(f.ctx, "session", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Step(time.Minute)
+	f.mustSync("sp")
+	if got := f.get("sp"); got.Status.State != v1beta1.SnapshotInProgress || !strings.Contains(got.Status.Error, "session cluster") {
+		t.Fatalf("before the timeout: %+v", got.Status)
+	}
+	f.clock.Step(11 * time.Minute)
+	f.mustSync("sp")
+	if got := f.get("sp"); got.Status.State != v1beta1.SnapshotFailed {
+		t.Fatalf("after the timeout: %+v", got.Status)
+	}
+}

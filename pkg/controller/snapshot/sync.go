@@ -74,7 +74,14 @@ func (c *Controller) Sync(ctx context.Context, key string) (time.Duration, error
 		err = c.validate(s, t)
 	}
 	if err != nil {
-		// The spec or its job is unusable: say so, change nothing else.
+		// The spec or its job is unusable: say so, change nothing else. An
+		// attempt already in flight that stays unobservable still ends at
+		// the snapshot timeout, so nothing is stuck forever.
+		if s.Status.State == v1beta1.SnapshotInProgress && c.pastTimeout(s) {
+			requeue := c.fail(s, c.clock.Now(), "cannot observe the snapshot: "+err.Error())
+			_, werr := c.commit(ctx, cached, s, false)
+			return requeue, werr
+		}
 		if s.Status.Error != err.Error() {
 			c.recorder.Event(s, "Warning", ReasonValidationError, err.Error())
 			s.Status.Error = err.Error()
@@ -282,6 +289,15 @@ func (c *Controller) observe(ctx context.Context, s *v1beta1.FlinkStateSnapshot,
 	return 0, nil
 }
 
+// pastTimeout reports whether an IN_PROGRESS attempt is older than the
+// operator-wide snapshot timeout (used when the job's own config is
+// unreadable).
+func (c *Controller) pastTimeout(s *v1beta1.FlinkStateSnapshot) bool {
+	triggered, ok := snapshots.ParseTime(s.Status.TriggerTimestamp)
+	timeout, err := config.SnapshotTimeout(c.cfg)
+	return ok && err == nil && c.clock.Since(triggered) > timeout
+}
+
 // pollResult is what one status poll learned.
 type pollResult struct {
 	pending bool
@@ -335,12 +351,16 @@ func (c *Controller) poll(ctx context.Context, client *flink.Client, s *v1beta1.
 func (c *Controller) recover(ctx context.Context, client *flink.Client, s *v1beta1.FlinkStateSnapshot, t *target,
 	triggered time.Time, elapsed time.Duration) (pollResult, error) {
 	stats, err := client.Checkpoints(ctx, t.jobStatus.JobID)
-	if err != nil {
+	if err != nil && !flink.IsNotFound(err) { // 404: checkpointing disabled, so no history
 		return pollResult{}, err
 	}
 	since := triggered.Add(-historyTolerance).UnixMilli()
 	wantSavepoint := snapshots.IsSavepoint(s)
-	for _, h := range stats.History {
+	var history []flink.CheckpointStatistics
+	if stats != nil {
+		history = stats.History
+	}
+	for _, h := range history {
 		if h.IsSavepoint != wantSavepoint || h.TriggerTimestamp < since {
 			continue
 		}
