@@ -19,6 +19,7 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	flinkcache "github.com/flinkops/flink-operator/pkg/cache"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/controller/deployment"
 	"github.com/flinkops/flink-operator/pkg/controller/snapshot"
 	clientset "github.com/flinkops/flink-operator/pkg/generated/clientset/versioned"
 	"github.com/flinkops/flink-operator/pkg/metrics"
@@ -33,6 +34,7 @@ const FaultEnv = "FLINKOP_TEST_FAULT"
 type controllers struct {
 	broadcaster record.EventBroadcaster
 	snapshots   *snapshot.Controller
+	deployments *deployment.Controller
 	workers     int
 	unregister  []func()
 }
@@ -78,9 +80,16 @@ func newControllers(ctx context.Context, kube kubernetes.Interface, flink client
 	if err != nil {
 		return nil, fmt.Errorf("creating snapshot controller: %w", err)
 	}
+	deployments, err := deployment.New(flink, kube, caches, inf.Kube, recorder, deployment.Options{
+		Config: opts.Config, HTTPClient: httpClient, Endpoints: endpoints,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating FlinkDeployment controller: %w", err)
+	}
 	return &controllers{
 		broadcaster: broadcaster,
 		snapshots:   snapshots,
+		deployments: deployments,
 		workers:     workers,
 		unregister:  []func(){metrics.RegisterSnapshotCounter(snapshots.CountSnapshots)},
 	}, nil
@@ -90,6 +99,7 @@ func newControllers(ctx context.Context, kube kubernetes.Interface, flink client
 func (c *controllers) run(ctx context.Context) {
 	var wg sync.WaitGroup
 	wg.Go(func() { c.snapshots.Run(ctx, c.workers) })
+	wg.Go(func() { c.deployments.Run(ctx, c.workers) })
 	wg.Wait()
 }
 

@@ -6,8 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
-	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
-	"github.com/flinkops/flink-operator/pkg/controller/snapshot"
+	"github.com/flinkops/flink-operator/pkg/endpoints"
 )
 
 // Ways to reach a Flink cluster's REST endpoint (--flink-endpoint).
@@ -22,11 +21,12 @@ const (
 )
 
 // endpointResolver returns the resolver for mode; pod-ip reads JobManager
-// pods from the core informers (labels app=<name>, component=jobmanager).
-func endpointResolver(mode string, inf *Informers) (snapshot.EndpointResolver, error) {
+// pods from the owned-object informers (the pods carry the
+// type=flink-standalone-kubernetes label those informers select on).
+func endpointResolver(mode string, inf *Informers) (endpoints.Resolver, error) {
 	switch mode {
 	case "", EndpointService:
-		return snapshot.ServiceEndpoint, nil
+		return endpoints.Service, nil
 	case EndpointPodIP:
 		listers := map[string]func(ns string, sel labels.Selector) ([]*corev1.Pod, error){}
 		for ns, f := range inf.Kube {
@@ -35,34 +35,16 @@ func endpointResolver(mode string, inf *Informers) (snapshot.EndpointResolver, e
 				return lister.Pods(namespace).List(sel)
 			}
 		}
-		return func(cluster *v1beta1.FlinkDeployment, port int) (string, error) {
+		return endpoints.PodIP(func(namespace string, sel labels.Selector) ([]*corev1.Pod, error) {
 			list, ok := listers[""]
 			if !ok {
-				list, ok = listers[cluster.Namespace]
+				list, ok = listers[namespace]
 			}
 			if !ok {
-				return "", fmt.Errorf("namespace %s is not watched", cluster.Namespace)
+				return nil, fmt.Errorf("namespace %s is not watched", namespace)
 			}
-			pods, err := list(cluster.Namespace, labels.SelectorFromSet(labels.Set{"app": cluster.Name, "component": "jobmanager"}))
-			if err != nil {
-				return "", err
-			}
-			for _, p := range pods {
-				if p.Status.PodIP != "" && p.DeletionTimestamp == nil && podReady(p) {
-					return fmt.Sprintf("http://%s:%d", p.Status.PodIP, port), nil
-				}
-			}
-			return "", fmt.Errorf("no ready JobManager pod of FlinkDeployment %s/%s", cluster.Namespace, cluster.Name)
-		}, nil
+			return list(namespace, sel)
+		}), nil
 	}
 	return nil, fmt.Errorf("unknown --flink-endpoint %q: want %q or %q", mode, EndpointService, EndpointPodIP)
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

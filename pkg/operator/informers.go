@@ -6,21 +6,33 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/flinkops/flink-operator/pkg/cluster"
 	clientset "github.com/flinkops/flink-operator/pkg/generated/clientset/versioned"
 	flinkinformers "github.com/flinkops/flink-operator/pkg/generated/informers/externalversions"
 )
 
 // Informers holds the shared informer factories: one for the flink.apache.org
-// types and one for core types, per watched namespace (a single all-namespace
-// pair when no namespaces are given). Per-namespace factories let the operator
-// run with namespaced RBAC only.
+// types and one for Kubernetes types, per watched namespace (a single
+// all-namespace pair when no namespaces are given). Per-namespace factories
+// let the operator run with namespaced RBAC only.
+//
+// The Kubernetes factories only see objects labelled
+// type=flink-standalone-kubernetes: the ConfigMaps, Deployments, Services and
+// pods of the Flink clusters the operator builds. The operator never needs
+// the rest, and caching every Deployment and ConfigMap of a busy cluster
+// would cost memory for nothing.
 type Informers struct {
 	Flink map[string]flinkinformers.SharedInformerFactory
 	Kube  map[string]kubeinformers.SharedInformerFactory
 }
+
+// OwnedSelector selects the Kubernetes objects of the Flink clusters the
+// operator builds (pkg/cluster labels every one of them).
+var OwnedSelector = labels.SelectorFromSet(labels.Set{cluster.LabelType: cluster.TypeStandalone}).String()
 
 // NewInformers creates the factories for the given namespaces.
 func NewInformers(kube kubernetes.Interface, flink clientset.Interface, namespaces []string, resync time.Duration) *Informers {
@@ -33,7 +45,8 @@ func NewInformers(kube kubernetes.Interface, flink clientset.Interface, namespac
 	}
 	for _, ns := range namespaces {
 		inf.Flink[ns] = flinkinformers.NewSharedInformerFactoryWithOptions(flink, resync, flinkinformers.WithNamespace(ns))
-		inf.Kube[ns] = kubeinformers.NewSharedInformerFactoryWithOptions(kube, resync, kubeinformers.WithNamespace(ns))
+		inf.Kube[ns] = kubeinformers.NewSharedInformerFactoryWithOptions(kube, resync, kubeinformers.WithNamespace(ns),
+			kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = OwnedSelector }))
 	}
 	return inf
 }

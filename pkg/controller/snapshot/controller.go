@@ -6,7 +6,6 @@ package snapshot
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"sync"
 	"time"
@@ -24,6 +23,7 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	flinkcache "github.com/flinkops/flink-operator/pkg/cache"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/endpoints"
 	clientset "github.com/flinkops/flink-operator/pkg/generated/clientset/versioned"
 	"github.com/flinkops/flink-operator/pkg/metrics"
 	"github.com/flinkops/flink-operator/pkg/snapshots"
@@ -32,22 +32,14 @@ import (
 // QueueName names the controller's workqueue (and its metrics).
 const QueueName = "flinkstatesnapshot"
 
-// EndpointResolver returns the REST base URL of a Flink cluster's JobManager.
-type EndpointResolver func(cluster *v1beta1.FlinkDeployment, restPort int) (string, error)
-
-// ServiceEndpoint is the in-cluster address: the <name>-rest Service.
-func ServiceEndpoint(cluster *v1beta1.FlinkDeployment, restPort int) (string, error) {
-	return fmt.Sprintf("http://%s-rest.%s.svc:%d", cluster.Name, cluster.Namespace, restPort), nil
-}
-
 // Options configure the controller; zero values get defaults.
 type Options struct {
 	// Config is the operator-wide configuration.
 	Config config.Config
 	// Clock is the time source (a fake one in tests).
 	Clock clock.WithTicker
-	// Endpoints resolves JobManager REST URLs; default ServiceEndpoint.
-	Endpoints EndpointResolver
+	// Endpoints resolves JobManager REST URLs; default endpoints.Service.
+	Endpoints endpoints.Resolver
 	// HTTPClient carries Flink REST calls (instrumented by the operator).
 	HTTPClient *http.Client
 	// NewTriggerID picks Flink trigger ids; default snapshots.NewTriggerID.
@@ -67,7 +59,7 @@ type Controller struct {
 
 	cfg          config.Config
 	clock        clock.WithTicker
-	endpoints    EndpointResolver
+	endpoints    endpoints.Resolver
 	httpClient   *http.Client
 	newTriggerID func() string
 	afterIntent  func(string)
@@ -93,7 +85,7 @@ func New(client clientset.Interface, caches *flinkcache.Caches, recorder record.
 		opts.Clock = clock.RealClock{}
 	}
 	if opts.Endpoints == nil {
-		opts.Endpoints = ServiceEndpoint
+		opts.Endpoints = endpoints.Service
 	}
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = http.DefaultClient

@@ -1,0 +1,239 @@
+package deployment
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	flinkcache "github.com/flinkops/flink-operator/pkg/cache"
+	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/endpoints"
+	"github.com/flinkops/flink-operator/pkg/flink"
+	clientset "github.com/flinkops/flink-operator/pkg/generated/clientset/versioned"
+	"github.com/flinkops/flink-operator/pkg/snapshots"
+)
+
+// QueueName names the controller's workqueue (and its metrics).
+const QueueName = "flinkdeployment"
+
+// Finalizer holds a FlinkDeployment until the operator has had its chance
+// to take a savepoint on deletion (upstream's JOSDK-derived name).
+const Finalizer = "flinkdeployments.flink.apache.org/finalizer"
+
+// Options configure the controller; zero values get defaults.
+type Options struct {
+	// Config is the operator-wide configuration.
+	Config config.Config
+	// Clock is the time source (a fake one in tests).
+	Clock clock.WithTicker
+	// Endpoints resolves JobManager REST URLs; default endpoints.Service.
+	Endpoints endpoints.Resolver
+	// HTTPClient carries Flink REST calls (instrumented by the operator).
+	HTTPClient *http.Client
+	// NewTriggerID picks stop-with-savepoint trigger ids; default
+	// snapshots.NewTriggerID.
+	NewTriggerID func() string
+	// FaultPoint, when set, is called at every point where a crash must
+	// be survivable: right after a status write ("status-written"), after
+	// a write done before it ("pre-commit:<what>") and after each action
+	// that follows it ("action:<what>"). It exists for crash tests.
+	FaultPoint func(key, point string)
+}
+
+// Controller reconciles FlinkDeployments in standalone mode.
+type Controller struct {
+	client   clientset.Interface
+	kube     kubernetes.Interface
+	caches   *flinkcache.Caches
+	owned    *ownedCache
+	recorder record.EventRecorder
+	queue    workqueue.TypedRateLimitingInterface[string]
+
+	cfg          config.Config
+	clock        clock.WithTicker
+	endpoints    endpoints.Resolver
+	httpClient   *http.Client
+	newTriggerID func() string
+	faultPoint   func(key, point string)
+}
+
+// New creates the controller and registers its event handlers: on the
+// FlinkDeployment informers of caches, and on the Deployment, Service and
+// ConfigMap informers of kubeFactories (keyed by namespace like the flink
+// factories, "" = all), which the operator filters to the objects it builds.
+func New(client clientset.Interface, kube kubernetes.Interface, caches *flinkcache.Caches,
+	kubeFactories map[string]kubeinformers.SharedInformerFactory, recorder record.EventRecorder, opts Options) (*Controller, error) {
+	if opts.Config == nil {
+		opts.Config = config.Defaults()
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Endpoints == nil {
+		opts.Endpoints = endpoints.Service
+	}
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = http.DefaultClient
+	}
+	if opts.NewTriggerID == nil {
+		opts.NewTriggerID = snapshots.NewTriggerID
+	}
+	c := &Controller{
+		client:   client,
+		kube:     kube,
+		caches:   caches,
+		owned:    newOwnedCache(kubeFactories),
+		recorder: recorder,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: QueueName, Clock: opts.Clock},
+		),
+		cfg:          opts.Config,
+		clock:        opts.Clock,
+		endpoints:    opts.Endpoints,
+		httpClient:   opts.HTTPClient,
+		newTriggerID: opts.NewTriggerID,
+		faultPoint:   opts.FaultPoint,
+	}
+	err := caches.AddEventHandlers(flinkcache.Handlers{
+		Deployments: cache.ResourceEventHandlerFuncs{
+			AddFunc:    c.enqueue,
+			UpdateFunc: c.deploymentUpdated,
+			DeleteFunc: c.enqueue,
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := c.owned.addEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueueOwner,
+		UpdateFunc: func(_, newObj any) { c.enqueueOwner(newObj) },
+		DeleteFunc: c.enqueueOwner,
+	}); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Controller) enqueue(obj any) {
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
+	c.queue.Add(key)
+}
+
+// deploymentUpdated skips the controller's own status writes: what they
+// change was decided by a sync that already asked for its next look
+// (AddAfter). Spec, deletion and finalizer changes, and resyncs, wake it.
+func (c *Controller) deploymentUpdated(oldObj, newObj any) {
+	o, ok1 := oldObj.(*v1beta1.FlinkDeployment)
+	n, ok2 := newObj.(*v1beta1.FlinkDeployment)
+	if ok1 && ok2 && o.ResourceVersion != n.ResourceVersion && o.Generation == n.Generation &&
+		o.DeletionTimestamp.Equal(n.DeletionTimestamp) && len(o.Finalizers) == len(n.Finalizers) {
+		return
+	}
+	c.enqueue(newObj)
+}
+
+// enqueueOwner maps an owned ConfigMap, Deployment or Service to the
+// FlinkDeployment that controls it, so drift (a deleted Service, a
+// JobManager becoming ready) is seen at once.
+func (c *Controller) enqueueOwner(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	m, ok := obj.(metav1.Object)
+	if !ok {
+		return
+	}
+	ref := metav1.GetControllerOf(m)
+	if ref == nil || ref.Kind != "FlinkDeployment" || !isFlinkGroup(ref.APIVersion) {
+		return
+	}
+	c.queue.Add(m.GetNamespace() + "/" + ref.Name)
+}
+
+func isFlinkGroup(apiVersion string) bool {
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	return err == nil && gv.Group == v1beta1.GroupName
+}
+
+// Run starts workers and blocks until ctx ends.
+func (c *Controller) Run(ctx context.Context, workers int) {
+	defer utilruntime.HandleCrash()
+	defer c.queue.ShutDown()
+	logger := klog.FromContext(ctx)
+	logger.Info("Starting controller", "controller", QueueName, "workers", workers)
+	if !cache.WaitForCacheSync(ctx.Done(), c.caches.HasSynced, c.owned.hasSynced) {
+		return
+	}
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() { wait.UntilWithContext(ctx, c.runWorker, time.Second) })
+	}
+	<-ctx.Done()
+	logger.Info("Stopping controller", "controller", QueueName)
+	c.queue.ShutDown()
+	wg.Wait()
+}
+
+func (c *Controller) runWorker(ctx context.Context) {
+	for c.processNextWorkItem(ctx) {
+	}
+}
+
+func (c *Controller) processNextWorkItem(ctx context.Context) bool {
+	key, shutdown := c.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer c.queue.Done(key)
+
+	logger := klog.FromContext(ctx).WithValues("flinkdeployment", key)
+	requeueAfter, err := c.Sync(klog.NewContext(ctx, logger), key)
+	switch {
+	case err != nil:
+		if apierrors.IsConflict(err) {
+			logger.V(2).Info("Conflict writing FlinkDeployment, retrying", "err", err)
+		} else {
+			logger.Error(err, "Syncing FlinkDeployment failed")
+		}
+		c.queue.AddRateLimited(key)
+	default:
+		c.queue.Forget(key)
+		if requeueAfter > 0 {
+			c.queue.AddAfter(key, requeueAfter)
+		}
+	}
+	return true
+}
+
+// flinkClient builds a REST client for a cluster's JobManager.
+func (c *Controller) flinkClient(dep *v1beta1.FlinkDeployment, port int, version flink.Version, cfg config.Config) (*flink.Client, error) {
+	url, err := c.endpoints(dep, port)
+	if err != nil {
+		return nil, err
+	}
+	timeout, err := cfg.Duration(config.KeyFlinkClientTimeout)
+	if err != nil {
+		return nil, err
+	}
+	return flink.New(flink.Config{BaseURL: url, Version: version, HTTPClient: c.httpClient, Timeout: timeout})
+}

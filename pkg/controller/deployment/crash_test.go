@@ -1,0 +1,197 @@
+package deployment
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/flink"
+	"github.com/flinkops/flink-operator/pkg/flink/fakejm"
+)
+
+// crash is what a fault point panics with, as a kill -9 would stop the
+// process there.
+type crash struct{}
+
+// stepCrashing is step that survives a crash: the panic ends the sync, and
+// a new controller (fresh memory, same API state) takes over.
+func (f *fixture) stepCrashing(name string) (crashed bool) {
+	f.t.Helper()
+	d, err := func() (d time.Duration, err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				if _, ok := r.(crash); !ok {
+					panic(r)
+				}
+				crashed = true
+			}
+		}()
+		return f.sync(name)
+	}()
+	if crashed {
+		f.refresh()
+		f.restart()
+		f.kubeTick()
+		f.clock.Step(time.Second)
+		return true
+	}
+	if err != nil {
+		f.t.Logf("sync error (retried): %v", err)
+	}
+	f.kubeTick()
+	f.clock.Step(max(min(d, 30*time.Second), time.Second))
+	return false
+}
+
+// savepointUpgrade runs a savepoint upgrade and crashes the operator at the
+// crashAt-th fault point after the spec change (-1: never). pause is how
+// long the operator stays down. It checks that the job comes back from the
+// savepoint its stop took, after exactly one stop-with-savepoint, and
+// returns the fault points the upgrade passed.
+func savepointUpgrade(t *testing.T, crashAt int, pause time.Duration) []string {
+	f := newFixture(t)
+	before := f.deploy(f.application("job", v1beta1.UpgradeModeSavepoint))
+	oldJob := before.Status.JobStatus.JobID
+	older := f.checkpoint("job") // state the new job must not start from
+
+	var points []string
+	f.fault = func(_, point string) {
+		points = append(points, point)
+		if len(points)-1 == crashAt {
+			f.clock.Step(pause)
+			panic(crash{})
+		}
+	}
+	f.edit("job", newArgs)
+	crashes := 0
+	var after *v1beta1.FlinkDeployment
+	for range 60 {
+		if f.stepCrashing("job") {
+			crashes++
+		}
+		if d := f.get("job"); upgradedTo(2)(d) {
+			after = d
+			break
+		}
+	}
+	if after == nil {
+		t.Fatalf("upgrade did not finish: %s", statusString(f.get("job")))
+	}
+	if crashAt >= 0 && crashes != 1 {
+		t.Fatalf("%d crashes, want 1", crashes)
+	}
+	path := after.Status.JobStatus.UpgradeSavepointPath
+	restored, meta := f.restoredFrom("job")
+	switch {
+	case restored == "":
+		t.Errorf("new job started from empty state")
+	case restored == older:
+		t.Errorf("new job started from the older checkpoint %s", older)
+	case restored != path || !meta.Savepoint || meta.JobID != oldJob:
+		t.Errorf("new job restored from %q (%+v), want the stop savepoint %s of job %s", restored, meta, path, oldJob)
+	}
+	if after.Status.JobStatus.JobID == oldJob {
+		t.Errorf("savepoint upgrade kept the job id")
+	}
+	if n := f.stops(); n != 1 {
+		t.Errorf("%d stop-with-savepoint operations started, want 1", n)
+	}
+	var upgrades int
+	for _, s := range f.snapshots() {
+		if s.Labels[v1beta1.LabelSnapshotTriggerType] == "UPGRADE" {
+			upgrades++
+			if s.Spec.Savepoint.Path != path {
+				t.Errorf("UPGRADE snapshot %s has path %s, want %s", s.Name, s.Spec.Savepoint.Path, path)
+			}
+		}
+	}
+	if upgrades != 1 {
+		t.Errorf("%d UPGRADE snapshots, want 1", upgrades)
+	}
+	return points
+}
+
+// TestSavepointUpgradeSurvivesCrashAtEveryStep kills the operator at each
+// point of a savepoint upgrade where its memory and the API state part ways
+// (after the intent, after the POST, after the snapshot record, after each
+// status write, after the teardown, after the deploy), once right away and
+// once after a pause long enough for Flink to forget the trigger's result.
+func TestSavepointUpgradeSurvivesCrashAtEveryStep(t *testing.T) {
+	points := savepointUpgrade(t, -1, 0)
+	t.Logf("fault points of a savepoint upgrade: %s", strings.Join(points, ", "))
+	if len(points) < 5 {
+		t.Fatalf("only %d fault points: %v", len(points), points)
+	}
+	for _, pause := range []time.Duration{0, 6 * time.Minute} {
+		for i, p := range points {
+			t.Run(fmt.Sprintf("pause %s crash %d at %s", pause, i, p), func(t *testing.T) {
+				savepointUpgrade(t, i, pause)
+			})
+		}
+	}
+}
+
+// TestStopSurvivesJobManagerRestart: the JobManager restarts while the stop
+// is in flight, forgetting it; the job recovers and the same trigger id is
+// sent again.
+func TestStopSurvivesJobManagerRestart(t *testing.T) {
+	f := newFixture(t)
+	before := f.deploy(f.application("job", v1beta1.UpgradeModeSavepoint))
+	jm := f.jm("job")
+	jm.SetCompletion(1000, 0) // the stop never completes on its own
+	f.edit("job", newArgs)
+	f.step("job")
+	trigger := f.get("job").Status.JobStatus.SavepointInfo.TriggerID
+	jm.Restart()
+	jm.SetCompletion(1, 0)
+	f.until("job", 30, "upgrade", upgradedTo(2))
+	ops := 0
+	for _, op := range jm.Operations() {
+		if op.Kind == fakejm.OpStopWithSavepoint {
+			ops++
+			if op.TriggerID != trigger {
+				t.Errorf("stop with trigger id %s, want %s", op.TriggerID, trigger)
+			}
+		}
+	}
+	if ops != 2 {
+		t.Errorf("%d stop operations (before and after the restart), want 2", ops)
+	}
+	if _, meta := f.restoredFrom("job"); !meta.Savepoint || meta.JobID != before.Status.JobStatus.JobID {
+		t.Errorf("restored from %+v", meta)
+	}
+}
+
+// TestFinishedStopWithLostSavepointNeedsManualRestore: the stop completed,
+// then the operator crashed and the JobManager restarted: nobody knows the
+// savepoint. The operator must not restart from older state.
+func TestFinishedStopWithLostSavepointNeedsManualRestore(t *testing.T) {
+	f := newFixture(t)
+	before := f.deploy(f.application("job", v1beta1.UpgradeModeSavepoint))
+	jm := f.jm("job")
+	jmUID := f.jmDeployment("job").UID
+	f.checkpoint("job")
+	f.edit("job", newArgs)
+	f.mustSync("job") // intent + POST
+	// The stop completes while the operator is down, then the JobManager
+	// restarts (forgetting the operation and the statistics).
+	trigger := f.get("job").Status.JobStatus.SavepointInfo.TriggerID
+	c, _ := flink.New(flink.Config{BaseURL: jm.URL(), Version: flink.V1_20})
+	if res, err := c.SavepointStatus(f.ctx, before.Status.JobStatus.JobID, trigger); err != nil || !res.Pending() {
+		t.Fatalf("first poll: %+v %v", res, err)
+	}
+	if res, err := c.SavepointStatus(f.ctx, before.Status.JobStatus.JobID, trigger); err != nil || !res.Succeeded() {
+		t.Fatalf("second poll: %+v %v", res, err)
+	}
+	jm.Restart()
+	f.restart()
+	for range 5 {
+		f.step("job")
+	}
+	got := f.get("job")
+	if !strings.Contains(got.Status.Error, "Manual restore required") || f.jmDeployment("job").UID != jmUID {
+		t.Fatalf("status %s", statusString(got))
+	}
+}

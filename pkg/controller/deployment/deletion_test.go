@@ -1,0 +1,90 @@
+package deployment
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/config"
+)
+
+// markDeleted is what `kubectl delete` does to an object with finalizers.
+func (f *fixture) markDeleted(name string) {
+	f.t.Helper()
+	d := f.get(name)
+	now := metav1.NewTime(f.clock.Now())
+	d.DeletionTimestamp = &now
+	if _, err := f.client.FlinkV1beta1().FlinkDeployments(ns).Update(f.ctx, d, metav1.UpdateOptions{}); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func finalized(d *v1beta1.FlinkDeployment) bool { return !slices.Contains(d.Finalizers, Finalizer) }
+
+func TestDeletionWithoutSavepoint(t *testing.T) {
+	f := newFixture(t)
+	f.deploy(f.application("job", v1beta1.UpgradeModeSavepoint))
+	f.markDeleted("job")
+	f.step("job")
+	got := f.get("job")
+	if !finalized(got) || got.Status.LifecycleState != v1beta1.LifecycleDeleting {
+		t.Fatalf("finalizers %v, %s", got.Finalizers, statusString(got))
+	}
+	if f.stops() != 0 {
+		t.Errorf("savepoint taken without savepoint-on-deletion")
+	}
+	if !hasEvent(f.events(), "Normal", ReasonCleanup) {
+		t.Errorf("no Cleanup event")
+	}
+}
+
+func TestDeletionWithSavepoint(t *testing.T) {
+	f := newFixture(t)
+	d := f.application("job", v1beta1.UpgradeModeSavepoint)
+	setConf(&d.Spec, config.KeyJobSavepointOnDeletion, "true")
+	before := f.deploy(d)
+	f.markDeleted("job")
+	f.step("job")
+	if got := f.get("job"); finalized(got) || got.Status.JobStatus.SavepointInfo == nil || got.Status.JobStatus.SavepointInfo.TriggerID == "" {
+		t.Fatalf("after the first sync: finalizers %v, %s", got.Finalizers, statusString(got))
+	}
+	got := f.until("job", 10, "finalizer removed", finalized)
+	path := got.Status.JobStatus.UpgradeSavepointPath
+	snaps := f.snapshots()
+	if path == "" || len(snaps) != 1 || snaps[0].Spec.Savepoint.Path != path || snaps[0].Labels[v1beta1.LabelSnapshotTriggerType] != "UPGRADE" {
+		t.Fatalf("savepoint %q, snapshots %+v", path, snaps)
+	}
+	if _, meta := readMeta(t, path); meta.JobID != before.Status.JobStatus.JobID {
+		t.Errorf("savepoint of job %s", meta.JobID)
+	}
+	if f.stops() != 1 {
+		t.Errorf("%d stops", f.stops())
+	}
+}
+
+func TestDeletionSavepointBoundedByTimeout(t *testing.T) {
+	f := newFixture(t)
+	d := f.application("job", v1beta1.UpgradeModeSavepoint)
+	setConf(&d.Spec, config.KeyJobSavepointOnDeletion, "true", config.FlinkCheckpointTimeout, "2 min")
+	f.deploy(d)
+	f.jm("job").SetCompletion(1_000_000, 0) // the savepoint never completes
+	deletedAt := f.clock.Now()
+	f.markDeleted("job")
+	got := f.until("job", 100, "finalizer removed", finalized)
+	if took := f.clock.Now().Sub(deletedAt); took < 2*time.Minute || took > 3*time.Minute {
+		t.Errorf("finalizer removed after %v, want about the 2 min checkpoint timeout", took)
+	}
+	ev := f.events()
+	if !slices.ContainsFunc(ev, func(e string) bool {
+		return strings.HasPrefix(e, "Warning "+ReasonSavepointError+" ") && strings.Contains(e, "execution.checkpointing.timeout")
+	}) {
+		t.Errorf("no timeout event: %v", ev)
+	}
+	if got.Status.JobStatus.UpgradeSavepointPath != "" {
+		t.Errorf("path recorded without a savepoint: %s", statusString(got))
+	}
+}

@@ -1,0 +1,345 @@
+package deployment
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/cluster"
+	"github.com/flinkops/flink-operator/pkg/flink"
+)
+
+func TestFirstDeployFromInitialSavepoint(t *testing.T) {
+	f := newFixture(t)
+	d := f.application("job", v1beta1.UpgradeModeSavepoint)
+	d.Spec.Job.InitialSavepointPath = "s3://bucket/savepoints/savepoint-initial"
+	f.create(d)
+
+	f.mustSync("job")
+	got := f.get("job")
+	if !slices.Contains(got.Finalizers, Finalizer) {
+		t.Errorf("finalizer not added: %v", got.Finalizers)
+	}
+	st := got.Status
+	if st.ReconciliationStatus.State != v1beta1.ReconciliationDeployed || st.LifecycleState != v1beta1.LifecycleDeployed ||
+		!flink.IsValidID(st.JobStatus.JobID) || st.JobStatus.State != v1beta1.JobStatusReconciling ||
+		st.JobStatus.UpgradeSavepointPath != d.Spec.Job.InitialSavepointPath || st.ObservedGeneration != 1 {
+		t.Fatalf("after first sync: %s", statusString(got))
+	}
+	rec, err := decodeSpec(st.ReconciliationStatus.LastReconciledSpec)
+	if err != nil || !rec.Meta.FirstDeployment || !sameSpec(rec.Spec, d.Spec) {
+		t.Errorf("lastReconciledSpec %s (%v)", st.ReconciliationStatus.LastReconciledSpec, err)
+	}
+
+	// Every object exists, owned by the FlinkDeployment.
+	cm, err := f.kube.CoreV1().ConfigMaps(ns).Get(f.ctx, cluster.ConfigMapName("job"), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svcs, _ := f.kube.CoreV1().Services(ns).List(f.ctx, metav1.ListOptions{})
+	deps, _ := f.kube.AppsV1().Deployments(ns).List(f.ctx, metav1.ListOptions{})
+	if len(svcs.Items) != 2 || len(deps.Items) != 2 {
+		t.Fatalf("%d services and %d deployments, want 2 and 2", len(svcs.Items), len(deps.Items))
+	}
+	objs := []metav1.Object{cm, &svcs.Items[0], &svcs.Items[1], &deps.Items[0], &deps.Items[1]}
+	for _, o := range objs {
+		if !ownedBy(o, got) {
+			t.Errorf("%s has owner references %v", o.GetName(), o.GetOwnerReferences())
+		}
+		if o.GetLabels()[cluster.LabelType] != cluster.TypeStandalone {
+			t.Errorf("%s labels %v", o.GetName(), o.GetLabels())
+		}
+	}
+	args := jmArgs(t, f.jmDeployment("job"))
+	if i := slices.Index(args, "--fromSavepoint"); i < 0 || args[i+1] != d.Spec.Job.InitialSavepointPath {
+		t.Errorf("JobManager args %v, want --fromSavepoint %s", args, d.Spec.Job.InitialSavepointPath)
+	}
+
+	// Kubernetes starts the JobManager, Flink runs the job.
+	got = f.until("job", 10, "job running", running)
+	if got.Status.JobManagerDeploymentStatus != v1beta1.JobManagerReady || got.Status.JobStatus.JobName == "" ||
+		got.Status.JobStatus.StartTime == "" || got.Status.ClusterInfo["flink-version"] == "" {
+		t.Errorf("running: %s clusterInfo %v", statusString(got), got.Status.ClusterInfo)
+	}
+	if got.Status.ReconciliationStatus.LastStableSpec != got.Status.ReconciliationStatus.LastReconciledSpec {
+		t.Errorf("stable spec not recorded")
+	}
+	if tm := got.Status.TaskManager; tm == nil || tm.Replicas != 1 || tm.LabelSelector != cluster.TaskManagerSelector("job") {
+		t.Errorf("taskManager status %+v", tm)
+	}
+	if c := findCondition(got.Status.Conditions, "Running"); c == nil || c.Status != metav1.ConditionTrue || c.Reason != "Running" {
+		t.Errorf("Running condition %+v", c)
+	}
+	if p := f.jm("job"); p.jobID != got.Status.JobStatus.JobID || p.restore != d.Spec.Job.InitialSavepointPath {
+		t.Errorf("JobManager runs job %s from %q", p.jobID, p.restore)
+	}
+	ev := f.events()
+	if !hasEvent(ev, "Normal", ReasonSubmit) || !hasEvent(ev, "Normal", ReasonJobStatusChanged) {
+		t.Errorf("events %v", ev)
+	}
+}
+
+func findCondition(conds []metav1.Condition, typ string) *metav1.Condition {
+	for i := range conds {
+		if conds[i].Type == typ {
+			return &conds[i]
+		}
+	}
+	return nil
+}
+
+func TestSessionCluster(t *testing.T) {
+	f := newFixture(t)
+	d := f.application("session", v1beta1.UpgradeModeStateless)
+	d.Spec.Job = nil
+	f.create(d)
+	got := f.until("session", 10, "session ready", func(d *v1beta1.FlinkDeployment) bool {
+		return d.Status.JobManagerDeploymentStatus == v1beta1.JobManagerReady && d.Status.LifecycleState == v1beta1.LifecycleStable
+	})
+	if got.Status.JobStatus.JobID != "" || got.Status.ClusterInfo["flink-version"] == "" {
+		t.Errorf("session: %s %v", statusString(got), got.Status.ClusterInfo)
+	}
+	if c := findCondition(got.Status.Conditions, "Running"); c == nil || c.Status != metav1.ConditionTrue || c.Reason != "JobManagerReady" {
+		t.Errorf("Running condition %+v", c)
+	}
+	if args := jmArgs(t, f.jmDeployment("session")); args[0] != "jobmanager" {
+		t.Errorf("JobManager args %v", args)
+	}
+	// A spec change redeploys the cluster.
+	f.edit("session", func(s *v1beta1.FlinkDeploymentSpec) { s.Image = "flink:1.20.1" })
+	f.until("session", 20, "session redeployed", func(d *v1beta1.FlinkDeployment) bool {
+		return d.Status.LifecycleState == v1beta1.LifecycleStable && d.Status.ObservedGeneration == 2
+	})
+	if img := f.jmDeployment("session").Spec.Template.Spec.Containers[0].Image; img != "flink:1.20.1" {
+		t.Errorf("image %s", img)
+	}
+}
+
+// TestSteadyStateIsCheap: a running, stable job costs no API writes and
+// one REST call per reconcile interval.
+func TestSteadyStateIsCheap(t *testing.T) {
+	f := newFixture(t)
+	f.deploy(f.application("job", v1beta1.UpgradeModeSavepoint))
+	f.step("job")
+	f.client.ClearActions()
+	f.kube.ClearActions()
+	f.jm("job").ResetRequests()
+	for range 3 {
+		if d := f.mustSync("job"); d != time.Minute {
+			t.Errorf("steady requeue %v, want the reconcile interval", d)
+		}
+	}
+	for _, a := range append(f.client.Actions(), f.kube.Actions()...) {
+		if a.GetVerb() != "get" && a.GetVerb() != "list" && a.GetVerb() != "watch" {
+			t.Errorf("steady state wrote: %s %s/%s", a.GetVerb(), a.GetResource().Resource, a.GetSubresource())
+		}
+	}
+	if n := len(f.jm("job").Requests()); n != 3 {
+		t.Errorf("%d REST calls in 3 syncs, want 3", n)
+	}
+}
+
+func TestBadSpecKeepsLastGoodDeployment(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(*v1beta1.FlinkDeploymentSpec)
+		want   string
+	}{
+		{"no image", func(s *v1beta1.FlinkDeploymentSpec) { s.Image = "" }, "spec.image is required"},
+		{"bad version", func(s *v1beta1.FlinkDeploymentSpec) { s.FlinkVersion = "v1_13" }, "not supported"},
+		{"savepoint without dir", func(s *v1beta1.FlinkDeploymentSpec) {
+			s.FlinkConfiguration = v1beta1.NewConfiguration(map[string]string{"execution.checkpointing.dir": "file:///cp"})
+		}, "Job could not be upgraded with savepoint"},
+		{"last-state without checkpoint dir", func(s *v1beta1.FlinkDeploymentSpec) {
+			s.Job.UpgradeMode = v1beta1.UpgradeModeLastState
+			s.FlinkConfiguration = v1beta1.NewConfiguration(map[string]string{"execution.checkpointing.savepoint-dir": "file:///sp"})
+		}, "Checkpoint directory[execution.checkpointing.dir] must be defined"},
+		{"cluster build error", func(s *v1beta1.FlinkDeploymentSpec) { setConf(s, "rest.port", "http") }, "rest.port"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			before := f.deploy(f.application("job", v1beta1.UpgradeModeSavepoint))
+			jm := f.jm("job")
+			jmUID := f.jmDeployment("job").UID
+			f.events()
+			f.edit("job", tc.change)
+			for range 3 {
+				f.step("job")
+			}
+			got := f.get("job")
+			if !strings.Contains(got.Status.Error, tc.want) {
+				t.Fatalf("error %q, want it to mention %q", got.Status.Error, tc.want)
+			}
+			if got.Status.LifecycleState != v1beta1.LifecycleStable || got.Status.JobStatus.State != v1beta1.JobStatusRunning ||
+				got.Status.ReconciliationStatus.LastReconciledSpec != before.Status.ReconciliationStatus.LastReconciledSpec ||
+				got.Status.ObservedGeneration != 2 {
+				t.Errorf("status %s", statusString(got))
+			}
+			if f.jmDeployment("job").UID != jmUID || f.jm("job") != jm || f.stops() != 0 {
+				t.Errorf("the running deployment was touched")
+			}
+			ev := f.events()
+			n := 0
+			for _, e := range ev {
+				if strings.HasPrefix(e, "Warning "+ReasonValidationError+" ") {
+					n++
+				}
+			}
+			if n != 1 {
+				t.Errorf("%d ValidationError events (want 1, not one per sync): %v", n, ev)
+			}
+			// Fixing the spec upgrades and clears the error.
+			f.edit("job", func(s *v1beta1.FlinkDeploymentSpec) {
+				*s = *before.Spec.DeepCopy()
+				newArgs(s)
+			})
+			after := f.until("job", 30, "upgrade after fix", upgradedTo(3))
+			if after.Status.Error != "" {
+				t.Errorf("error kept: %q", after.Status.Error)
+			}
+		})
+	}
+}
+
+func TestInvalidFirstSpecDeploysNothing(t *testing.T) {
+	f := newFixture(t)
+	d := f.application("job", v1beta1.UpgradeModeSavepoint)
+	d.Spec.Image = ""
+	f.create(d)
+	f.step("job")
+	got := f.get("job")
+	if got.Status.LifecycleState != v1beta1.LifecycleFailed || !strings.Contains(got.Status.Error, "spec.image") ||
+		got.Status.ReconciliationStatus.LastReconciledSpec != "" {
+		t.Fatalf("status %s", statusString(got))
+	}
+	deps, _ := f.kube.AppsV1().Deployments(ns).List(f.ctx, metav1.ListOptions{})
+	if len(deps.Items) != 0 {
+		t.Errorf("deployed an invalid spec")
+	}
+}
+
+func TestDriftRepair(t *testing.T) {
+	f := newFixture(t)
+	before := f.deploy(f.application("job", v1beta1.UpgradeModeSavepoint))
+	jmUID := f.jmDeployment("job").UID
+
+	// Deleted objects come back.
+	if err := f.kube.CoreV1().Services(ns).Delete(f.ctx, cluster.RESTServiceName("job"), metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.kube.AppsV1().Deployments(ns).Delete(f.ctx, cluster.TaskManagerDeploymentName("job"), metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.kube.CoreV1().ConfigMaps(ns).Delete(f.ctx, cluster.ConfigMapName("job"), metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.step("job")
+	for _, get := range []func() error{
+		func() error {
+			_, err := f.kube.CoreV1().Services(ns).Get(f.ctx, cluster.RESTServiceName("job"), metav1.GetOptions{})
+			return err
+		},
+		func() error {
+			_, err := f.kube.AppsV1().Deployments(ns).Get(f.ctx, cluster.TaskManagerDeploymentName("job"), metav1.GetOptions{})
+			return err
+		},
+		func() error {
+			cm, err := f.kube.CoreV1().ConfigMaps(ns).Get(f.ctx, cluster.ConfigMapName("job"), metav1.GetOptions{})
+			if err == nil && !strings.Contains(cm.Data[cluster.ConfigYAMLFile], before.Status.JobStatus.JobID) {
+				t.Errorf("recreated ConfigMap lacks the job id")
+			}
+			return err
+		},
+	} {
+		if err := get(); err != nil {
+			t.Errorf("not recreated: %v", err)
+		}
+	}
+	// An object built differently (here: an older operator's hash) is updated.
+	rpc, _ := f.kube.CoreV1().Services(ns).Get(f.ctx, cluster.RPCServiceName("job"), metav1.GetOptions{})
+	rpc.Annotations[cluster.AnnotationSpecHash] = "older"
+	rpc.Spec.Ports = rpc.Spec.Ports[:1]
+	if _, err := f.kube.CoreV1().Services(ns).Update(f.ctx, rpc, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.step("job")
+	if rpc, _ := f.kube.CoreV1().Services(ns).Get(f.ctx, cluster.RPCServiceName("job"), metav1.GetOptions{}); len(rpc.Spec.Ports) != 2 {
+		t.Errorf("outdated Service not updated: %v", rpc.Spec.Ports)
+	}
+	if f.jmDeployment("job").UID != jmUID {
+		t.Errorf("JobManager replaced by drift repair")
+	}
+	if got := f.get("job"); got.Status.Error != "" || got.Status.JobStatus.JobID != before.Status.JobStatus.JobID {
+		t.Errorf("status %s", statusString(got))
+	}
+}
+
+// TestDeletedJobManagerOfStatefulJob: recreating the JobManager would
+// restart the job from its original restore point, older than its last
+// checkpoint, so the operator says so instead.
+func TestDeletedJobManagerOfStatefulJob(t *testing.T) {
+	f := newFixture(t)
+	f.deploy(f.application("job", v1beta1.UpgradeModeSavepoint))
+	f.checkpoint("job")
+	if err := f.kube.AppsV1().Deployments(ns).Delete(f.ctx, cluster.JobManagerDeploymentName("job"), metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.kubeTick()
+	f.step("job")
+	got := f.get("job")
+	if !strings.Contains(got.Status.Error, "Manual restore required") || got.Status.LifecycleState != v1beta1.LifecycleFailed ||
+		got.Status.JobManagerDeploymentStatus != v1beta1.JobManagerMissing {
+		t.Fatalf("status %s", statusString(got))
+	}
+	if _, err := f.kube.AppsV1().Deployments(ns).Get(f.ctx, cluster.JobManagerDeploymentName("job"), metav1.GetOptions{}); err == nil {
+		t.Errorf("JobManager recreated from an old restore point")
+	}
+
+	// A stateless job's JobManager is simply recreated.
+	f2 := newFixture(t)
+	f2.deploy(f2.application("job", v1beta1.UpgradeModeStateless))
+	if err := f2.kube.AppsV1().Deployments(ns).Delete(f2.ctx, cluster.JobManagerDeploymentName("job"), metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f2.kubeTick()
+	f2.step("job")
+	if _, err := f2.kube.AppsV1().Deployments(ns).Get(f2.ctx, cluster.JobManagerDeploymentName("job"), metav1.GetOptions{}); err != nil {
+		t.Errorf("stateless JobManager not recreated: %v", err)
+	}
+}
+
+func TestManualSavepointNonce(t *testing.T) {
+	f := newFixture(t)
+	f.deploy(f.application("job", v1beta1.UpgradeModeSavepoint))
+	f.edit("job", func(s *v1beta1.FlinkDeploymentSpec) {
+		s.Job.SavepointTriggerNonce = new(int64(7))
+		s.Job.CheckpointTriggerNonce = new(int64(8))
+	})
+	f.step("job")
+	snaps := f.snapshots()
+	if len(snaps) != 2 {
+		t.Fatalf("%d snapshots, want a manual savepoint and checkpoint", len(snaps))
+	}
+	for _, s := range snaps {
+		if s.Labels[v1beta1.LabelSnapshotTriggerType] != "MANUAL" || s.Spec.JobReference.Name != "job" {
+			t.Errorf("snapshot %s: %v %+v", s.Name, s.Labels, s.Spec)
+		}
+	}
+	got := f.get("job")
+	rec, _ := decodeSpec(got.Status.ReconciliationStatus.LastReconciledSpec)
+	if *rec.Spec.Job.SavepointTriggerNonce != 7 || *rec.Spec.Job.CheckpointTriggerNonce != 8 || got.Status.LifecycleState != v1beta1.LifecycleStable {
+		t.Errorf("nonces not recorded: %s", statusString(got))
+	}
+	if n := f.stops(); n != 0 || f.jm("job").jobID != got.Status.JobStatus.JobID {
+		t.Errorf("a nonce change restarted the job")
+	}
+	// Nothing more on the next syncs.
+	f.step("job")
+	if n := len(f.snapshots()); n != 2 {
+		t.Errorf("%d snapshots after another sync", n)
+	}
+}

@@ -1,0 +1,141 @@
+package deployment
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubeinformers "k8s.io/client-go/informers"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+
+	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/cluster"
+)
+
+// ownedCache is the controller's read-only view of the Kubernetes objects
+// of its Flink clusters, per watched namespace ("" = all), like pkg/cache
+// for the flink.apache.org types.
+type ownedCache struct {
+	all         *ownedInformers
+	byNamespace map[string]*ownedInformers
+}
+
+type ownedInformers struct {
+	deployments appslisters.DeploymentLister
+	services    corelisters.ServiceLister
+	configMaps  corelisters.ConfigMapLister
+	informers   []cache.SharedIndexInformer
+}
+
+// newOwnedCache requests the Deployment, Service and ConfigMap informers
+// from the factories; call it before they are started.
+func newOwnedCache(factories map[string]kubeinformers.SharedInformerFactory) *ownedCache {
+	c := &ownedCache{byNamespace: map[string]*ownedInformers{}}
+	for ns, f := range factories {
+		d, s, m := f.Apps().V1().Deployments(), f.Core().V1().Services(), f.Core().V1().ConfigMaps()
+		inf := &ownedInformers{
+			deployments: d.Lister(), services: s.Lister(), configMaps: m.Lister(),
+			informers: []cache.SharedIndexInformer{d.Informer(), s.Informer(), m.Informer()},
+		}
+		if ns == metav1.NamespaceAll {
+			c.all = inf
+		} else {
+			c.byNamespace[ns] = inf
+		}
+	}
+	return c
+}
+
+func (c *ownedCache) each() []*ownedInformers {
+	if c.all != nil {
+		return []*ownedInformers{c.all}
+	}
+	out := make([]*ownedInformers, 0, len(c.byNamespace))
+	for _, inf := range c.byNamespace {
+		out = append(out, inf)
+	}
+	return out
+}
+
+func (c *ownedCache) addEventHandler(h cache.ResourceEventHandler) error {
+	for _, inf := range c.each() {
+		for _, i := range inf.informers {
+			if _, err := i.AddEventHandler(h); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (c *ownedCache) hasSynced() bool {
+	for _, inf := range c.each() {
+		for _, i := range inf.informers {
+			if !i.HasSynced() {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func (c *ownedCache) forNamespace(ns string) *ownedInformers {
+	if c.all != nil {
+		return c.all
+	}
+	return c.byNamespace[ns]
+}
+
+// ownedObjects are the live objects of one Flink cluster (nil = absent).
+type ownedObjects struct {
+	configMap   *corev1.ConfigMap
+	jobManager  *appsv1.Deployment
+	taskManager *appsv1.Deployment
+	rpcService  *corev1.Service
+	restService *corev1.Service
+}
+
+// objectsOf reads a FlinkDeployment's cluster objects from the caches. An
+// object of the right name that another controller owns is returned too:
+// the caller refuses to touch it.
+func (c *ownedCache) objectsOf(dep *v1beta1.FlinkDeployment) (ownedObjects, error) {
+	var o ownedObjects
+	inf := c.forNamespace(dep.Namespace)
+	if inf == nil {
+		return o, nil
+	}
+	ns, name := dep.Namespace, dep.Name
+	var err error
+	if o.configMap, err = absentIsNil(inf.configMaps.ConfigMaps(ns).Get(cluster.ConfigMapName(name))); err != nil {
+		return o, err
+	}
+	if o.jobManager, err = absentIsNil(inf.deployments.Deployments(ns).Get(cluster.JobManagerDeploymentName(name))); err != nil {
+		return o, err
+	}
+	if o.taskManager, err = absentIsNil(inf.deployments.Deployments(ns).Get(cluster.TaskManagerDeploymentName(name))); err != nil {
+		return o, err
+	}
+	if o.rpcService, err = absentIsNil(inf.services.Services(ns).Get(cluster.RPCServiceName(name))); err != nil {
+		return o, err
+	}
+	if o.restService, err = absentIsNil(inf.services.Services(ns).Get(cluster.RESTServiceName(name))); err != nil {
+		return o, err
+	}
+	return o, nil
+}
+
+func absentIsNil[T any](obj *T, err error) (*T, error) {
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return obj, err
+}
+
+// ownedBy reports whether dep is the controller of obj.
+func ownedBy(obj metav1.Object, dep *v1beta1.FlinkDeployment) bool {
+	ref := metav1.GetControllerOf(obj)
+	return ref != nil && ref.Kind == "FlinkDeployment" && ref.Name == dep.Name && isFlinkGroup(ref.APIVersion) &&
+		(dep.UID == "" || ref.UID == dep.UID)
+}

@@ -1,0 +1,396 @@
+package deployment
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/cluster"
+)
+
+// firstDeploy records the first valid spec and deploys it: from
+// spec.job.initialSavepointPath if set (also recorded as
+// upgradeSavepointPath, which the snapshot controller then never disposes),
+// else from empty state. A job created suspended is only recorded.
+func (c *Controller) firstDeploy(ctx context.Context, sc *syncState) error {
+	st := &sc.dep.Status
+	st.ObservedGeneration = sc.dep.Generation
+	v, err := c.validate(sc.dep, sc.dep.Spec, nil)
+	if err != nil {
+		sc.fail(ReasonValidationError, "%v", err)
+		return nil
+	}
+	encoded, err := encodeSpec(v.spec, true)
+	if err != nil {
+		return err
+	}
+	sc.recorded = &reconciledSpec{Spec: v.spec, Meta: reconciledMeta{APIVersion: v1beta1.SchemeGroupVersion.String(), FirstDeployment: true}}
+	sc.cfg = v.cfg
+	st.ReconciliationStatus = v1beta1.ReconciliationStatus{
+		State:                   v1beta1.ReconciliationUpgrading,
+		LastReconciledSpec:      encoded,
+		ReconciliationTimestamp: sc.now.UnixMilli(),
+	}
+	if job := v.spec.Job; job != nil {
+		st.JobStatus.UpgradeSavepointPath = strings.TrimSpace(job.InitialSavepointPath)
+		st.JobStatus.State = v1beta1.JobStatusSuspended // nothing runs yet
+	}
+	return c.continueUpgrade(ctx, sc)
+}
+
+// startUpgrade records the intent to apply a changed spec (the write-ahead
+// log entry: reconciliationStatus UPGRADING with the new spec) together with
+// what the stop of the old job needs, then goes as far as one status write
+// allows.
+func (c *Controller) startUpgrade(ctx context.Context, sc *syncState, v *validated, change specChange) error {
+	st := &sc.dep.Status
+	old := sc.recorded
+	spec := *v.spec.DeepCopy()
+	// The manual snapshot nonces stay as they were recorded: a nonce that
+	// changed together with the rest is honoured once the new job runs.
+	if spec.Job != nil && old.Spec.Job != nil {
+		spec.Job.SavepointTriggerNonce = old.Spec.Job.SavepointTriggerNonce
+		spec.Job.CheckpointTriggerNonce = old.Spec.Job.CheckpointTriggerNonce
+	}
+	wasSuspended := jobSuspended(&old.Spec)
+	encoded, err := encodeSpec(spec, wasSuspended && old.Meta.FirstDeployment)
+	if err != nil {
+		return err
+	}
+	st.ObservedGeneration = sc.dep.Generation
+	if change == changeSuspended {
+		st.ReconciliationStatus.LastReconciledSpec = encoded
+		st.ReconciliationStatus.ReconciliationTimestamp = sc.now.UnixMilli()
+		sc.event("Normal", ReasonSpecChanged, "Spec changed while the job is suspended; it is applied when the job resumes")
+		sc.recorded = &reconciledSpec{Spec: spec, Meta: old.Meta}
+		return nil
+	}
+
+	sc.recorded = &reconciledSpec{Spec: spec, Meta: reconciledMeta{APIVersion: old.Meta.APIVersion, FirstDeployment: wasSuspended && old.Meta.FirstDeployment}}
+	sc.cfg = v.cfg
+	st.ReconciliationStatus.State = v1beta1.ReconciliationUpgrading
+	st.ReconciliationStatus.LastReconciledSpec = encoded
+	st.ReconciliationStatus.ReconciliationTimestamp = sc.now.UnixMilli()
+	clearUpgradeTrigger(&st.JobStatus)
+
+	mode := upgradeMode(&spec)
+	js := &st.JobStatus
+	switch {
+	case change == changeRedeploy:
+		// Upstream: cancel statelessly, restart from initialSavepointPath.
+		js.UpgradeSavepointPath = strings.TrimSpace(spec.Job.InitialSavepointPath)
+		js.State = v1beta1.JobStatusSuspended
+		sc.event("Normal", ReasonSpecChanged, "savepointRedeployNonce changed: redeploying from %s", js.UpgradeSavepointPath)
+	case wasSuspended:
+		// Resume: the job was stopped and its state recorded at suspend.
+		if mode == v1beta1.UpgradeModeStateless && !old.Meta.FirstDeployment {
+			js.UpgradeSavepointPath = ""
+		}
+		js.State = v1beta1.JobStatusSuspended
+		sc.event("Normal", ReasonSpecChanged, "Resuming job (upgradeMode %s)", mode)
+	case spec.Job == nil || mode == v1beta1.UpgradeModeStateless:
+		// Nothing to keep: the teardown ends the job.
+		js.UpgradeSavepointPath = ""
+		if spec.Job != nil {
+			js.State = v1beta1.JobStatusSuspended
+		}
+		c.announce(sc, change, mode)
+	default:
+		if mode == v1beta1.UpgradeModeLastState && sc.client != nil && sc.job != nil {
+			// Best-effort early record of the last state, in the same write
+			// as the intent; the stop below refines it once the job can no
+			// longer checkpoint.
+			if path, err := c.latestState(ctx, sc); err == nil {
+				js.UpgradeSavepointPath = path
+			}
+		}
+		c.announce(sc, change, mode)
+	}
+	return c.continueUpgrade(ctx, sc)
+}
+
+func (c *Controller) announce(sc *syncState, change specChange, mode v1beta1.UpgradeMode) {
+	if change == changeSuspend {
+		sc.event("Normal", ReasonSuspended, "Suspending the job (upgradeMode %s)", mode)
+		return
+	}
+	sc.event("Normal", ReasonSpecChanged, "Spec changed, upgrading (upgradeMode %s)", mode)
+}
+
+// continueUpgrade does the next step of the upgrade the log records:
+// stop the old job keeping its state, tear the old cluster down, then
+// deploy the recorded spec (or settle as suspended).
+func (c *Controller) continueUpgrade(ctx context.Context, sc *syncState) error {
+	st := &sc.dep.Status
+	if sc.recorded.Spec.Job != nil && st.JobStatus.State != v1beta1.JobStatusSuspended && st.JobStatus.JobID != "" {
+		return c.stopJob(ctx, sc)
+	}
+	if c.teardown(sc) {
+		return nil
+	}
+	if jobSuspended(&sc.recorded.Spec) {
+		st.ReconciliationStatus.State = v1beta1.ReconciliationDeployed
+		st.JobStatus.State = v1beta1.JobStatusSuspended
+		st.JobManagerDeploymentStatus = v1beta1.JobManagerMissing
+		st.ClusterInfo = nil
+		what := "empty state"
+		if p := st.JobStatus.UpgradeSavepointPath; p != "" && upgradeMode(&sc.recorded.Spec) != v1beta1.UpgradeModeStateless {
+			what = p
+		}
+		sc.event("Normal", ReasonSuspended, "Job suspended and its cluster deleted; resuming restores from %s", what)
+		return nil
+	}
+	return c.deploy(ctx, sc)
+}
+
+// deploy records the new cluster (job id, restore point) as deployed and
+// then creates its objects. Restore point: upgradeSavepointPath, which every
+// path into here has set (initialSavepointPath, the upgrade savepoint, the
+// last checkpoint, or "" for stateless). The job id is new unless the
+// upgrade mode is last-state, where upstream keeps it (HA metadata is keyed
+// by it).
+func (c *Controller) deploy(_ context.Context, sc *syncState) error {
+	st := &sc.dep.Status
+	spec := sc.recorded.Spec
+	jobID, restore := "", ""
+	if spec.Job != nil {
+		jobID = st.JobStatus.JobID
+		if upgradeMode(&spec) != v1beta1.UpgradeModeLastState || jobID == "" {
+			jobID = newJobID(string(sc.dep.UID), jobID, sc.dep.Generation)
+		}
+		restore = st.JobStatus.UpgradeSavepointPath
+	}
+	built, err := c.build(sc, spec, jobID, restore)
+	if err != nil {
+		sc.fail(ReasonUpgradeFailed, "Cannot build the Flink cluster: %v", err)
+		sc.after(retryFailed)
+		return nil
+	}
+	st.ReconciliationStatus.State = v1beta1.ReconciliationDeployed
+	st.ReconciliationStatus.ReconciliationTimestamp = sc.now.UnixMilli()
+	prev := st.JobStatus
+	st.JobStatus = v1beta1.JobStatus{
+		JobID:                jobID,
+		UpgradeSavepointPath: restore,
+		SavepointInfo:        prev.SavepointInfo,
+		CheckpointInfo:       prev.CheckpointInfo,
+	}
+	st.ClusterInfo = nil
+	st.JobManagerDeploymentStatus = v1beta1.JobManagerDeploying
+	if spec.Job != nil {
+		st.JobStatus.State = v1beta1.JobStatusReconciling
+		from := "empty state"
+		if restore != "" {
+			from = restore
+		}
+		sc.event("Normal", ReasonSubmit, "Deploying job %s from %s", jobID, from)
+	} else {
+		sc.event("Normal", ReasonSubmit, "Deploying session cluster")
+	}
+	if err := c.ensureObjects(sc, built, true); err != nil {
+		return err
+	}
+	sc.after(sc.progressInterval())
+	return nil
+}
+
+// steady keeps a deployed cluster as recorded: objects that went missing or
+// were changed are repaired (drift), the spec is marked stable once the job
+// runs, and the cluster is looked at again soon or late depending on
+// whether it is settled.
+func (c *Controller) steady(ctx context.Context, sc *syncState) error {
+	st := &sc.dep.Status
+	spec := sc.recorded.Spec
+	if jobSuspended(&spec) {
+		return nil // nothing runs; resuming is a spec change
+	}
+	app := spec.Job != nil
+	built, err := c.build(sc, spec, st.JobStatus.JobID, st.JobStatus.UpgradeSavepointPath)
+	if err != nil {
+		sc.fail(ReasonDeploymentError, "Cannot build the Flink cluster: %v", err)
+		sc.after(retryFailed)
+		return nil
+	}
+	createJM := false
+	if sc.owned.jobManager == nil {
+		// Recreating a JobManager restarts the job from the restore point in
+		// its arguments, which is only its last state when nothing newer can
+		// exist.
+		js := st.JobStatus
+		switch {
+		case !app, haEnabled(sc.cfg), upgradeMode(&spec) == v1beta1.UpgradeModeStateless,
+			js.State == v1beta1.JobStatusReconciling, js.State == "":
+			createJM = true
+		case js.State.IsGloballyTerminal():
+			// The job had ended; an upgrade restarts it from its recorded
+			// last state. Nothing to restart now.
+		default:
+			sc.fail(ReasonDeploymentError, "JobManager deployment is missing and the job's last state (last seen %s) cannot be read. "+
+				"Manual restore required: set spec.job.initialSavepointPath to the latest checkpoint or savepoint and change spec.job.savepointRedeployNonce", js.State)
+			sc.after(retryFailed)
+		}
+	}
+	if err := c.ensureObjects(sc, built, createJM); err != nil {
+		return err
+	}
+
+	healthy := st.JobManagerDeploymentStatus == v1beta1.JobManagerReady && (!app || st.JobStatus.State == v1beta1.JobStatusRunning)
+	rs := &st.ReconciliationStatus
+	if healthy && rs.LastStableSpec != rs.LastReconciledSpec {
+		rs.LastStableSpec = rs.LastReconciledSpec
+	}
+	if healthy {
+		c.manualSnapshots(sc)
+		sc.after(sc.reconcileInterval())
+	} else {
+		sc.after(sc.progressInterval())
+	}
+	return nil
+}
+
+// build computes the cluster's objects; the JobManager also carries the
+// Flink version it was built for.
+func (c *Controller) build(sc *syncState, spec v1beta1.FlinkDeploymentSpec, jobID, restore string) (*cluster.Cluster, error) {
+	in := cluster.Input{Deployment: sc.dep, Spec: spec, OperatorConfig: c.cfg}
+	if spec.Job != nil {
+		in.JobID, in.RestorePath = jobID, restore
+	}
+	built, err := cluster.Build(in)
+	if err != nil {
+		return nil, err
+	}
+	if built.JobManager.Annotations == nil {
+		built.JobManager.Annotations = map[string]string{}
+	}
+	built.JobManager.Annotations[AnnotationFlinkVersion] = string(spec.FlinkVersion)
+	return built, nil
+}
+
+// ensureObjects queues the writes that make the live objects match built:
+// create what is missing, update what differs (by spec hash), ConfigMap
+// first since the pods mount it. The JobManager Deployment is only ever
+// created, never updated in place: an update restarts the JobManager,
+// which restarts the job from the restore point in its arguments; changes
+// to it go through an upgrade instead. Objects of the same name controlled
+// by someone else are left alone and reported.
+func (c *Controller) ensureObjects(sc *syncState, built *cluster.Cluster, createJM bool) error {
+	ns, o := sc.dep.Namespace, sc.owned
+	core, apps := c.kube.CoreV1(), c.kube.AppsV1()
+	create := metav1.CreateOptions{}
+	update := metav1.UpdateOptions{}
+
+	cm := built.ConfigMap
+	sc.ensure(objectWrites{desired: cm, live: asObject(o.configMap),
+		create: func(ctx context.Context) error { _, err := core.ConfigMaps(ns).Create(ctx, cm, create); return err },
+		update: func(ctx context.Context) error {
+			u := o.configMap.DeepCopy()
+			u.Labels, u.Annotations, u.Data, u.BinaryData = cm.Labels, mergeAnnotations(u.Annotations, cm.Annotations), cm.Data, cm.BinaryData
+			_, err := core.ConfigMaps(ns).Update(ctx, u, update)
+			return err
+		}})
+	for _, pair := range [][2]*corev1.Service{{built.RPCService, o.rpcService}, {built.RESTService, o.restService}} {
+		desired, live := pair[0], pair[1]
+		sc.ensure(objectWrites{desired: desired, live: asObject(live),
+			create: func(ctx context.Context) error { _, err := core.Services(ns).Create(ctx, desired, create); return err },
+			update: func(ctx context.Context) error {
+				u := live.DeepCopy()
+				// ClusterIPs are allocated by the API server and immutable.
+				ip, ips := u.Spec.ClusterIP, u.Spec.ClusterIPs
+				u.Labels, u.Annotations, u.Spec = desired.Labels, mergeAnnotations(u.Annotations, desired.Annotations), desired.Spec
+				if desired.Spec.ClusterIP == "" {
+					u.Spec.ClusterIP, u.Spec.ClusterIPs = ip, ips
+				}
+				_, err := core.Services(ns).Update(ctx, u, update)
+				return err
+			}})
+	}
+	tm := built.TaskManager
+	sc.ensure(objectWrites{desired: tm, live: asObject(o.taskManager),
+		create: func(ctx context.Context) error { _, err := apps.Deployments(ns).Create(ctx, tm, create); return err },
+		update: func(ctx context.Context) error {
+			u := o.taskManager.DeepCopy()
+			u.Labels, u.Annotations, u.Spec = tm.Labels, mergeAnnotations(u.Annotations, tm.Annotations), tm.Spec
+			_, err := apps.Deployments(ns).Update(ctx, u, update)
+			return err
+		}})
+	if jm := built.JobManager; createJM || o.jobManager != nil {
+		sc.ensure(objectWrites{desired: jm, live: asObject(o.jobManager),
+			create: func(ctx context.Context) error { _, err := apps.Deployments(ns).Create(ctx, jm, create); return err }})
+	}
+	return nil
+}
+
+// objectWrites are the writes that bring one object to its desired form.
+type objectWrites struct {
+	desired, live metav1.Object // live is nil when absent
+	create        func(ctx context.Context) error
+	update        func(ctx context.Context) error // nil: never updated in place
+}
+
+// ensure queues the create or update an object needs, if any.
+func (sc *syncState) ensure(w objectWrites) {
+	name := kindOf(w.desired) + " " + w.desired.GetName()
+	switch {
+	case w.live == nil:
+		sc.then("create "+name, func(ctx context.Context) error {
+			if err := w.create(ctx); err != nil && !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("creating %s: %w", name, err)
+			}
+			return nil
+		})
+	case !ownedBy(w.live, sc.dep):
+		sc.fail(ReasonDeploymentError, "%s exists and is not controlled by this FlinkDeployment; delete or rename it", name)
+	case w.live.GetDeletionTimestamp() != nil:
+		sc.after(teardownPoll) // recreated once it is gone
+	case w.update != nil && cluster.SpecHashChanged(w.desired, w.live):
+		sc.then("update "+name, func(ctx context.Context) error {
+			if err := w.update(ctx); err != nil {
+				return fmt.Errorf("updating %s: %w", name, err)
+			}
+			return nil
+		})
+	}
+}
+
+// asObject turns a possibly nil typed pointer into a possibly nil
+// metav1.Object (a typed nil would not compare equal to nil).
+func asObject[T any, P interface {
+	*T
+	metav1.Object
+}](p P) metav1.Object {
+	if p == nil {
+		return nil
+	}
+	return p
+}
+
+func kindOf(o metav1.Object) string {
+	switch o.(type) {
+	case *corev1.ConfigMap:
+		return "ConfigMap"
+	case *corev1.Service:
+		return "Service"
+	case *appsv1.Deployment:
+		return "Deployment"
+	}
+	return "object"
+}
+
+// mergeAnnotations keeps annotations others added (kubectl, the deployment
+// controller's revision) and sets the operator's.
+func mergeAnnotations(live, desired map[string]string) map[string]string {
+	out := make(map[string]string, len(live)+len(desired))
+	for k, v := range live {
+		out[k] = v
+	}
+	for k, v := range desired {
+		out[k] = v
+	}
+	return out
+}

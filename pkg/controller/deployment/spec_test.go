@@ -1,0 +1,86 @@
+package deployment
+
+import (
+	"testing"
+
+	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/flink"
+)
+
+func TestClassify(t *testing.T) {
+	base := v1beta1.FlinkDeploymentSpec{
+		Image: "flink:1.20", FlinkVersion: v1beta1.FlinkVersion1_20,
+		FlinkConfiguration: &v1beta1.Configuration{Raw: []byte(`{"a": "1", "b": "2"}`)},
+		Job:                &v1beta1.JobSpec{JarURI: "local:///job.jar", State: v1beta1.JobStateRunning, UpgradeMode: v1beta1.UpgradeModeSavepoint},
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(*v1beta1.FlinkDeploymentSpec)
+		want   specChange
+	}{
+		{"nothing", func(*v1beta1.FlinkDeploymentSpec) {}, changeNone},
+		{"config key order and spacing", func(s *v1beta1.FlinkDeploymentSpec) {
+			s.FlinkConfiguration = &v1beta1.Configuration{Raw: []byte(`{"b":"2","a":"1"}`)}
+		}, changeNone},
+		{"savepoint nonce", func(s *v1beta1.FlinkDeploymentSpec) { s.Job.SavepointTriggerNonce = new(int64(1)) }, changeNonces},
+		{"checkpoint nonce", func(s *v1beta1.FlinkDeploymentSpec) { s.Job.CheckpointTriggerNonce = new(int64(1)) }, changeNonces},
+		{"autoscaler nonce", func(s *v1beta1.FlinkDeploymentSpec) { s.Job.AutoscalerResetNonce = new(int64(1)) }, changeNonces},
+		{"suspend", func(s *v1beta1.FlinkDeploymentSpec) { s.Job.State = v1beta1.JobStateSuspended }, changeSuspend},
+		{"redeploy nonce", func(s *v1beta1.FlinkDeploymentSpec) { s.Job.SavepointRedeployNonce = new(int64(1)) }, changeRedeploy},
+		{"restart nonce", func(s *v1beta1.FlinkDeploymentSpec) { s.RestartNonce = new(int64(1)) }, changeUpgrade},
+		{"image", func(s *v1beta1.FlinkDeploymentSpec) { s.Image = "flink:1.20.1" }, changeUpgrade},
+		{"config value", func(s *v1beta1.FlinkDeploymentSpec) {
+			s.FlinkConfiguration = &v1beta1.Configuration{Raw: []byte(`{"a": "1", "b": "3"}`)}
+		}, changeUpgrade},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := *base.DeepCopy()
+			tc.change(&spec)
+			if got := classify(base, spec); got != tc.want {
+				t.Errorf("classify = %s, want %s", got, tc.want)
+			}
+		})
+	}
+	suspended := *base.DeepCopy()
+	suspended.Job.State = v1beta1.JobStateSuspended
+	changed := *suspended.DeepCopy()
+	changed.Image = "flink:1.20.1"
+	if got := classify(suspended, changed); got != changeSuspended {
+		t.Errorf("change while suspended = %s", got)
+	}
+	resumed := *changed.DeepCopy()
+	resumed.Job.State = v1beta1.JobStateRunning
+	if got := classify(suspended, resumed); got != changeUpgrade {
+		t.Errorf("resume = %s", got)
+	}
+}
+
+func TestReconciledSpecRoundTrip(t *testing.T) {
+	spec := v1beta1.FlinkDeploymentSpec{Image: "flink:1.20", Job: &v1beta1.JobSpec{JarURI: "local:///job.jar"}}
+	enc, err := encodeSpec(spec, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := decodeSpec(enc)
+	if err != nil || !dec.Meta.FirstDeployment || dec.Meta.APIVersion != "flink.apache.org/v1beta1" || !sameSpec(dec.Spec, spec) {
+		t.Fatalf("round trip of %s: %+v %v", enc, dec, err)
+	}
+	// Upstream's legacy form: the spec itself with apiVersion.
+	legacy, err := decodeSpec(`{"apiVersion":"flink.apache.org/v1beta1","image":"flink:1.20","job":{"jarURI":"local:///job.jar"}}`)
+	if err != nil || !sameSpec(legacy.Spec, spec) {
+		t.Fatalf("legacy: %+v %v", legacy, err)
+	}
+	if none, err := decodeSpec(""); none != nil || err != nil {
+		t.Errorf("empty: %v %v", none, err)
+	}
+}
+
+func TestNewJobID(t *testing.T) {
+	a := newJobID("uid", "", 1)
+	if !flink.IsValidID(a) || newJobID("uid", "", 1) != a {
+		t.Fatalf("not a stable Flink id: %s", a)
+	}
+	if b := newJobID("uid", a, 1); b == a || !flink.IsValidID(b) {
+		t.Errorf("replacement id %s equals the replaced one", b)
+	}
+}

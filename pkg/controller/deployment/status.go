@@ -1,0 +1,90 @@
+package deployment
+
+import (
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+)
+
+// manualRestore marks errors after which upstream reports the resource
+// FAILED: the operator will not act until a human says where to restart
+// from.
+const manualRestore = "Manual restore required"
+
+// lifecycleOf derives status.lifecycleState the way upstream's
+// CommonStatus.getLifecycleState does.
+func lifecycleOf(d *v1beta1.FlinkDeployment, recorded *reconciledSpec) v1beta1.ResourceLifecycleState {
+	st := &d.Status
+	switch {
+	case d.DeletionTimestamp != nil:
+		return v1beta1.LifecycleDeleting
+	case recorded == nil || st.ReconciliationStatus.LastReconciledSpec == "":
+		if st.Error != "" {
+			return v1beta1.LifecycleFailed
+		}
+		return v1beta1.LifecycleCreated
+	case st.ReconciliationStatus.State == v1beta1.ReconciliationUpgrading:
+		return v1beta1.LifecycleUpgrading
+	case jobSuspended(&recorded.Spec):
+		return v1beta1.LifecycleSuspended
+	case st.JobStatus.State == v1beta1.JobStatusFailed:
+		return v1beta1.LifecycleFailed
+	case (st.JobManagerDeploymentStatus == v1beta1.JobManagerMissing || st.JobManagerDeploymentStatus == v1beta1.JobManagerError) &&
+		strings.Contains(st.Error, manualRestore):
+		return v1beta1.LifecycleFailed
+	case st.ReconciliationStatus.LastReconciledSpec == st.ReconciliationStatus.LastStableSpec:
+		return v1beta1.LifecycleStable
+	}
+	return v1beta1.LifecycleDeployed
+}
+
+// setRunningCondition keeps the one condition upstream has: Running, true
+// when the job runs (applications) or the JobManager is ready (session
+// clusters).
+func setRunningCondition(sc *syncState) {
+	st := &sc.dep.Status
+	cond := metav1.Condition{Type: "Running", ObservedGeneration: sc.dep.Generation, LastTransitionTime: metav1.NewTime(sc.now)}
+	app := sc.recorded != nil && sc.recorded.Spec.Job != nil
+	if sc.recorded == nil {
+		app = sc.dep.Spec.Job != nil
+	}
+	if app {
+		state := string(st.JobStatus.State)
+		cond.Status = metav1.ConditionFalse
+		if st.JobStatus.State == v1beta1.JobStatusRunning {
+			cond.Status = metav1.ConditionTrue
+		}
+		cond.Reason, cond.Message = camel(state), "Job status "+state
+		if state == "" {
+			cond.Reason, cond.Message = "NotDeployed", "The job is not deployed yet"
+		}
+	} else {
+		jm := st.JobManagerDeploymentStatus
+		if jm == "" {
+			jm = v1beta1.JobManagerMissing
+		}
+		cond.Status = metav1.ConditionFalse
+		cond.Reason = "JobManager" + camel(string(jm))
+		cond.Message = "JobManager deployment is " + string(jm)
+		if jm == v1beta1.JobManagerReady {
+			cond.Status = metav1.ConditionTrue
+			cond.Message = "JobManager is running and ready to receive REST API calls"
+		}
+	}
+	meta.SetStatusCondition(&st.Conditions, cond)
+}
+
+// camel turns RUNNING or DEPLOYED_NOT_READY into Running or DeployedNotReady.
+func camel(s string) string {
+	var b strings.Builder
+	for _, part := range strings.Split(strings.ToLower(s), "_") {
+		if part == "" {
+			continue
+		}
+		b.WriteString(strings.ToUpper(part[:1]) + part[1:])
+	}
+	return b.String()
+}
