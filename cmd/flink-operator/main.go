@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/pflag"
@@ -45,6 +46,7 @@ func newFlags() (*pflag.FlagSet, *settings) {
 	fs.StringVar(&opts.ProbeAddr, "health-probe-bind-address", opts.ProbeAddr, "Address serving /healthz and /readyz. \"0\" disables it.")
 	fs.StringVar(&s.configFile, "config", "", "YAML file of kubernetes.operator.* defaults (flat or nested keys), as upstream's operator config.")
 	fs.StringVar(&opts.FlinkEndpoint, "flink-endpoint", operator.EndpointService, "How to reach Flink JobManager REST endpoints: \"service\" (the <name>-rest Service, for an operator in the cluster) or \"pod-ip\" (a ready JobManager pod's IP, for an operator outside it).")
+	fs.StringSliceVar(&opts.Controllers, "controllers", nil, "Controllers to run: "+strings.Join(operator.ControllerNames, ", ")+" (default: all).")
 	fs.DurationVar(&opts.ConnectTimeout, "connect-timeout", opts.ConnectTimeout, "How long to wait for the API server at start-up before giving up.")
 
 	klogFlags := goflag.NewFlagSet("klog", goflag.ContinueOnError)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -76,30 +78,61 @@ func newControllers(ctx context.Context, kube kubernetes.Interface, flink client
 			})
 		}
 	}
-	snapshots, err := snapshot.New(flink, caches, recorder, snapshotOpts)
+	enabled, err := enabledControllers(opts.Controllers)
 	if err != nil {
-		return nil, fmt.Errorf("creating snapshot controller: %w", err)
+		return nil, err
 	}
-	deployments, err := deployment.New(flink, kube, caches, inf.Kube, recorder, deployment.Options{
-		Config: opts.Config, HTTPClient: httpClient, Endpoints: endpoints,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("creating FlinkDeployment controller: %w", err)
+	c := &controllers{broadcaster: broadcaster, workers: workers}
+	if enabled[snapshot.QueueName] {
+		if c.snapshots, err = snapshot.New(flink, caches, recorder, snapshotOpts); err != nil {
+			return nil, fmt.Errorf("creating snapshot controller: %w", err)
+		}
+		c.unregister = append(c.unregister, metrics.RegisterSnapshotCounter(c.snapshots.CountSnapshots))
 	}
-	return &controllers{
-		broadcaster: broadcaster,
-		snapshots:   snapshots,
-		deployments: deployments,
-		workers:     workers,
-		unregister:  []func(){metrics.RegisterSnapshotCounter(snapshots.CountSnapshots)},
-	}, nil
+	if enabled[deployment.QueueName] {
+		c.deployments, err = deployment.New(flink, kube, caches, inf.Kube, recorder, deployment.Options{
+			Config: opts.Config, HTTPClient: httpClient, Endpoints: endpoints,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("creating FlinkDeployment controller: %w", err)
+		}
+	}
+	return c, nil
+}
+
+// ControllerNames lists the controllers --controllers can choose from.
+var ControllerNames = []string{snapshot.QueueName, deployment.QueueName}
+
+// enabledControllers reads --controllers: empty or "*" means all.
+func enabledControllers(names []string) (map[string]bool, error) {
+	enabled := map[string]bool{}
+	for _, n := range names {
+		if n == "*" {
+			names = nil
+			break
+		}
+		if !slices.Contains(ControllerNames, n) {
+			return nil, fmt.Errorf("unknown controller %q in --controllers (known: %s)", n, strings.Join(ControllerNames, ", "))
+		}
+		enabled[n] = true
+	}
+	if len(names) == 0 {
+		for _, n := range ControllerNames {
+			enabled[n] = true
+		}
+	}
+	return enabled, nil
 }
 
 // run runs every controller until ctx ends.
 func (c *controllers) run(ctx context.Context) {
 	var wg sync.WaitGroup
-	wg.Go(func() { c.snapshots.Run(ctx, c.workers) })
-	wg.Go(func() { c.deployments.Run(ctx, c.workers) })
+	if c.snapshots != nil {
+		wg.Go(func() { c.snapshots.Run(ctx, c.workers) })
+	}
+	if c.deployments != nil {
+		wg.Go(func() { c.deployments.Run(ctx, c.workers) })
+	}
 	wg.Wait()
 }
 

@@ -34,6 +34,8 @@ type Options struct {
 	// FlinkEndpoint chooses how Flink REST endpoints are reached:
 	// EndpointService (default) or EndpointPodIP.
 	FlinkEndpoint string
+	// Controllers names the controllers to run; empty means all.
+	Controllers []string
 	// ResyncPeriod of the shared informers (0 = none).
 	ResyncPeriod time.Duration
 }
