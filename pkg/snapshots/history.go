@@ -27,6 +27,9 @@ type CleanupPolicy struct {
 //     counts toward the limit but stays;
 //   - the newest COMPLETED snapshot and any snapshot whose path is in keep
 //     (the job's restore point, a snapshot another job starts from) stay;
+//   - the newest PERIODIC snapshot stays [ours]: it is the anchor of the
+//     periodic schedule (LastPeriodicTrigger), and without it the next plan
+//     would count from the job's creation and repeat an old slot's name;
 //   - without a COMPLETED snapshot, the newest candidate stays (age rule);
 //   - snapshots already being deleted are skipped.
 func SelectForCleanup(all []*v1beta1.FlinkStateSnapshot, typ string, policy CleanupPolicy, now time.Time, keep []string) []*v1beta1.FlinkStateSnapshot {
@@ -50,6 +53,12 @@ func SelectForCleanup(all []*v1beta1.FlinkStateSnapshot, typ string, policy Clea
 	}
 	if len(protected) == 0 && len(candidates) > 0 {
 		protected[candidates[0]] = true
+	}
+	for _, s := range candidates {
+		if TriggerType(s) == v1beta1.SnapshotTriggerPeriodic {
+			protected[s] = true // the newest PERIODIC: the schedule's anchor
+			break
+		}
 	}
 	for _, s := range candidates {
 		if s.Status.Path != "" && slices.Contains(keep, s.Status.Path) {

@@ -184,3 +184,22 @@ func TestTimestampStore(t *testing.T) {
 		t.Errorf("a later legacy timestamp should win: %v", got)
 	}
 }
+
+// [ours] The newest PERIODIC snapshot anchors the periodic schedule: newer
+// UPGRADE snapshots (or the age rule) never push it out, or the next plan
+// would count from the job's creation and repeat an old slot.
+func TestCleanupKeepsScheduleAnchor(t *testing.T) {
+	now := base.Add(48 * time.Hour)
+	all := []*v1beta1.FlinkStateSnapshot{
+		snap("p1", sp, "PERIODIC", "COMPLETED", base),
+		snap("p2", sp, "PERIODIC", "FAILED", base.Add(time.Hour)),
+		snap("u1", sp, "UPGRADE", "COMPLETED", base.Add(2*time.Hour)),
+		snap("u2", sp, "UPGRADE", "COMPLETED", base.Add(3*time.Hour)),
+	}
+	if got := names(SelectForCleanup(all, sp, CleanupPolicy{MaxCount: 1}, now, nil)); got != "u1,p1" {
+		t.Errorf("count rule: got %q, want the newest periodic p2 kept", got)
+	}
+	if got := names(SelectForCleanup(all, sp, CleanupPolicy{MaxAge: time.Hour}, now, nil)); got != "u1,p1" {
+		t.Errorf("age rule: got %q, want the newest periodic p2 kept", got)
+	}
+}

@@ -2,6 +2,7 @@ package snapshots
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,8 +32,14 @@ type JobView struct {
 	// Snapshots are the existing snapshots of the job (index by job).
 	Snapshots []*v1beta1.FlinkStateSnapshot
 	// Since is when periodic snapshots count from if none exists yet: the
-	// job's creation, or a later legacy lastPeriodic timestamp.
+	// job's creation. It must be set (the API server always sets
+	// creationTimestamp).
 	Since time.Time
+	// LegacyLastPeriodicSavepoint/LegacyLastPeriodicCheckpoint are the
+	// deprecated status timestamps (savepointInfo.lastPeriodicSavepointTimestamp,
+	// checkpointInfo.lastPeriodicCheckpointTimestamp); a later one than Since
+	// counts for its type, so switching from legacy mode does not fire at once.
+	LegacyLastPeriodicSavepoint, LegacyLastPeriodicCheckpoint time.Time
 	// Keep are paths that cleanup must never remove (restore points).
 	Keep []string
 }
@@ -50,6 +57,10 @@ type Plan struct {
 	SavepointNonce, CheckpointNonce *int64
 	// RequeueAfter is when the next periodic snapshot is due (0: none).
 	RequeueAfter time.Duration
+	// Warnings are problems that disable one rule without stopping the
+	// others, e.g. a periodic interval that is neither a duration nor a
+	// Quartz cron expression (upstream warns and takes none).
+	Warnings []string
 }
 
 // PlanSnapshots decides, from caches only, which snapshots a job needs now:
@@ -91,10 +102,19 @@ func PlanSnapshots(job JobView, now time.Time) (Plan, error) {
 		}
 		sched, err := ParseSchedule(job.Config.String(key))
 		if err != nil {
-			return Plan{}, fmt.Errorf("%s: %w", key, err)
+			plan.Warnings = append(plan.Warnings, fmt.Sprintf("%s: %v; no periodic %s is taken", key, err, strings.ToLower(typ)))
+			sched = nil
 		}
 		if sched != nil {
-			last := LastPeriodicTrigger(job.Snapshots, typ, job.Since)
+			since := job.Since
+			legacy := job.LegacyLastPeriodicCheckpoint
+			if isSavepoint {
+				legacy = job.LegacyLastPeriodicSavepoint
+			}
+			if legacy.After(since) {
+				since = legacy
+			}
+			last := LastPeriodicTrigger(job.Snapshots, typ, since)
 			due, next, ok := Due(sched, last, now)
 			switch {
 			case !ok:
@@ -204,7 +224,11 @@ func newSnapshot(job JobView, typ string, trigger v1beta1.SnapshotTriggerType, s
 	if err != nil {
 		return nil, err
 	}
+	// The target directory is fixed when the snapshot is made, as upstream
+	// (a later change of the job's directory does not move it).
+	dir, _ := config.SavepointDir(job.Config)
 	s.Spec.Savepoint = &v1beta1.SavepointSpec{
+		Path:            dir,
 		FormatType:      v1beta1.SavepointFormatType(format),
 		DisposeOnDelete: ptr.To(dispose),
 		AlreadyExists:   ptr.To(false),
@@ -217,11 +241,22 @@ func newSnapshot(job JobView, typ string, trigger v1beta1.SnapshotTriggerType, s
 // name is fixed by the stop's trigger time, so a repeated create after a
 // crash is AlreadyExists.
 func UpgradeSnapshot(job JobView, path string, triggered time.Time) (*v1beta1.FlinkStateSnapshot, error) {
+	return UpgradeSnapshotWithFormat(job, path, triggered, "")
+}
+
+// UpgradeSnapshotWithFormat is UpgradeSnapshot recording the format the
+// stop-with-savepoint actually asked for (the job's status keeps it next to
+// the trigger id), which may differ from the job's current configuration;
+// "" means the configured format.
+func UpgradeSnapshotWithFormat(job JobView, path string, triggered time.Time, format v1beta1.SavepointFormatType) (*v1beta1.FlinkStateSnapshot, error) {
 	s, err := newSnapshot(job, v1beta1.SnapshotTypeSavepoint, v1beta1.SnapshotTriggerUpgrade, triggered.UnixMilli())
 	if err != nil {
 		return nil, err
 	}
 	s.Spec.Savepoint.Path = path
 	s.Spec.Savepoint.AlreadyExists = ptr.To(true)
+	if format != "" {
+		s.Spec.Savepoint.FormatType = format
+	}
 	return s, nil
 }

@@ -1,6 +1,7 @@
 package snapshots
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -74,8 +75,13 @@ func TestCreatedResources(t *testing.T) {
 	p, _ := PlanSnapshots(v, base.Add(2*time.Minute))
 	s := p.Create[0]
 	if s.Namespace != "flink" || *s.Spec.Savepoint.AlreadyExists || !*s.Spec.Savepoint.DisposeOnDelete ||
-		s.Spec.Savepoint.FormatType != "NATIVE" || *s.Spec.BackoffLimit != 3 {
+		s.Spec.Savepoint.FormatType != "NATIVE" || *s.Spec.BackoffLimit != 3 || s.Spec.Savepoint.Path != "" {
 		t.Errorf("periodic savepoint %+v", s.Spec.Savepoint)
+	}
+	v.Config[config.FlinkSavepointDir] = "s3://bucket/sp"
+	p, _ = PlanSnapshots(v, base.Add(2*time.Minute))
+	if got := p.Create[0].Spec.Savepoint.Path; got != "s3://bucket/sp" {
+		t.Errorf("savepoint target directory %q, want the job's savepoint dir (as upstream)", got)
 	}
 	up, err := UpgradeSnapshot(jobView(nil), "/sp/1", base)
 	if err != nil {
@@ -153,5 +159,62 @@ func TestPlanCleanup(t *testing.T) {
 	v.Config[config.KeySavepointCleanupEnabled] = "false"
 	if p, _ := PlanSnapshots(v, base.Add(time.Hour)); len(p.Delete) != 0 {
 		t.Errorf("cleanup disabled: deleted %s", names(p.Delete))
+	}
+}
+
+// The UPGRADE record keeps the format the stop asked for, not the one the
+// job's configuration says now.
+func TestUpgradeSnapshotFormat(t *testing.T) {
+	v := jobView(map[string]string{config.KeySavepointFormatType: "CANONICAL", config.FlinkSavepointDir: "s3://bucket/sp"})
+	up, err := UpgradeSnapshotWithFormat(v, "s3://bucket/sp/savepoint-1", base, v1beta1.SavepointFormatNative)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if up.Spec.Savepoint.FormatType != v1beta1.SavepointFormatNative || up.Spec.Savepoint.Path != "s3://bucket/sp/savepoint-1" {
+		t.Errorf("upgrade snapshot %+v", up.Spec.Savepoint)
+	}
+	up, _ = UpgradeSnapshotWithFormat(v, "s3://bucket/sp/savepoint-1", base, "")
+	if up.Spec.Savepoint.FormatType != v1beta1.SavepointFormatCanonical {
+		t.Errorf("no override: format %s", up.Spec.Savepoint.FormatType)
+	}
+}
+
+// A later legacy lastPeriodic timestamp counts for its own type only.
+func TestLegacyPeriodicTimestamps(t *testing.T) {
+	v := jobView(map[string]string{config.KeyPeriodicSavepointInterval: "10m", config.KeyPeriodicCheckpointInterval: "10m"})
+	v.LegacyLastPeriodicSavepoint = base.Add(8 * time.Minute)
+	p, err := PlanSnapshots(v, base.Add(12*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Create) != 1 || p.Create[0].Spec.Checkpoint == nil {
+		t.Fatalf("want only the checkpoint due, got %s", names(p.Create))
+	}
+	if p.RequeueAfter != 6*time.Minute {
+		t.Errorf("requeue %v, want the savepoint due 10 min after the legacy timestamp", p.RequeueAfter)
+	}
+	v.LegacyLastPeriodicSavepoint = base.Add(-time.Hour) // older than Since: ignored
+	if p, _ := PlanSnapshots(v, base.Add(12*time.Minute)); len(p.Create) != 2 {
+		t.Errorf("an older legacy timestamp must not matter: %s", names(p.Create))
+	}
+}
+
+// A periodic interval that cannot be read disables that periodic snapshot
+// only: manual nonces and cleanup still work, and the plan says why.
+func TestBadIntervalOnlyWarns(t *testing.T) {
+	v := jobView(map[string]string{config.KeyPeriodicSavepointInterval: "every now and then", config.KeySavepointHistoryMaxCount: "1"})
+	v.SavepointNonce = ptr.To[int64](4)
+	for i := range 3 {
+		v.Snapshots = append(v.Snapshots, snap(Name("job", sp, "PERIODIC", base.Add(time.Duration(i)*time.Minute).UnixMilli()), sp, "PERIODIC", "COMPLETED", base))
+	}
+	p, err := PlanSnapshots(v, base.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Warnings) != 1 || !strings.Contains(p.Warnings[0], config.KeyPeriodicSavepointInterval) {
+		t.Errorf("warnings %q", p.Warnings)
+	}
+	if len(p.Create) != 1 || TriggerType(p.Create[0]) != v1beta1.SnapshotTriggerManual || len(p.Delete) != 2 {
+		t.Errorf("create %s, delete %s", names(p.Create), names(p.Delete))
 	}
 }

@@ -111,6 +111,9 @@ func New(client clientset.Interface, kube kubernetes.Interface, caches *flinkcac
 		faultPoint:   opts.FaultPoint,
 	}
 	err := caches.AddEventHandlers(flinkcache.Handlers{
+		// A snapshot of a job that turns terminal wakes the job: a periodic
+		// slot may have waited for it, history cleanup may have work.
+		Snapshots: c.snapshotHandler(),
 		Deployments: cache.ResourceEventHandlerFuncs{
 			AddFunc:    c.enqueue,
 			UpdateFunc: c.deploymentUpdated,

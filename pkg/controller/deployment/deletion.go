@@ -85,7 +85,9 @@ func (c *Controller) stopOnDeletion(ctx context.Context, sc *syncState) (done bo
 			clearUpgradeTrigger(js)
 			return true, nil
 		}
-		c.recordSavepoint(sc, o.path)
+		if err := c.recordSavepoint(sc, o.path); err != nil {
+			return false, err
+		}
 		js.UpgradeSavepointPath = o.path
 		js.State = v1beta1.JobStatusSuspended
 		clearUpgradeTrigger(js)

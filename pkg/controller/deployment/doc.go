@@ -21,7 +21,9 @@
 // Owned ConfigMaps, Deployments and Services, from informers filtered on
 // type=flink-standalone-kubernetes, enqueue their controlling
 // FlinkDeployment, so a JobManager becoming ready or a deleted Service is
-// acted on at once. The controller's own status writes do not wake it.
+// acted on at once; so does a FlinkStateSnapshot of the job that turns
+// terminal (a periodic slot may have waited for it, history cleanup may have
+// work). The controller's own status writes do not wake it.
 //
 // # Status is a write-ahead log
 //
@@ -114,11 +116,25 @@
 //     bounded by execution.checkpointing.timeout (10 min); then the
 //     finalizer goes, with a Warning event on timeout. Owned objects are
 //     garbage-collected.
-//   - Manual snapshot nonces (savepointTriggerNonce, checkpointTriggerNonce)
-//     never restart anything: once the job runs, one MANUAL
-//     FlinkStateSnapshot each is created (deterministic name from the nonce)
-//     and the nonce is recorded in lastReconciledSpec. A nonce changed
-//     together with an upgrade is honoured after it.
+//   - Snapshots the operator makes (snapshots.md §4–5; rules in
+//     pkg/snapshots, applied in snapshots.go), while the JobManager answers
+//     and snapshot resources are enabled for the job: manual nonces
+//     (savepointTriggerNonce, checkpointTriggerNonce) never restart
+//     anything; once the job runs, one MANUAL FlinkStateSnapshot each is
+//     created (named by the nonce) before the status write that records the
+//     nonce in lastReconciledSpec. A nonce changed together with an upgrade
+//     is honoured after it. Periodic savepoints and checkpoints
+//     (kubernetes.operator.periodic.*.interval, duration or Quartz cron)
+//     are created while the job runs, named by their slot, never while one
+//     of the same type is in flight, one for all missed slots; the schedule
+//     is rebuilt from the snapshots themselves, so a restart fires nothing
+//     extra, and the next slot is a requeue. History cleanup deletes
+//     terminal PERIODIC/UPGRADE snapshots beyond the savepoint history
+//     max.count/max.age or checkpoints' num-retained, never the newest
+//     COMPLETED or newest PERIODIC one, nor the restore point (deletes carry
+//     a UID precondition; the snapshot's finalizer disposes the data). With
+//     snapshot resources disabled, a changed nonce gets a Warning event and
+//     is consumed (legacy-mode snapshots are not implemented yet).
 //
 // Events use upstream's reasons: SpecChanged, Suspended, Submit,
 // JobStatusChanged, SavepointError, UpgradeFailed, Cleanup, plus
@@ -135,7 +151,8 @@
 // bounded by kubernetes.operator.flink.client.timeout.
 //
 // Not here yet: native mode (rejected with an error; an unset spec.mode
-// means standalone until native exists), periodic snapshots and history
-// cleanup (snapshots.md §4–5), rollbacks, and restart of failed jobs
+// means standalone until native exists), legacy-mode snapshots (status
+// savepointInfo/checkpointInfo instead of FlinkStateSnapshots, snapshots.md
+// §6), rollbacks, and restart of failed jobs
 // (kubernetes.operator.job.restart.failed).
 package deployment

@@ -103,6 +103,21 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 		}
 		return false, nil, nil
 	})
+	// So does the flink.apache.org API server (keeping what a test set).
+	f.client.PrependReactor("create", "*", func(a core.Action) (bool, runtime.Object, error) {
+		if obj, ok := a.(core.CreateAction); ok {
+			if m, err := meta.Accessor(obj.GetObject()); err == nil {
+				uids++
+				if m.GetUID() == "" {
+					m.SetUID(types.UID(fmt.Sprintf("flink-uid-%d", uids)))
+				}
+				if m.GetCreationTimestamp().Time.IsZero() {
+					m.SetCreationTimestamp(metav1.NewTime(f.clock.Now()))
+				}
+			}
+		}
+		return false, nil, nil
+	})
 	f.restart()
 	return f
 }
@@ -270,7 +285,11 @@ func (f *fixture) jobOf(name string, jm *appsv1.Deployment) (jobID, restore stri
 	if err != nil {
 		f.t.Fatalf("JobManager Deployment without ConfigMap: %v", err)
 	}
-	conf, err := config.FlattenYAML([]byte(cm.Data[cluster.ConfigYAMLFile]))
+	file, ok := cm.Data[cluster.ConfigYAMLFile]
+	if !ok { // Flink < 1.19: flat "key: value" lines, which YAML reads too
+		file = cm.Data[cluster.LegacyConfigFile]
+	}
+	conf, err := config.FlattenYAML([]byte(file))
 	if err != nil {
 		f.t.Fatal(err)
 	}

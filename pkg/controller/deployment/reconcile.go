@@ -245,8 +245,14 @@ func (c *Controller) steady(ctx context.Context, sc *syncState) error {
 	if healthy && rs.LastStableSpec != rs.LastReconciledSpec {
 		rs.LastStableSpec = rs.LastReconciledSpec
 	}
+	if app && sc.client != nil {
+		// Snapshots are planned while the JobManager answers (history
+		// cleanup disposes through it); new ones only while the job runs.
+		if err := c.reconcileSnapshots(sc, healthy && rs.State == v1beta1.ReconciliationDeployed); err != nil {
+			return err
+		}
+	}
 	if healthy {
-		c.manualSnapshots(sc)
 		sc.after(sc.reconcileInterval())
 	} else {
 		sc.after(sc.progressInterval())

@@ -3,10 +3,12 @@ package deployment
 import (
 	"context"
 	"fmt"
+	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
+	"k8s.io/client-go/tools/cache"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
@@ -14,11 +16,236 @@ import (
 	"github.com/flinkops/flink-operator/pkg/snapshots"
 )
 
+// Snapshots the operator makes for a job (snapshots.md §4–5). The rules
+// live in pkg/snapshots; this file turns a sync into a snapshots.JobView
+// and the resulting Plan into writes:
+//
+//   - creates (periodic, manual nonce) run before the status write, which
+//     then records the handled nonces: a nonce is never marked reconciled
+//     without its snapshot. Names are deterministic (the slot, the nonce),
+//     so a create repeated after a crash is AlreadyExists and harmless;
+//   - history cleanup deletes run after it, with a UID precondition; the
+//     snapshot's finalizer disposes its data first;
+//   - the next periodic slot is a requeue (AddAfter), and a snapshot of the
+//     job that turns terminal wakes the job (snapshotEvent), so nothing ever
+//     lists or polls for snapshots.
+
 // snapshotResources says whether this job records snapshots as
 // FlinkStateSnapshot resources (else in the legacy status fields).
 func (c *Controller) snapshotResources(sc *syncState) bool {
 	on, err := config.SnapshotResourcesEnabled(c.cfg, sc.cfg)
 	return err == nil && on
+}
+
+// jobView is what the snapshot rules need to know about the job, from the
+// sync (recorded spec, its effective config, status) and the snapshot cache.
+func (c *Controller) jobView(sc *syncState, running bool) (snapshots.JobView, error) {
+	dep := sc.dep
+	v := snapshots.JobView{
+		Kind:      v1beta1.JobReferenceKindDeployment,
+		Namespace: dep.Namespace,
+		Name:      dep.Name,
+		Config:    sc.cfg,
+		Running:   running,
+		Since:     dep.CreationTimestamp.Time,
+	}
+	if sc.recorded != nil {
+		version, err := flink.ParseVersion(string(sc.recorded.Spec.FlinkVersion))
+		v.CheckpointsSupported = err == nil && version.SupportsCheckpointTrigger()
+		if rec := sc.recorded.Spec.Job; rec != nil {
+			v.ReconciledSavepointNonce, v.ReconciledCheckpointNonce = rec.SavepointTriggerNonce, rec.CheckpointTriggerNonce
+		}
+	}
+	if job := dep.Spec.Job; job != nil {
+		v.SavepointNonce, v.CheckpointNonce = job.SavepointTriggerNonce, job.CheckpointTriggerNonce
+		if p := strings.TrimSpace(job.InitialSavepointPath); p != "" {
+			v.Keep = append(v.Keep, p)
+		}
+	}
+	js := dep.Status.JobStatus
+	if p := js.UpgradeSavepointPath; p != "" {
+		v.Keep = append(v.Keep, p)
+	}
+	if v.Since.IsZero() {
+		// Only objects that never went through an API server lack it; the
+		// deploy time is the next best stable anchor.
+		v.Since = time.UnixMilli(dep.Status.ReconciliationStatus.ReconciliationTimestamp)
+	}
+	if info := js.SavepointInfo; info != nil && info.LastPeriodicSavepointTimestamp > 0 {
+		v.LegacyLastPeriodicSavepoint = time.UnixMilli(info.LastPeriodicSavepointTimestamp)
+	}
+	if info := js.CheckpointInfo; info != nil && info.LastPeriodicCheckpointTimestamp > 0 {
+		v.LegacyLastPeriodicCheckpoint = time.UnixMilli(info.LastPeriodicCheckpointTimestamp)
+	}
+	all, err := c.caches.SnapshotsOfJob(snapshots.JobKeyFor(v.Kind, v.Namespace, v.Name))
+	if err != nil {
+		return v, err
+	}
+	// A snapshot in another namespace counts only where the operator allows
+	// cross-namespace references: otherwise anyone could block the job's
+	// periodic snapshots with a never-starting one, or feed its cleanup.
+	crossNamespace, _ := c.cfg.Bool(config.KeySnapshotCrossNamespaceReferencesEnabled)
+	for _, s := range all {
+		if s.Namespace == dep.Namespace || crossNamespace {
+			v.Snapshots = append(v.Snapshots, s)
+		}
+	}
+	return v, nil
+}
+
+// reconcileSnapshots plans and applies the job's operator-made snapshots:
+// manual nonces and periodic snapshots while the job runs, history cleanup
+// while its JobManager answers. running means the deployed job is RUNNING
+// on all its tasks and no upgrade is in progress.
+func (c *Controller) reconcileSnapshots(sc *syncState, running bool) error {
+	if sc.recorded == nil || sc.recorded.Spec.Job == nil || sc.dep.Spec.Job == nil {
+		return nil
+	}
+	view, err := c.jobView(sc, running)
+	if err != nil {
+		return err
+	}
+	nonces := running && (!equalNonce(view.SavepointNonce, view.ReconciledSavepointNonce) ||
+		!equalNonce(view.CheckpointNonce, view.ReconciledCheckpointNonce))
+	if nonces {
+		if _, err := c.validate(sc.dep, sc.dep.Spec, sc.recorded); err != nil {
+			// Reported by reconcile; the nonces wait for a valid spec.
+			view.SavepointNonce, view.CheckpointNonce = view.ReconciledSavepointNonce, view.ReconciledCheckpointNonce
+			nonces = false
+		}
+	}
+	if !c.snapshotResources(sc) {
+		if nonces {
+			c.legacyNonces(sc, view)
+		}
+		return nil
+	}
+
+	plan, err := snapshots.PlanSnapshots(view, sc.now)
+	if err != nil {
+		// Only a configuration that changed under a recorded spec gets here.
+		sc.fail(ReasonValidationError, "Snapshots of job %s/%s: %v", view.Namespace, view.Name, err)
+		return nil
+	}
+	for _, w := range plan.Warnings {
+		sc.fail(ReasonValidationError, "spec.flinkConfiguration: %s", w)
+	}
+	for _, s := range plan.Create {
+		c.createSnapshot(sc, s)
+	}
+	for _, s := range plan.Delete {
+		c.deleteSnapshot(sc, s)
+	}
+	sc.after(plan.RequeueAfter)
+
+	if !nonces {
+		return nil
+	}
+	// Record what was handled: a created snapshot's nonce, a nonce removed
+	// from the spec, and a checkpoint nonce this Flink version cannot honour
+	// (said once, then consumed, as upstream).
+	sp, cp := view.ReconciledSavepointNonce, view.ReconciledCheckpointNonce
+	switch {
+	case plan.SavepointNonce != nil:
+		sp = plan.SavepointNonce
+	case view.SavepointNonce == nil:
+		sp = nil
+	}
+	switch {
+	case plan.CheckpointNonce != nil:
+		cp = plan.CheckpointNonce
+	case view.CheckpointNonce == nil:
+		cp = nil
+	case !view.CheckpointsSupported && !equalNonce(view.CheckpointNonce, view.ReconciledCheckpointNonce):
+		sc.event("Warning", ReasonCheckpointError, "Checkpoint failed for checkpointTriggerNonce: %d: manual checkpoints need Flink 1.17+", *view.CheckpointNonce)
+		cp = view.CheckpointNonce
+	}
+	return c.recordNonces(sc, sp, cp)
+}
+
+// createSnapshot creates a planned snapshot before the status write. A
+// snapshot of that name that exists already is the same one, made by an
+// earlier attempt of this sync.
+func (c *Controller) createSnapshot(sc *syncState, s *v1beta1.FlinkStateSnapshot) {
+	log := sc.log
+	sc.before("create snapshot "+s.Name, func(ctx context.Context) error {
+		_, err := c.client.FlinkV1beta1().FlinkStateSnapshots(s.Namespace).Create(ctx, s, metav1.CreateOptions{})
+		switch {
+		case apierrors.IsAlreadyExists(err):
+			return nil
+		case err != nil:
+			return fmt.Errorf("creating snapshot %s/%s: %w", s.Namespace, s.Name, err)
+		}
+		log.V(1).Info("Created snapshot", "snapshot", s.Namespace+"/"+s.Name,
+			"type", snapshots.Type(s), "triggerType", snapshots.TriggerType(s))
+		return nil
+	})
+}
+
+// deleteSnapshot removes a snapshot history cleanup selected, after the
+// status write. The UID precondition makes sure a newer snapshot of the same
+// name is never the one deleted; one already gone is fine.
+func (c *Controller) deleteSnapshot(sc *syncState, s *v1beta1.FlinkStateSnapshot) {
+	log, uid := sc.log, s.UID
+	namespace, name := s.Namespace, s.Name
+	sc.then("delete snapshot "+name, func(ctx context.Context) error {
+		opts := metav1.DeleteOptions{}
+		if uid != "" {
+			opts.Preconditions = &metav1.Preconditions{UID: &uid}
+		}
+		err := c.client.FlinkV1beta1().FlinkStateSnapshots(namespace).Delete(ctx, name, opts)
+		switch {
+		case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+			return nil
+		case err != nil:
+			return fmt.Errorf("deleting snapshot %s/%s (history cleanup): %w", namespace, name, err)
+		}
+		log.V(1).Info("History cleanup deleted snapshot", "snapshot", namespace+"/"+name)
+		return nil
+	})
+}
+
+// legacyNonces handles changed nonces of a job without snapshot resources:
+// legacy-mode snapshots are not implemented yet, so each changed nonce gets
+// a Warning event and is consumed.
+func (c *Controller) legacyNonces(sc *syncState, v snapshots.JobView) {
+	sp, cp := v.SavepointNonce, v.CheckpointNonce
+	if sp != nil && !equalNonce(sp, v.ReconciledSavepointNonce) {
+		sc.event("Warning", ReasonSavepointError, "Savepoint failed for savepointTriggerNonce: %d: manual savepoints need %s: true", *sp, config.KeySnapshotResourceEnabled)
+	}
+	if cp != nil && !equalNonce(cp, v.ReconciledCheckpointNonce) {
+		if v.CheckpointsSupported {
+			sc.event("Warning", ReasonCheckpointError, "Checkpoint failed for checkpointTriggerNonce: %d: manual checkpoints need %s: true", *cp, config.KeySnapshotResourceEnabled)
+		} else {
+			sc.event("Warning", ReasonCheckpointError, "Checkpoint failed for checkpointTriggerNonce: %d: manual checkpoints need Flink 1.17+", *cp)
+		}
+	}
+	if err := c.recordNonces(sc, sp, cp); err != nil {
+		sc.log.Error(err, "Recording the snapshot nonces")
+	}
+}
+
+// recordNonces records the handled nonces in lastReconciledSpec, and in the
+// stable spec too if it was the reconciled one (a nonce is not a reason to
+// leave STABLE).
+func (c *Controller) recordNonces(sc *syncState, sp, cp *int64) error {
+	rec := sc.recorded.Spec.Job
+	if equalNonce(sp, rec.SavepointTriggerNonce) && equalNonce(cp, rec.CheckpointTriggerNonce) {
+		return nil
+	}
+	updated := sc.recorded.Spec.DeepCopy()
+	updated.Job.SavepointTriggerNonce, updated.Job.CheckpointTriggerNonce = sp, cp
+	encoded, err := encodeSpec(*updated, sc.recorded.Meta.FirstDeployment)
+	if err != nil {
+		return err
+	}
+	rs := &sc.dep.Status.ReconciliationStatus
+	if rs.LastStableSpec == rs.LastReconciledSpec {
+		rs.LastStableSpec = encoded
+	}
+	rs.LastReconciledSpec = encoded
+	sc.recorded = &reconciledSpec{Spec: *updated, Meta: sc.recorded.Meta}
+	return nil
 }
 
 // upgradeSnapshotName is the deterministic name of the UPGRADE snapshot of
@@ -30,39 +257,14 @@ func upgradeSnapshotName(dep *v1beta1.FlinkDeployment, ts int64) string {
 
 // upgradeSnapshot is the record of an upgrade (or suspend, or deletion)
 // savepoint: an existing savepoint (alreadyExists) the snapshot controller
-// marks COMPLETED without calling Flink.
-func (c *Controller) upgradeSnapshot(sc *syncState, path string, ts int64) *v1beta1.FlinkStateSnapshot {
-	s := c.newSnapshot(sc, upgradeSnapshotName(sc.dep, ts), v1beta1.SnapshotTriggerUpgrade, v1beta1.SnapshotTypeSavepoint)
-	format := v1beta1.SavepointFormatType(savepointFormat(sc.cfg))
-	if info := sc.dep.Status.JobStatus.SavepointInfo; info != nil && info.FormatType != "" {
+// marks COMPLETED without calling Flink, in the format the stop asked for.
+func (c *Controller) upgradeSnapshot(sc *syncState, path string, ts int64) (*v1beta1.FlinkStateSnapshot, error) {
+	view := snapshots.JobView{Kind: v1beta1.JobReferenceKindDeployment, Namespace: sc.dep.Namespace, Name: sc.dep.Name, Config: sc.cfg}
+	var format v1beta1.SavepointFormatType
+	if info := sc.dep.Status.JobStatus.SavepointInfo; info != nil {
 		format = info.FormatType
 	}
-	dispose, _ := sc.cfg.Bool(config.KeySavepointDisposeOnDelete)
-	s.Spec.Savepoint = &v1beta1.SavepointSpec{Path: path, FormatType: format, DisposeOnDelete: ptr.To(dispose), AlreadyExists: ptr.To(true)}
-	return s
-}
-
-func (c *Controller) newSnapshot(sc *syncState, name string, trigger v1beta1.SnapshotTriggerType, typ string) *v1beta1.FlinkStateSnapshot {
-	limit, err := sc.cfg.Int(config.KeySnapshotBackoffLimit)
-	if err != nil {
-		limit = 3
-	}
-	return &v1beta1.FlinkStateSnapshot{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:      name,
-			Namespace: sc.dep.Namespace,
-			Labels: map[string]string{
-				v1beta1.LabelSnapshotType:        typ,
-				v1beta1.LabelSnapshotTriggerType: string(trigger),
-				v1beta1.LabelJobReferenceKind:    string(v1beta1.JobReferenceKindDeployment),
-				v1beta1.LabelJobReferenceName:    sc.dep.Name,
-			},
-		},
-		Spec: v1beta1.FlinkStateSnapshotSpec{
-			JobReference: &v1beta1.JobReference{Kind: v1beta1.JobReferenceKindDeployment, Name: sc.dep.Name},
-			BackoffLimit: ptr.To(int32(limit)),
-		},
-	}
+	return snapshots.UpgradeSnapshotWithFormat(view, path, time.UnixMilli(ts), format)
 }
 
 // upgradeSnapshotPath is the path of the UPGRADE snapshot already recorded
@@ -80,72 +282,72 @@ func (c *Controller) upgradeSnapshotPath(sc *syncState) string {
 	return s.Spec.Savepoint.Path
 }
 
-// manualSnapshots honours changed savepointTriggerNonce /
-// checkpointTriggerNonce (deprecated upstream, still supported): one MANUAL
-// FlinkStateSnapshot each, created while the job runs, after which the
-// nonce is recorded as reconciled (upstream: consumed once the resource
-// exists, whatever its outcome). The snapshot controller does the rest.
-func (c *Controller) manualSnapshots(sc *syncState) {
-	cur, rec := sc.dep.Spec.Job, sc.recorded.Spec.Job
-	if cur == nil || rec == nil || sc.dep.Status.JobStatus.State != v1beta1.JobStatusRunning {
+// snapshotEvent wakes the FlinkDeployment a snapshot refers to when the
+// snapshot's change can alter what the job's snapshot plan does:
+//
+//   - it turned terminal (COMPLETED, FAILED, ABANDONED): a periodic slot
+//     that waited for it may fire, and history cleanup may delete an older
+//     one;
+//   - it stopped being in flight otherwise (deleted, or marked for deletion,
+//     while in flight): the slot is free;
+//   - it appeared already terminal (an informer relist, a restored backup):
+//     cleanup may have work.
+//
+// Other changes (a new snapshot, TRIGGER_PENDING ↔ IN_PROGRESS, labels, the
+// final removal of a terminal one) change nothing the plan acts on, and each
+// wake costs a sync with a JobManager REST call, so they wake nothing.
+func (c *Controller) snapshotEvent(oldObj, newObj any) {
+	old, _ := unwrapSnapshot(oldObj)
+	cur, _ := unwrapSnapshot(newObj)
+	var wake bool
+	switch {
+	case old == nil && cur != nil: // added
+		wake = cur.Status.State.IsTerminal()
+	case old != nil && cur == nil: // deleted
+		wake = blocksPeriodic(old)
+	case old != nil && cur != nil:
+		wake = (old.Status.State != cur.Status.State && cur.Status.State.IsTerminal()) || blocksPeriodic(old) != blocksPeriodic(cur)
+	}
+	if !wake {
 		return
 	}
-	sp, cp := cur.SavepointTriggerNonce, cur.CheckpointTriggerNonce
-	if equalNonce(sp, rec.SavepointTriggerNonce) && equalNonce(cp, rec.CheckpointTriggerNonce) {
-		return
+	s := cur
+	if s == nil {
+		s = old
 	}
-	if _, err := c.validate(sc.dep, sc.dep.Spec, sc.recorded); err != nil {
-		return // reported by reconcile
+	if key := deploymentKeyOf(s); key != "" {
+		c.queue.Add(key)
 	}
-	resources := c.snapshotResources(sc)
-	create := func(s *v1beta1.FlinkStateSnapshot) {
-		sc.before("create snapshot "+s.Name, func(ctx context.Context) error {
-			_, err := c.client.FlinkV1beta1().FlinkStateSnapshots(s.Namespace).Create(ctx, s, metav1.CreateOptions{})
-			if err != nil && !apierrors.IsAlreadyExists(err) {
-				return fmt.Errorf("creating snapshot %s/%s: %w", s.Namespace, s.Name, err)
-			}
-			return nil
-		})
+}
+
+// blocksPeriodic mirrors what pkg/snapshots counts as in flight.
+func blocksPeriodic(s *v1beta1.FlinkStateSnapshot) bool {
+	return snapshots.InFlight(s) && s.DeletionTimestamp == nil
+}
+
+// deploymentKeyOf is the queue key of the FlinkDeployment a snapshot refers
+// to, or "" for other references.
+func deploymentKeyOf(s *v1beta1.FlinkStateSnapshot) string {
+	r := s.Spec.JobReference
+	if r == nil || r.Kind != v1beta1.JobReferenceKindDeployment || r.Name == "" {
+		return ""
 	}
-	if !equalNonce(sp, rec.SavepointTriggerNonce) && sp != nil {
-		if resources {
-			s := c.newSnapshot(sc, snapshots.Name(sc.dep.Name, v1beta1.SnapshotTypeSavepoint, v1beta1.SnapshotTriggerManual, *sp),
-				v1beta1.SnapshotTriggerManual, v1beta1.SnapshotTypeSavepoint)
-			dir, _ := config.SavepointDir(sc.cfg)
-			dispose, _ := sc.cfg.Bool(config.KeySavepointDisposeOnDelete)
-			s.Spec.Savepoint = &v1beta1.SavepointSpec{Path: dir, FormatType: v1beta1.SavepointFormatType(savepointFormat(sc.cfg)),
-				DisposeOnDelete: ptr.To(dispose), AlreadyExists: ptr.To(false)}
-			create(s)
-		} else {
-			sc.event("Warning", ReasonSavepointError, "Savepoint failed for savepointTriggerNonce: %d: manual savepoints need %s: true", *sp, config.KeySnapshotResourceEnabled)
-		}
+	return snapshots.JobRefNamespace(s) + "/" + r.Name
+}
+
+func unwrapSnapshot(obj any) (*v1beta1.FlinkStateSnapshot, bool) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
 	}
-	if !equalNonce(cp, rec.CheckpointTriggerNonce) && cp != nil {
-		version, _ := flink.ParseVersion(string(sc.recorded.Spec.FlinkVersion))
-		switch {
-		case !version.SupportsCheckpointTrigger():
-			sc.event("Warning", "CheckpointError", "Checkpoint failed for checkpointTriggerNonce: %d: manual checkpoints need Flink 1.17+", *cp)
-		case resources:
-			s := c.newSnapshot(sc, snapshots.Name(sc.dep.Name, v1beta1.SnapshotTypeCheckpoint, v1beta1.SnapshotTriggerManual, *cp),
-				v1beta1.SnapshotTriggerManual, v1beta1.SnapshotTypeCheckpoint)
-			s.Spec.Checkpoint = &v1beta1.CheckpointSpec{}
-			create(s)
-		default:
-			sc.event("Warning", "CheckpointError", "Checkpoint failed for checkpointTriggerNonce: %d: manual checkpoints need %s: true", *cp, config.KeySnapshotResourceEnabled)
-		}
+	s, ok := obj.(*v1beta1.FlinkStateSnapshot)
+	return s, ok
+}
+
+// snapshotHandler registers snapshotEvent on the snapshot informers.
+func (c *Controller) snapshotHandler() cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.snapshotEvent(nil, obj) },
+		UpdateFunc: c.snapshotEvent,
+		DeleteFunc: func(obj any) { c.snapshotEvent(obj, nil) },
 	}
-	// Record the nonces as reconciled, in the stable spec too if it was the
-	// reconciled one (a nonce is not a reason to leave STABLE).
-	updated := sc.recorded.Spec.DeepCopy()
-	updated.Job.SavepointTriggerNonce, updated.Job.CheckpointTriggerNonce = sp, cp
-	encoded, err := encodeSpec(*updated, sc.recorded.Meta.FirstDeployment)
-	if err != nil {
-		return
-	}
-	rs := &sc.dep.Status.ReconciliationStatus
-	if rs.LastStableSpec == rs.LastReconciledSpec {
-		rs.LastStableSpec = encoded
-	}
-	rs.LastReconciledSpec = encoded
-	sc.recorded = &reconciledSpec{Spec: *updated, Meta: sc.recorded.Meta}
 }

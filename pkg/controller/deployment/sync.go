@@ -25,6 +25,7 @@ const (
 	ReasonSubmit           = "Submit"
 	ReasonJobStatusChanged = "JobStatusChanged"
 	ReasonSavepointError   = "SavepointError"
+	ReasonCheckpointError  = "CheckpointError"
 	ReasonUpgradeFailed    = "UpgradeFailed"
 	ReasonCleanup          = "Cleanup"
 	ReasonValidationError  = "ValidationError"

@@ -224,7 +224,9 @@ func (c *Controller) pollStop(ctx context.Context, sc *syncState) error {
 	case o.failure != "":
 		c.stopFailed(ctx, sc, o.failure)
 	default:
-		c.recordSavepoint(sc, o.path)
+		if err := c.recordSavepoint(sc, o.path); err != nil {
+			return err
+		}
 		c.finishStop(sc, o.path)
 	}
 	return nil
@@ -332,12 +334,15 @@ var errSavepointLost = errors.New("the job finished after stop-with-savepoint bu
 // FlinkStateSnapshot (written before the status, adopted if it exists
 // already) or, in legacy mode, savepointInfo. The caller records
 // upgradeSavepointPath in the same status write.
-func (c *Controller) recordSavepoint(sc *syncState, path string) {
+func (c *Controller) recordSavepoint(sc *syncState, path string) error {
 	js := &sc.dep.Status.JobStatus
 	info := js.SavepointInfo
 	ts := derefInt64(info.TriggerTimestamp)
 	if c.snapshotResources(sc) {
-		snap := c.upgradeSnapshot(sc, path, ts)
+		snap, err := c.upgradeSnapshot(sc, path, ts)
+		if err != nil {
+			return fmt.Errorf("recording the savepoint %s of job %s: %w", path, js.JobID, err)
+		}
 		sc.before("create snapshot "+snap.Name, func(ctx context.Context) error {
 			_, err := c.client.FlinkV1beta1().FlinkStateSnapshots(snap.Namespace).Create(ctx, snap, metav1.CreateOptions{})
 			if err != nil && !apierrors.IsAlreadyExists(err) {
@@ -354,6 +359,7 @@ func (c *Controller) recordSavepoint(sc *syncState, path string) {
 	}
 	sc.log.Info("Job stopped with a savepoint", "jobId", js.JobID, "triggerId", info.TriggerID, "path", path)
 	sc.event("Normal", ReasonSuspended, "Job %s stopped with savepoint %s", js.JobID, path)
+	return nil
 }
 
 // stopFailed ends a failed stop-with-savepoint: the job is stopped by
