@@ -45,10 +45,15 @@ cluster-bins: ## Build (once, cached by version) etcd, kube-apiserver, kube-cont
 # runs into a test timeout.
 integration: ## Integration tests against a real local control plane
 	@bin_dir="$$(hack/build-cluster-bins.sh)" && \
-	  FLINKOP_KUBE_BIN_DIR="$$bin_dir" $(GO) test -count=1 -timeout=30m ./e2e/localcluster/... ./e2e/integration/...
+	  FLINKOP_KUBE_BIN_DIR="$$bin_dir" $(GO) test -count=1 -timeout=30m ./e2e/localcluster/... ./e2e/integration/... ./e2e/nodeagent/...
 
-flink-e2e: ## Real Flink JVMs from Maven Central jars (both pinned versions)
-	$(GO) test -count=1 -timeout=30m ./e2e/flink/...
+# Real Flink JVMs from Maven Central jars (both pinned versions): alone, on
+# the local cluster through the node agent, and driven by the operator.
+# -p 1: each package runs several JVMs; two packages at once would overload
+# a 2-core machine.
+flink-e2e: ## Real Flink: JVMs alone, on the local cluster, and under the operator
+	@bin_dir="$$(hack/build-cluster-bins.sh)" && \
+	  FLINKOP_KUBE_BIN_DIR="$$bin_dir" $(GO) test -p 1 -count=1 -timeout=40m ./e2e/flink/... ./e2e/realflink/... ./e2e/snapshote2e/...
 
 e2e: integration flink-e2e ## End-to-end tests: real control plane, real Flink
 

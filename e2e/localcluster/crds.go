@@ -11,6 +11,7 @@ import (
 	"slices"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
@@ -112,7 +113,9 @@ func readCRDs(path string) ([]*apiextensionsv1.CustomResourceDefinition, error) 
 }
 
 // GrantClusterAdmin binds the cluster-admin ClusterRole to user (for `make
-// run`, until the operator's own RBAC manifests are used).
+// run`, until the operator's own RBAC manifests are used) and waits until the
+// authorizer applies it (its informer lags the write, more so on a loaded
+// machine).
 func (c *Cluster) GrantClusterAdmin(ctx context.Context, user string) error {
 	client, err := kubernetes.NewForConfig(c.RESTConfig())
 	if err != nil {
@@ -124,8 +127,26 @@ func (c *Cluster) GrantClusterAdmin(ctx context.Context, user string) error {
 		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
 	}
 	_, err = client.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{})
-	if apierrors.IsAlreadyExists(err) {
-		err = nil
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
 	}
-	return err
+	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User:               user,
+		Groups:             []string{"system:authenticated"},
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "*", Group: "*", Resource: "*"},
+	}}
+	for {
+		r, err := client.AuthorizationV1().SubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		if r.Status.Allowed {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cluster-admin for %s not in effect: %w", user, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }

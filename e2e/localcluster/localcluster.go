@@ -1,7 +1,9 @@
 // Package localcluster runs a real, throwaway Kubernetes control plane (etcd,
 // kube-apiserver, kube-controller-manager) as local processes on 127.0.0.1,
 // for integration tests and for `make run`. There is no scheduler and no
-// kubelet: Pods stay Pending unless a test binds them.
+// kubelet: Pods stay Pending unless a test binds them, or Options.NodeAgent
+// starts the node agent (e2e/nodeagent), which schedules pods onto its node
+// and runs them as local processes (real Flink JVMs, fake JobManagers).
 //
 // Binaries come from hack/build-cluster-bins.sh (built from Go modules, cached
 // per version) or from $FLINKOP_KUBE_BIN_DIR. Every process is recorded in a
@@ -82,7 +84,23 @@ type Options struct {
 	// without Stop (by default the kernel kills them). Only useful to test
 	// StopStale.
 	NoParentDeathSignal bool
+	// NodeAgent starts the node agent (e2e/nodeagent) once the control plane
+	// is up: it registers node NodeAgentNode, binds pending pods to it and
+	// runs them as local processes (real Flink JVMs for Flink images, fake
+	// JobManagers for fake-jobmanager images). The agent and
+	// cmd/fake-jobmanager are built with go build into <CacheDir>/bin while
+	// the control plane starts.
+	NodeAgent bool
+	// NodeAgentArgs are extra flags for the agent (e.g. --max-grace 5s).
+	NodeAgentArgs []string
 }
+
+// NodeAgentNode is the node the agent registers.
+const NodeAgentNode = "local-node"
+
+// nodeAgentStopGrace bounds the agent's shutdown: it stops all pods at once,
+// each within its (capped, 10s) termination grace period.
+const nodeAgentStopGrace = 30 * time.Second
 
 // Cluster is a running control plane.
 type Cluster struct {
@@ -94,6 +112,14 @@ type Cluster struct {
 	Kubeconfig         string // admin (system:masters)
 	OperatorKubeconfig string // user flink-operator, no groups
 	StatePath          string // record of the processes, removed by Stop
+	// NodeAgent is the node agent's process (nil without Options.NodeAgent).
+	NodeAgent *Process
+	// NodeAgentRecord is the agent's record of the processes it runs (see
+	// ReadRecord); it removes the file when it stops cleanly.
+	NodeAgentRecord string
+	// NodeAgentDir holds the agent's pod directories (volumes, hosts files,
+	// container logs under pods/<namespace>_<name>_<uid>/logs).
+	NodeAgentDir string
 
 	opts          Options
 	out           io.Writer
@@ -156,6 +182,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		return nil, err
 	}
 	c.KubectlPath = filepath.Join(c.BinDir, "kubectl")
+	buildCtx := ctx // a build (like FindBinaries') is not bounded by StartTimeout
 	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
 	defer cancel()
 
@@ -176,8 +203,34 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 			c.Stop()
 		}
 	}()
+	var agentBins chan buildResult
+	if opts.NodeAgent {
+		agentBins = make(chan buildResult, 1)
+		go func() {
+			t := time.Now()
+			dir, err := BuildCommands(buildCtx, "./e2e/nodeagent/cmd/node-agent", "./cmd/fake-jobmanager")
+			if err == nil {
+				c.logf("node-agent and fake-jobmanager built in %s", time.Since(t).Round(time.Millisecond))
+			}
+			agentBins <- buildResult{dir, err}
+		}()
+	}
 	if err := c.start(ctx); err != nil {
 		return nil, err
+	}
+	if opts.NodeAgent {
+		var bins buildResult
+		select {
+		case bins = <-agentBins:
+		case <-buildCtx.Done():
+			return nil, buildCtx.Err()
+		}
+		if bins.err != nil {
+			return nil, bins.err
+		}
+		if err := c.startNodeAgent(ctx, bins.dir); err != nil {
+			return nil, err
+		}
 	}
 	c.logf("control plane ready in %s (apiserver %s, work dir %s)", time.Since(begin).Round(time.Millisecond), c.Host, c.Dir)
 	return c, nil
@@ -349,13 +402,22 @@ func (c *Cluster) Stop() error {
 		c.mu.Unlock()
 		var errs []error
 		for _, p := range slices.Backward(procs) {
-			if err := p.stop(c.opts.StopGrace); err != nil {
+			grace := c.opts.StopGrace
+			if p.grace > 0 {
+				grace = p.grace
+			}
+			if err := p.stop(grace); err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", p.Name, err))
 			}
 		}
 		for _, p := range procs {
 			if p.info.isSame() {
 				errs = append(errs, fmt.Errorf("%s (pid %d) is still alive", p.Name, p.PID()))
+			}
+		}
+		if c.NodeAgentRecord != "" {
+			if err := stopLeftovers(c.NodeAgentRecord); err != nil {
+				errs = append(errs, err)
 			}
 		}
 		if len(errs) == 0 {

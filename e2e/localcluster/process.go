@@ -24,6 +24,10 @@ type ProcessSpec struct {
 	Dir  string   // working directory; default: the owner's
 	// Output receives stdout and stderr; default: <Cluster.Dir>/<Name>.log.
 	Output io.Writer
+	// StopGrace is how long Stop waits after SIGTERM before SIGKILL; default
+	// Options.StopGrace. A process that stops children of its own (the node
+	// agent) needs more than they do.
+	StopGrace time.Duration
 }
 
 // Process is a running process owned by a Cluster. It runs in its own process
@@ -32,11 +36,12 @@ type Process struct {
 	Name    string
 	LogPath string // empty when ProcessSpec.Output was given
 
-	cmd  *exec.Cmd
-	info procInfo
-	log  *os.File
-	done chan struct{}
-	err  error
+	cmd   *exec.Cmd
+	info  procInfo
+	grace time.Duration
+	log   *os.File
+	done  chan struct{}
+	err   error
 }
 
 // PID is the process id (and process group id) of p.
@@ -68,7 +73,7 @@ type runState struct {
 
 // startProcess starts spec in its own process group.
 func startProcess(spec ProcessSpec, logDir string, parentDeathSignal bool) (*Process, error) {
-	p := &Process{Name: spec.Name, done: make(chan struct{})}
+	p := &Process{Name: spec.Name, grace: spec.StopGrace, done: make(chan struct{})}
 	cmd := exec.Command(spec.Args[0], spec.Args[1:]...)
 	cmd.Env = append(os.Environ(), spec.Env...)
 	cmd.Dir = spec.Dir

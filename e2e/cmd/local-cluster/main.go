@@ -1,15 +1,19 @@
 // Command local-cluster runs the operator against a local, real control plane
-// (etcd, kube-apiserver, kube-controller-manager on 127.0.0.1).
+// (etcd, kube-apiserver, kube-controller-manager on 127.0.0.1) with a node
+// agent that runs the pods as local processes.
 //
-//	go run ./e2e/cmd/local-cluster run [--operator-args "..."] [--no-operator] [-- extra operator args]
+//	go run ./e2e/cmd/local-cluster run [--operator-args "..."] [--no-operator] [--no-node-agent] [-- extra operator args]
 //	go run ./e2e/cmd/local-cluster down
 //
-// run builds or locates the control-plane binaries, starts the control plane,
-// installs the CRDs from manifests/crds, grants the operator user
-// cluster-admin, builds and starts ./cmd/flink-operator, waits for its /readyz,
-// prints how to use the cluster and waits. Ctrl-C or SIGTERM stops the
-// operator and the control plane and checks that none of their processes is
-// left. down stops processes recorded by earlier runs that were killed.
+// run builds or locates the control-plane binaries, starts the control plane
+// and the node agent (e2e/nodeagent: node local-node, whose pods run as real
+// Flink JVMs for Flink images and as fake JobManagers for fake-jobmanager
+// images, on loopback pod IPs), installs the CRDs from manifests/crds, grants
+// the operator user cluster-admin, builds and starts ./cmd/flink-operator,
+// waits for its /readyz, prints how to use the cluster and waits. Ctrl-C or
+// SIGTERM stops the operator, the agent with every pod process, and the
+// control plane, and checks that none of their processes is left. down stops
+// processes recorded by earlier runs that were killed.
 package main
 
 import (
@@ -54,7 +58,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, `usage: local-cluster run [--operator-args "..."] [--no-operator] [--crds dir] [--keep] [-- operator args]
+	fmt.Fprintln(os.Stderr, `usage: local-cluster run [--operator-args "..."] [--no-operator] [--no-node-agent] [--crds dir] [--keep] [-- operator args]
        local-cluster down`)
 	os.Exit(2)
 }
@@ -66,6 +70,7 @@ func run(args []string) error {
 	noOperator := fs.Bool("no-operator", false, "start only the control plane (run the operator yourself)")
 	crdDir := fs.String("crds", "", "directory of CRD YAMLs (default <module root>/manifests/crds)")
 	keep := fs.Bool("keep", false, "keep the work dir (logs, etcd data) after stopping")
+	noAgent := fs.Bool("no-node-agent", false, "start no node agent (pods stay Pending)")
 	fs.Parse(args)
 	extra := append(strings.Fields(*operatorArgs), fs.Args()...)
 
@@ -100,7 +105,7 @@ func run(args []string) error {
 
 	startCtx, cancelStart := context.WithTimeout(ctx, 20*time.Minute) // includes a cold binary build
 	defer cancelStart()
-	c, err := localcluster.Start(startCtx, localcluster.Options{Out: os.Stderr, KeepDir: *keep})
+	c, err := localcluster.Start(startCtx, localcluster.Options{Out: os.Stderr, KeepDir: *keep, NodeAgent: !*noAgent})
 	if err != nil {
 		return err
 	}
@@ -131,12 +136,19 @@ func run(args []string) error {
 	fmt.Printf("admin kubeconfig:    %s\n", c.Kubeconfig)
 	fmt.Printf("operator kubeconfig: %s\n", c.OperatorKubeconfig)
 	fmt.Printf("kubectl v1.37:       %s\n", c.KubectlPath)
+	if c.NodeAgent != nil {
+		fmt.Printf("node agent:          node %s, log %s\n", localcluster.NodeAgentNode, c.NodeAgent.LogPath)
+		fmt.Printf("pod logs:            %s/pods/<namespace>_<pod>_<uid>/logs/<container>.log\n", c.NodeAgentDir)
+	}
 	fmt.Printf("\nexport KUBECONFIG=%s; export PATH=%s:$PATH; kubectl get flinksnp\n\n", c.Kubeconfig, c.BinDir)
 	fmt.Println("Ctrl-C stops everything.")
 
-	var exited <-chan struct{}
+	var exited, agentExited <-chan struct{}
 	if op != nil {
 		exited = op.Done()
+	}
+	if c.NodeAgent != nil {
+		agentExited = c.NodeAgent.Done()
 	}
 	select {
 	case <-ctx.Done():
@@ -144,6 +156,8 @@ func run(args []string) error {
 		return stop()
 	case <-exited:
 		return errors.Join(fmt.Errorf("flink-operator exited: %v", op.Err()), stop())
+	case <-agentExited:
+		return errors.Join(fmt.Errorf("node-agent exited: %v (log %s)", c.NodeAgent.Err(), c.NodeAgent.LogPath), stop())
 	}
 }
 

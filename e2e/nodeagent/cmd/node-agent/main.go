@@ -1,0 +1,87 @@
+// Command node-agent runs the e2e/nodeagent node agent: it registers a Node
+// with the API server, binds pending pods to it and runs them as local
+// processes (real Flink JVMs, fake JobManagers), until SIGTERM or SIGINT,
+// when it stops every process it started and exits.
+//
+//	node-agent --kubeconfig admin.kubeconfig --dir /tmp/agent [--node-name local-node]
+//	           [--record state.json] [--ready-file f] [--fake-jobmanager bin] [--max-grace 10s]
+//
+// e2e/localcluster starts it (Options.NodeAgent); see e2e/nodeagent/README.md.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/flinkops/flink-operator/e2e/localcluster"
+	"github.com/flinkops/flink-operator/e2e/nodeagent"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "node-agent:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	kubeconfig := flag.String("kubeconfig", "", "kubeconfig of a user that may manage nodes, leases and pods (required)")
+	nodeName := flag.String("node-name", nodeagent.DefaultNodeName, "name of the Node to register")
+	dir := flag.String("dir", "", "work directory: pod directories (volumes, logs, hosts files) (required)")
+	record := flag.String("record", "", "record the started processes in this file (localcluster state-file format), for stale cleanup")
+	readyFile := flag.String("ready-file", "", "write this file once the node is registered and pods run")
+	fakeJM := flag.String("fake-jobmanager", "", "fake-jobmanager binary (default: go build ./cmd/fake-jobmanager when first needed)")
+	podRange := flag.String("pod-range", "", "pod IP range, a loopback prefix such as 127.100.0.0/16 (default: the first free /16 from 127.100.0.0)")
+	maxGrace := flag.Duration("max-grace", 10*time.Second, "cap on a pod's termination grace period")
+	flag.Parse()
+	if *kubeconfig == "" || *dir == "" {
+		flag.Usage()
+		os.Exit(2)
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg := nodeagent.Config{
+		RESTConfig:     rc,
+		NodeName:       *nodeName,
+		Dir:            *dir,
+		FakeJobManager: *fakeJM,
+		MaxGracePeriod: *maxGrace,
+		Log:            os.Stderr,
+	}
+	if *podRange != "" {
+		if cfg.PodRange, err = netip.ParsePrefix(*podRange); err != nil {
+			return fmt.Errorf("--pod-range: %w", err)
+		}
+	}
+	if *record != "" {
+		rec, err := localcluster.NewRecorder(*record, *dir)
+		if err != nil {
+			return err
+		}
+		defer rec.Close()
+		cfg.Recorder = rec
+	}
+	agent, err := nodeagent.New(cfg)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	return agent.Run(ctx, func() {
+		if *readyFile != "" {
+			if err := os.WriteFile(*readyFile, []byte(fmt.Sprintln(os.Getpid())), 0o644); err != nil {
+				fmt.Fprintln(os.Stderr, "node-agent: ready file:", err)
+			}
+		}
+	})
+}

@@ -1,0 +1,611 @@
+package nodeagent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	flinkjvm "github.com/flinkops/flink-operator/e2e/flink"
+	"github.com/flinkops/flink-operator/e2e/localcluster"
+)
+
+const (
+	// Restart backoff of exited containers, doubled per restart, reset after
+	// a container ran for backoffReset.
+	backoffMin   = time.Second
+	backoffMax   = 30 * time.Second
+	backoffReset = time.Minute
+	// aliveReady is how long a container without a REST API must run to be
+	// ready.
+	aliveReady = 2 * time.Second
+	// restFailures consecutive failed REST checks make a ready JobManager
+	// unready.
+	restFailures = 3
+)
+
+// configError is a setup error that waits for the user (a missing key or
+// mount), reported as CreateContainerConfigError.
+type configError struct{ error }
+
+// container runs one container of a pod: its process, restarts and
+// readiness, and keeps its ContainerStatus.
+type container struct {
+	w     *podWorker
+	spec  *corev1.Container
+	class Classification
+	// waitReason/waitMessage keep an Unsupported container waiting.
+	waitReason, waitMessage string
+	// command prepares one run of the container (ctx bounds the
+	// preparation: Flink's takes ~1.5 s, a first fake-jobmanager build more).
+	command func(ctx context.Context) (*exec.Cmd, error)
+	// restURL, if set, is GET for readiness (a JobManager's /config);
+	// otherwise the container is ready once it ran aliveReady.
+	restURL string
+	logPath string
+
+	ctx       context.Context
+	cancel    context.CancelFunc
+	startOnce sync.Once
+	done      chan struct{} // closed when no process runs or will
+
+	mu       sync.Mutex
+	state    corev1.ContainerState
+	last     corev1.ContainerState
+	restarts int32
+	ready    bool
+	started  bool
+	id       string
+	proc     *proc
+	grace    time.Duration // for stop
+}
+
+// newContainer works out how to run spec (env, expanded command and args,
+// mounts) without starting anything.
+func (w *podWorker) newContainer(spec *corev1.Container, volumes map[string]string, f podFields) (*container, error) {
+	c := &container{
+		w:       w,
+		spec:    spec,
+		logPath: filepath.Join(w.dir, "logs", spec.Name+".log"),
+		done:    make(chan struct{}),
+		state:   corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: ReasonContainerCreating}},
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	env, err := containerEnv(spec, f, w.a)
+	if err != nil {
+		return nil, configError{fmt.Errorf("container %s: %w", spec.Name, err)}
+	}
+	values := map[string]string{}
+	for _, e := range env {
+		values[e.Name] = e.Value
+	}
+	lookup := func(n string) (string, bool) { v, ok := values[n]; return v, ok }
+	command := expandAll(spec.Command, lookup)
+	args := expandAll(spec.Args, lookup)
+	c.class = Classify(spec, command, args)
+	mounts, err := mountPaths(spec, volumes)
+	if err != nil {
+		return nil, configError{fmt.Errorf("container %s: %w", spec.Name, err)}
+	}
+	switch c.class.Kind {
+	case Unsupported:
+		c.waitReason, c.waitMessage = ReasonImageNotSupported, c.class.Message
+	case Flink:
+		err = c.prepareFlink(env, values, mounts, f)
+	case FakeJobManager:
+		err = c.prepareFake(values, mounts, f)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if c.waitReason != "" {
+		c.state = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: c.waitReason, Message: c.waitMessage}}
+	}
+	return c, nil
+}
+
+func expandAll(in []string, lookup func(string) (string, bool)) []string {
+	if in == nil {
+		return nil
+	}
+	out := make([]string, len(in))
+	for i, s := range in {
+		out[i] = Expand(s, lookup)
+	}
+	return out
+}
+
+// flinkEnvPaths are variables of the image that hold container paths; the
+// agent sets its own (host) values, so the container's are dropped.
+var flinkEnvPaths = map[string]bool{
+	"FLINK_HOME": true, "FLINK_CONF_DIR": true, "FLINK_LOG_DIR": true, "FLINK_LIB_DIR": true,
+	"FLINK_PLUGINS_DIR": true, "FLINK_OPT_DIR": true, "FLINK_BIN_DIR": true, "JAVA_HOME": true,
+}
+
+// confMount is where the container's Flink configuration is mounted:
+// $FLINK_CONF_DIR (set by the operator when kubernetes.flink.conf.dir is
+// not the default), else /opt/flink/conf.
+func confMount(values map[string]string) string {
+	if d := values["FLINK_CONF_DIR"]; d != "" {
+		return path.Clean(d)
+	}
+	return flinkjvm.ImageFlinkHome + "/conf"
+}
+
+// prepareFlink sets up a real Flink JVM through e2e/flink.
+func (c *container) prepareFlink(env []EnvVar, values, mounts map[string]string, f podFields) error {
+	version, err := PinnedFlinkVersion(f.pod, c.spec.Image)
+	if err != nil {
+		c.waitReason, c.waitMessage = ReasonFlinkVersionNotPinned, err.Error()
+		return nil
+	}
+	confPath := confMount(values)
+	confDir, ok := mounts[confPath]
+	if !ok {
+		return configError{fmt.Errorf("container %s: no volume mounted at %s (the Flink configuration)", c.spec.Name, confPath)}
+	}
+	pathMap := map[string]string{}
+	for mount, host := range mounts {
+		if mount != confPath {
+			pathMap[mount] = host
+		}
+	}
+	work := filepath.Join(c.w.dir, "containers", c.spec.Name)
+	logDir := filepath.Join(work, "log")
+	if d := values["FLINK_LOG_DIR"]; d != "" {
+		if host, ok := mapPath(d, mounts); ok {
+			logDir = host
+		}
+	}
+	var envList []string
+	for _, e := range env {
+		if !flinkEnvPaths[e.Name] {
+			envList = append(envList, e.Name+"="+e.Value)
+		}
+	}
+	opts := flinkjvm.LaunchOptions{
+		FlinkVersion: version,
+		Mode:         c.class.Mode,
+		Args:         c.class.Args,
+		ConfDir:      confDir,
+		Host:         f.podIP,
+		HostsFile:    c.w.hostsPath(),
+		WorkDir:      work,
+		LogDir:       logDir,
+		PathMap:      pathMap,
+		Env:          envList,
+		JavaOpts:     c.w.a.cfg.JavaOpts,
+	}
+	c.w.setNeedsHosts()
+	if c.class.Mode.IsJobManager() {
+		conf, err := flinkjvm.ReadConfig(confDir, version)
+		if err != nil {
+			return configError{fmt.Errorf("container %s: %w", c.spec.Name, err)}
+		}
+		c.restURL = fmt.Sprintf("http://%s:%d/config", f.podIP, restBindPort(conf))
+	}
+	c.command = func(ctx context.Context) (*exec.Cmd, error) {
+		l, err := flinkjvm.Prepare(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		return l.Cmd, nil
+	}
+	c.w.logf("container %s: Flink %s %s (image %s)", c.spec.Name, version, c.class.Mode, c.spec.Image)
+	return nil
+}
+
+// restBindPort is the port a JobManager's REST endpoint listens on:
+// rest.bind-port if it is one port, else rest.port, else 8081.
+func restBindPort(conf map[string]string) int {
+	for _, k := range []string{"rest.bind-port", "rest.port"} {
+		if p, err := strconv.Atoi(strings.TrimSpace(conf[k])); err == nil && p > 0 {
+			return p
+		}
+	}
+	return 8081
+}
+
+// mapPath maps a container path (or file: URI) into a mounted host path.
+func mapPath(p string, mounts map[string]string) (string, bool) {
+	p = strings.TrimPrefix(strings.TrimPrefix(p, "file://"), "file:")
+	p = path.Clean(p)
+	best := ""
+	for mount := range mounts {
+		if (p == mount || strings.HasPrefix(p, mount+"/")) && len(mount) > len(best) {
+			best = mount
+		}
+	}
+	if best == "" {
+		return "", false
+	}
+	return mounts[best] + strings.TrimPrefix(p, best), true
+}
+
+// prepareFake sets up the fake JobManager (cmd/fake-jobmanager) on
+// <podIP>:<port>. Started as the Flink image would be, a JobManager pod
+// serves rest.port from its mounted configuration, pre-creates the
+// application's job ($internal.pipeline.job-id) for standalone-job, and uses
+// the configured savepoint and checkpoint directories; a TaskManager pod is
+// an idle process. Otherwise the args are fake-jobmanager flags, with
+// --listen forced to the pod IP (a --listen in them only picks the port).
+func (c *container) prepareFake(values, mounts map[string]string, f podFields) error {
+	var args []string
+	port := 8081
+	switch {
+	case c.class.Mode == flinkjvm.TaskManager:
+		c.command = func(ctx context.Context) (*exec.Cmd, error) {
+			return exec.Command("sleep", "infinity"), nil
+		}
+		return nil
+	case c.class.Mode != "":
+		confDir, ok := mounts[confMount(values)]
+		if !ok {
+			return configError{fmt.Errorf("container %s: no volume mounted at %s (the Flink configuration)", c.spec.Name, confMount(values))}
+		}
+		conf, err := readAnyFlinkConfig(confDir)
+		if err != nil {
+			return configError{fmt.Errorf("container %s: %w", c.spec.Name, err)}
+		}
+		port = restBindPort(conf)
+		args = append(args, "--flink-version", fakeFlinkVersion(f.pod, c.spec.Image))
+		if id := conf["$internal.pipeline.job-id"]; id != "" && c.class.Mode == flinkjvm.StandaloneJob {
+			args = append(args, "--jobs", id)
+		}
+		for _, opt := range []struct {
+			flag string
+			keys []string // new name first, as Flink reads them
+		}{
+			{"--savepoint-dir", []string{"execution.checkpointing.savepoint-dir", "state.savepoints.dir"}},
+			{"--checkpoint-dir", []string{"execution.checkpointing.dir", "state.checkpoints.dir"}},
+		} {
+			flag := opt.flag
+			for _, k := range opt.keys {
+				if v := conf[k]; v != "" {
+					if host, ok := mapPath(v, mounts); ok {
+						args = append(args, flag, host)
+					} else if strings.HasPrefix(v, "file:") || strings.HasPrefix(v, "/") {
+						args = append(args, flag, strings.TrimPrefix(strings.TrimPrefix(v, "file://"), "file:"))
+					}
+					break
+				}
+			}
+		}
+	default:
+		for i := 0; i < len(c.class.Args); i++ {
+			a := c.class.Args[i]
+			var listen string
+			switch {
+			case a == "--listen" || a == "-listen":
+				if i+1 < len(c.class.Args) {
+					listen = c.class.Args[i+1]
+					i++
+				}
+			case strings.HasPrefix(a, "--listen=") || strings.HasPrefix(a, "-listen="):
+				listen = a[strings.IndexByte(a, '=')+1:]
+			default:
+				args = append(args, a)
+				continue
+			}
+			if _, p, ok := strings.Cut(listen, ":"); ok {
+				if n, err := strconv.Atoi(p); err == nil && n > 0 {
+					port = n
+				}
+			}
+		}
+	}
+	args = append([]string{"--listen", fmt.Sprintf("%s:%d", f.podIP, port)}, args...)
+	c.restURL = fmt.Sprintf("http://%s:%d/config", f.podIP, port)
+	c.command = func(ctx context.Context) (*exec.Cmd, error) {
+		bin, err := c.w.a.fakeJobManager()
+		if err != nil {
+			return nil, err
+		}
+		return exec.Command(bin, args...), nil
+	}
+	return nil
+}
+
+// readAnyFlinkConfig reads config.yaml, or flink-conf.yaml when that is the
+// only one.
+func readAnyFlinkConfig(dir string) (map[string]string, error) {
+	versions := flinkjvm.Versions()
+	v := versions[len(versions)-1]
+	if _, err := os.Stat(filepath.Join(dir, "config.yaml")); err != nil {
+		v = "1.18.0" // reads flink-conf.yaml
+	}
+	return flinkjvm.ReadConfig(dir, v)
+}
+
+// start starts the container's goroutine (nothing for an unsupported one).
+func (c *container) start() {
+	c.startOnce.Do(func() {
+		if c.command == nil {
+			close(c.done)
+			return
+		}
+		go c.run()
+	})
+}
+
+// stop ends the container: SIGTERM to its process group, SIGKILL after
+// grace; it returns once the processes are gone. Safe to call repeatedly,
+// and before start (which then starts nothing).
+func (c *container) stop(grace time.Duration) {
+	c.mu.Lock()
+	if c.ctx.Err() == nil {
+		c.grace = grace
+	}
+	c.mu.Unlock()
+	c.cancel()
+	c.startOnce.Do(func() { close(c.done) })
+	<-c.done
+}
+
+func (c *container) isReady() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ready
+}
+
+func (c *container) logf(format string, args ...any) {
+	c.w.logf("container %s: %s", c.spec.Name, fmt.Sprintf(format, args...))
+}
+
+// setState updates the status under the lock and tells the worker.
+func (c *container) setState(f func()) {
+	c.mu.Lock()
+	f()
+	c.mu.Unlock()
+	c.w.statusChanged()
+}
+
+// run starts the process, waits for it and restarts it per the pod's
+// restartPolicy, until stopped.
+func (c *container) run() {
+	defer close(c.done)
+	backoff := backoffMin
+	for {
+		p, err := c.launch()
+		if err != nil {
+			if c.ctx.Err() != nil {
+				return
+			}
+			c.logf("start failed: %v", err)
+			c.setState(func() {
+				c.state = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: ReasonStartError, Message: err.Error()}}
+			})
+		} else {
+			exit, stopped := c.wait(p)
+			if stopped {
+				return
+			}
+			if !restarts(c.w.current().Spec.RestartPolicy, exit) {
+				return
+			}
+			if time.Since(p.started) > backoffReset {
+				backoff = backoffMin
+			}
+			c.setState(func() {
+				c.last = c.state // terminated
+				c.state = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: ReasonCrashLoopBackOff,
+					Message: fmt.Sprintf("back-off %s restarting failed container %s", backoff, c.spec.Name)}}
+			})
+		}
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, backoffMax)
+	}
+}
+
+func restarts(policy corev1.RestartPolicy, exit int32) bool {
+	switch policy {
+	case corev1.RestartPolicyNever:
+		return false
+	case corev1.RestartPolicyOnFailure:
+		return exit != 0
+	}
+	return true
+}
+
+// launch prepares and starts one run of the container.
+func (c *container) launch() (*proc, error) {
+	cmd, err := c.command(c.ctx)
+	if err != nil {
+		return nil, err
+	}
+	if c.ctx.Err() != nil {
+		return nil, c.ctx.Err()
+	}
+	out, err := os.OpenFile(c.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(out, "=== %s node agent: starting %s\n", time.Now().Format(time.RFC3339), strings.Join(cmd.Args, " "))
+	p, err := startProc(cmd, out)
+	if err != nil {
+		out.Close()
+		return nil, err
+	}
+	if rec := c.w.a.cfg.Recorder; rec != nil {
+		if err := rec.Add(c.w.key()+"/"+c.spec.Name, p.pid(), cmd.Args); err != nil {
+			c.logf("record: %v", err)
+		}
+	}
+	c.setState(func() {
+		if c.started {
+			c.restarts++
+		}
+		c.proc, c.started, c.ready = p, true, false
+		c.id = fmt.Sprintf("local://%d", p.pid())
+		c.state = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(p.started)}}
+	})
+	c.logf("started (pid %d)", p.pid())
+	return p, nil
+}
+
+// wait follows a running process until it exits (returns its exit code) or
+// the container is stopped (stopped is true once the process is gone).
+func (c *container) wait(p *proc) (exit int32, stopped bool) {
+	probeCtx, stopProbe := context.WithCancel(c.ctx)
+	defer stopProbe()
+	go c.probe(probeCtx, p)
+	select {
+	case <-p.done:
+	case <-c.ctx.Done():
+		c.mu.Lock()
+		grace := c.grace
+		c.mu.Unlock()
+		if err := p.stop(grace); err != nil {
+			c.logf("%v", err)
+		}
+		stopped = true
+	}
+	// The leader is gone; end whatever it left in its group.
+	_ = p.stop(0)
+	p.out.Close()
+	if rec := c.w.a.cfg.Recorder; rec != nil {
+		_ = rec.Remove(p.pid())
+	}
+	exit = p.exitCode()
+	reason := "Completed"
+	if exit != 0 {
+		reason = "Error"
+	}
+	c.logf("exited with code %d after %s", exit, time.Since(p.started).Round(time.Millisecond))
+	c.setState(func() {
+		c.ready, c.proc = false, nil
+		c.state = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+			ExitCode: exit, Reason: reason, StartedAt: metav1.NewTime(p.started), FinishedAt: metav1.Now(), ContainerID: c.id,
+		}}
+	})
+	c.w.a.markDNS()
+	return exit, stopped
+}
+
+var probeClient = &http.Client{
+	Timeout:   2 * time.Second,
+	Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true},
+}
+
+// probe maintains readiness while p runs: GET restURL answering 200 (every
+// 500ms until ready, then every 5s; restFailures failures in a row make it
+// unready), or, without a REST API, alive for aliveReady.
+func (c *container) probe(ctx context.Context, p *proc) {
+	setReady := func(ready bool) {
+		c.mu.Lock()
+		changed := c.ready != ready && c.proc == p
+		if changed {
+			c.ready = ready
+		}
+		c.mu.Unlock()
+		if changed {
+			c.logf("ready=%v after %s", ready, time.Since(p.started).Round(time.Millisecond))
+			c.w.statusChanged()
+			c.w.a.markDNS()
+		}
+	}
+	if c.restURL == "" {
+		select {
+		case <-time.After(aliveReady):
+			setReady(true)
+		case <-ctx.Done():
+		case <-p.done:
+		}
+		return
+	}
+	ready, failures := false, 0
+	for {
+		interval := 500 * time.Millisecond
+		if ready {
+			interval = 5 * time.Second
+		}
+		select {
+		case <-time.After(interval):
+		case <-ctx.Done():
+			return
+		case <-p.done:
+			return
+		}
+		if restOK(ctx, c.restURL) {
+			ready, failures = true, 0
+			setReady(true)
+		} else if ready {
+			if failures++; failures >= restFailures {
+				ready = false
+				setReady(false)
+			}
+		}
+	}
+}
+
+func restOK(ctx context.Context, url string) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return false
+	}
+	resp, err := probeClient.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// status is the container's ContainerStatus.
+func (c *container) status() corev1.ContainerStatus {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	running := c.state.Running != nil
+	return corev1.ContainerStatus{
+		Name:                 c.spec.Name,
+		Image:                c.spec.Image,
+		ImageID:              "local://" + c.spec.Image,
+		ContainerID:          c.id,
+		State:                c.state,
+		LastTerminationState: c.last,
+		Ready:                c.ready && running,
+		RestartCount:         c.restarts,
+		Started:              &running,
+	}
+}
+
+// fakeJobManager returns the fake-jobmanager binary, building it the first
+// time (go build ./cmd/fake-jobmanager in the operator module, into the
+// cache's bin directory).
+func (a *Agent) fakeJobManager() (string, error) {
+	a.fakeOnce.Do(func() {
+		if a.fakeBin != "" {
+			return
+		}
+		// Not ctx: the build must not fail for the pod that happened to
+		// trigger it being deleted.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		a.logf("building ./cmd/fake-jobmanager")
+		var dir string
+		dir, a.fakeErr = localcluster.BuildCommands(ctx, "./cmd/fake-jobmanager")
+		a.fakeBin = filepath.Join(dir, "fake-jobmanager")
+	})
+	if a.fakeErr != nil {
+		return "", a.fakeErr
+	}
+	if a.fakeBin == "" {
+		return "", errors.New("no fake-jobmanager binary")
+	}
+	return a.fakeBin, nil
+}

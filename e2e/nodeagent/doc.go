@@ -1,0 +1,28 @@
+// Package nodeagent is a node agent for the local control plane of
+// e2e/localcluster: it registers a Node (kept fresh with a Lease and Ready
+// heartbeats), binds pending pods to it (the cluster has no scheduler) and
+// runs the pods bound to it as local processes, as a kubelet would run
+// containers:
+//
+//   - pods of the official Flink image (/docker-entrypoint.sh
+//     standalone-job|jobmanager|taskmanager, as pkg/cluster builds them) as
+//     real Flink JVMs through e2e/flink, one pinned version per major line;
+//   - pods of a fake-jobmanager image as cmd/fake-jobmanager processes
+//     (hundreds fit on one machine);
+//   - anything else not at all: the container waits with reason
+//     ImageNotSupportedByLocalAgent.
+//
+// Each pod gets a loopback IP of its own, its volumes as directories, its
+// environment as the kubelet computes it, and (for JVMs) a hosts file that
+// stands in for cluster DNS, kept in step with Services and pods. Pod status
+// (phase, podIP, container states, Ready) is written through the status
+// subresource; readiness of JobManagers is their REST API answering. Deleted
+// pods' processes get SIGTERM, then SIGKILL after the (capped) grace period,
+// and the pod object is then removed, as the kubelet does.
+//
+// Every process runs in its own process group with a parent-death signal and
+// is recorded (localcluster.Recorder), so no JVM outlives a killed test run.
+//
+// See README.md for the details and limits, and localcluster.Options.NodeAgent
+// for the usual way to start it.
+package nodeagent

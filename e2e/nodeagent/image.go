@@ -1,0 +1,198 @@
+package nodeagent
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	flinkjvm "github.com/flinkops/flink-operator/e2e/flink"
+)
+
+// Kind is how the agent runs a container.
+type Kind int
+
+const (
+	// Unsupported containers are never started: they stay waiting with
+	// reason ReasonImageNotSupported.
+	Unsupported Kind = iota
+	// Flink containers run a real Flink JVM through e2e/flink.
+	Flink
+	// FakeJobManager containers run cmd/fake-jobmanager (or, for a
+	// TaskManager of a fake cluster, an idle process).
+	FakeJobManager
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Flink:
+		return "flink"
+	case FakeJobManager:
+		return "fake-jobmanager"
+	}
+	return "unsupported"
+}
+
+// Container waiting reasons the agent reports.
+const (
+	// ReasonImageNotSupported: the agent cannot run this image.
+	ReasonImageNotSupported = "ImageNotSupportedByLocalAgent"
+	// ReasonFlinkVersionNotPinned: a Flink image of a line that e2e/flink does
+	// not pin (e.g. flink:3.0).
+	ReasonFlinkVersionNotPinned = "FlinkVersionNotPinned"
+	// ReasonContainerCreating: volumes or the environment are being prepared.
+	ReasonContainerCreating = "ContainerCreating"
+	// ReasonCreateConfigError: a referenced ConfigMap/Secret key is missing,
+	// or a Flink container has no mounted configuration.
+	ReasonCreateConfigError = "CreateContainerConfigError"
+	// ReasonStartError: the process could not be started.
+	ReasonStartError = "StartError"
+	// ReasonCrashLoopBackOff: waiting to restart an exited container.
+	ReasonCrashLoopBackOff = "CrashLoopBackOff"
+)
+
+// AnnotationFlinkVersion on a pod overrides the Flink version the agent
+// derives from the image tag, e.g. "1.20", "v2_3" or "2".
+const AnnotationFlinkVersion = "nodeagent.flinkops.io/flink-version"
+
+// entrypoint is the official Flink image's entrypoint script.
+const entrypoint = "/docker-entrypoint.sh"
+
+// Classification is what the agent makes of a container.
+type Classification struct {
+	Kind Kind
+	// Mode is the entrypoint mode (standalone-job, jobmanager, taskmanager)
+	// when the container is started as the Flink image would be; "" for a
+	// fake JobManager given its own flags.
+	Mode flinkjvm.Mode
+	// Args are the container arguments after the mode.
+	Args []string
+	// Message explains Unsupported.
+	Message string
+}
+
+// Classify decides how to run container c with the (already $(VAR)-expanded)
+// command and args. A container runs as Flink when it starts the official
+// image's entrypoint in one of its Flink modes: command /docker-entrypoint.sh
+// (or no command with an image named flink) and first argument
+// standalone-job, jobmanager or taskmanager. A container whose image name
+// contains "fake-jobmanager" runs the fake JobManager: with the same Flink
+// invocation it plays that role (a TaskManager is an idle process), otherwise
+// its args are fake-jobmanager flags.
+func Classify(c *corev1.Container, command, args []string) Classification {
+	mode, rest, isFlinkInvocation := flinkInvocation(c.Image, command, args)
+	if strings.Contains(c.Image, "fake-jobmanager") {
+		if isFlinkInvocation {
+			return Classification{Kind: FakeJobManager, Mode: mode, Args: rest}
+		}
+		if len(command) > 0 {
+			return Classification{Kind: Unsupported, Message: fmt.Sprintf(
+				"image %q runs with its own entrypoint only (got command %q); give fake-jobmanager flags as args", c.Image, command)}
+		}
+		return Classification{Kind: FakeJobManager, Args: args}
+	}
+	if isFlinkInvocation {
+		return Classification{Kind: Flink, Mode: mode, Args: rest}
+	}
+	msg := fmt.Sprintf("image %q with command %q and args %q cannot run on the local node agent: it runs Flink images "+
+		"started as %s standalone-job|jobmanager|taskmanager (as real Flink JVMs) and images named *fake-jobmanager* only",
+		c.Image, command, firstN(args, 3), entrypoint)
+	return Classification{Kind: Unsupported, Message: msg}
+}
+
+func flinkInvocation(image string, command, args []string) (flinkjvm.Mode, []string, bool) {
+	if len(args) == 0 {
+		return "", nil, false
+	}
+	switch {
+	case len(command) == 1 && command[0] == entrypoint:
+	case len(command) == 0 && (imageName(image) == "flink" || strings.Contains(image, "fake-jobmanager")):
+	default:
+		return "", nil, false
+	}
+	m := flinkjvm.Mode(args[0])
+	if m.MainClass() == "" {
+		return "", nil, false
+	}
+	return m, args[1:], true
+}
+
+func firstN(s []string, n int) []string {
+	if len(s) > n {
+		return append(s[:n:n], "...")
+	}
+	return s
+}
+
+// imageName is the last path element of an image reference without tag or
+// digest: "docker.io/library/flink:1.20" -> "flink".
+func imageName(image string) string {
+	repo, _ := splitImage(image)
+	return repo[strings.LastIndexByte(repo, '/')+1:]
+}
+
+// splitImage splits an image reference into repository and tag ("" when
+// there is none); a digest is dropped.
+func splitImage(image string) (repo, tag string) {
+	if i := strings.IndexByte(image, '@'); i >= 0 {
+		image = image[:i]
+	}
+	slash := strings.LastIndexByte(image, '/')
+	if i := strings.LastIndexByte(image, ':'); i > slash {
+		return image[:i], image[i+1:]
+	}
+	return image, ""
+}
+
+var leadingVersion = regexp.MustCompile(`^v?(\d+)(?:[._](\d+))?`)
+
+// PinnedFlinkVersion maps the Flink version a pod asks for to the pinned
+// version of e2e/flink that runs it: the annotation AnnotationFlinkVersion if
+// set, else the image tag. Only the major version counts, so every 1.x tag
+// (flink:1.20, flink:1.18.1-scala_2.12-java11) runs the pinned 1.x (1.20.5)
+// and every 2.x tag (flink:2.0, flink:2.2-java17) the pinned 2.x (2.3.0). An
+// image without a version tag (flink, flink:latest, flink:java17) runs the
+// newest pinned version. It fails for a major version that is not pinned.
+func PinnedFlinkVersion(pod *corev1.Pod, image string) (string, error) {
+	want := pod.Annotations[AnnotationFlinkVersion]
+	source := "annotation " + AnnotationFlinkVersion
+	if want == "" {
+		_, want = splitImage(image)
+		source = "image " + image
+	}
+	versions := flinkjvm.Versions()
+	m := leadingVersion.FindStringSubmatch(want)
+	if m == nil {
+		return versions[len(versions)-1], nil
+	}
+	major, _ := strconv.Atoi(m[1])
+	var found string
+	for _, v := range versions {
+		if strings.HasPrefix(v, strconv.Itoa(major)+".") {
+			found = v // versions are oldest first: keep the newest of the line
+		}
+	}
+	if found == "" {
+		return "", fmt.Errorf("%s asks for Flink %s; the local node agent runs only the pinned versions %s (by major version)",
+			source, want, strings.Join(versions, ", "))
+	}
+	return found, nil
+}
+
+// fakeFlinkVersion is the version a fake JobManager reports: the annotation
+// or the major.minor of the image tag when it looks like a Flink version,
+// else the minor line of the newest pinned Flink.
+func fakeFlinkVersion(pod *corev1.Pod, image string) string {
+	want := pod.Annotations[AnnotationFlinkVersion]
+	if want == "" {
+		_, want = splitImage(image)
+	}
+	if m := leadingVersion.FindStringSubmatch(want); m != nil && m[2] != "" {
+		return m[1] + "." + m[2]
+	}
+	versions := flinkjvm.Versions()
+	v := versions[len(versions)-1]
+	return v[:strings.LastIndexByte(v, '.')]
+}
