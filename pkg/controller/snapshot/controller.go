@@ -292,8 +292,12 @@ func (c *Controller) release(key string) {
 	c.mu.Unlock()
 }
 
-// CountSnapshots feeds the flink_operator_snapshots gauge from the cache.
+// CountSnapshots feeds the flink_operator_snapshots gauge from the cache;
+// nothing when kubernetes.operator.resource.metrics.enabled is false.
 func (c *Controller) CountSnapshots() []metrics.SnapshotCount {
+	if on, err := c.cfg.Bool(config.KeyResourceMetricsEnabled); err != nil || !on {
+		return nil
+	}
 	counts := map[metrics.SnapshotCount]int{}
 	for _, s := range c.caches.AllSnapshots() {
 		state := s.Status.State
