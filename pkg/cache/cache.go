@@ -30,29 +30,48 @@ type Caches struct {
 	// all is set when every namespace is watched by one informer per type.
 	all         *nsInformers
 	byNamespace map[string]*nsInformers
+	// noSnapshots: the FlinkStateSnapshot informers were not requested (the
+	// CRD is not installed); the cache then holds no snapshots.
+	noSnapshots bool
 }
 
 type nsInformers struct {
+	// snapshots is nil when the FlinkStateSnapshot CRD is not installed.
 	snapshots, deployments, sessionJobs cache.SharedIndexInformer
+}
+
+// Options choose which informers New requests.
+type Options struct {
+	// WithoutSnapshots skips the FlinkStateSnapshot informers, for an API
+	// server without that CRD (an informer on a missing resource would
+	// never sync). Snapshot reads then find nothing.
+	WithoutSnapshots bool
 }
 
 // New requests the informers (and registers the snapshot indexes) from the
 // factories, keyed by namespace ("" = all namespaces). Call it before the
 // factories are started.
 func New(factories map[string]flinkinformers.SharedInformerFactory) (*Caches, error) {
-	c := &Caches{byNamespace: map[string]*nsInformers{}}
+	return NewWithOptions(factories, Options{})
+}
+
+// NewWithOptions is New with Options.
+func NewWithOptions(factories map[string]flinkinformers.SharedInformerFactory, opts Options) (*Caches, error) {
+	c := &Caches{byNamespace: map[string]*nsInformers{}, noSnapshots: opts.WithoutSnapshots}
 	for ns, f := range factories {
 		v := f.Flink().V1beta1()
 		inf := &nsInformers{
-			snapshots:   v.FlinkStateSnapshots().Informer(),
 			deployments: v.FlinkDeployments().Informer(),
 			sessionJobs: v.FlinkSessionJobs().Informer(),
 		}
-		if err := inf.snapshots.AddIndexers(cache.Indexers{
-			IndexByJob:   indexByJob,
-			IndexByState: indexByState,
-		}); err != nil {
-			return nil, fmt.Errorf("adding snapshot indexes: %w", err)
+		if !opts.WithoutSnapshots {
+			inf.snapshots = v.FlinkStateSnapshots().Informer()
+			if err := inf.snapshots.AddIndexers(cache.Indexers{
+				IndexByJob:   indexByJob,
+				IndexByState: indexByState,
+			}); err != nil {
+				return nil, fmt.Errorf("adding snapshot indexes: %w", err)
+			}
 		}
 		if ns == metav1.NamespaceAll {
 			c.all = inf
@@ -103,6 +122,9 @@ func (c *Caches) forNamespace(ns string) *nsInformers {
 	return c.byNamespace[ns]
 }
 
+// HasSnapshots reports whether the FlinkStateSnapshot informers exist.
+func (c *Caches) HasSnapshots() bool { return !c.noSnapshots }
+
 // Watches reports whether objects in ns are visible to the operator.
 func (c *Caches) Watches(ns string) bool { return c.forNamespace(ns) != nil }
 
@@ -125,7 +147,7 @@ func get[T any](inf cache.SharedIndexInformer, resource, ns, name string) (*T, e
 // changing it), or a NotFound error.
 func (c *Caches) Snapshot(ns, name string) (*v1beta1.FlinkStateSnapshot, error) {
 	inf := c.forNamespace(ns)
-	if inf == nil {
+	if inf == nil || inf.snapshots == nil {
 		return nil, apierrors.NewNotFound(v1beta1.Resource("flinkstatesnapshots"), name)
 	}
 	return get[v1beta1.FlinkStateSnapshot](inf.snapshots, "flinkstatesnapshots", ns, name)
@@ -166,6 +188,9 @@ func (c *Caches) SnapshotsInState(state v1beta1.SnapshotState) ([]*v1beta1.Flink
 func (c *Caches) AllSnapshots() []*v1beta1.FlinkStateSnapshot {
 	var out []*v1beta1.FlinkStateSnapshot
 	for _, inf := range c.each() {
+		if inf.snapshots == nil {
+			continue
+		}
 		for _, obj := range inf.snapshots.GetStore().List() {
 			if s, ok := obj.(*v1beta1.FlinkStateSnapshot); ok {
 				out = append(out, s)
@@ -178,6 +203,9 @@ func (c *Caches) AllSnapshots() []*v1beta1.FlinkStateSnapshot {
 func (c *Caches) byIndex(index, key string) ([]*v1beta1.FlinkStateSnapshot, error) {
 	var out []*v1beta1.FlinkStateSnapshot
 	for _, inf := range c.each() {
+		if inf.snapshots == nil {
+			continue
+		}
 		objs, err := inf.snapshots.GetIndexer().ByIndex(index, key)
 		if err != nil {
 			return nil, err
@@ -204,7 +232,7 @@ func (c *Caches) AddEventHandlers(h Handlers) error {
 			inf cache.SharedIndexInformer
 			h   cache.ResourceEventHandler
 		}{{inf.snapshots, h.Snapshots}, {inf.deployments, h.Deployments}, {inf.sessionJobs, h.SessionJobs}} {
-			if pair.h == nil {
+			if pair.h == nil || pair.inf == nil {
 				continue
 			}
 			if _, err := pair.inf.AddEventHandler(pair.h); err != nil {
@@ -218,7 +246,7 @@ func (c *Caches) AddEventHandlers(h Handlers) error {
 // HasSynced reports whether every informer has synced.
 func (c *Caches) HasSynced() bool {
 	for _, inf := range c.each() {
-		if !inf.snapshots.HasSynced() || !inf.deployments.HasSynced() || !inf.sessionJobs.HasSynced() {
+		if (inf.snapshots != nil && !inf.snapshots.HasSynced()) || !inf.deployments.HasSynced() || !inf.sessionJobs.HasSynced() {
 			return false
 		}
 	}

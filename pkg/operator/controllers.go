@@ -58,7 +58,7 @@ func newControllers(ctx context.Context, kube kubernetes.Interface, flink client
 	if err != nil {
 		return nil, err
 	}
-	caches, err := flinkcache.New(inf.Flink)
+	caches, err := flinkcache.NewWithOptions(inf.Flink, flinkcache.Options{WithoutSnapshots: opts.snapshotCRDMissing})
 	if err != nil {
 		return nil, err
 	}
@@ -83,6 +83,11 @@ func newControllers(ctx context.Context, kube kubernetes.Interface, flink client
 		return nil, err
 	}
 	c := &controllers{broadcaster: broadcaster, workers: workers}
+	if opts.snapshotCRDMissing {
+		// No FlinkStateSnapshot CRD: nothing to reconcile, and no informer
+		// to read it from (see snapshotcrd.go).
+		delete(enabled, snapshot.QueueName)
+	}
 	if enabled[snapshot.QueueName] {
 		if c.snapshots, err = snapshot.New(flink, caches, recorder, snapshotOpts); err != nil {
 			return nil, fmt.Errorf("creating snapshot controller: %w", err)
@@ -92,6 +97,7 @@ func newControllers(ctx context.Context, kube kubernetes.Interface, flink client
 	if enabled[deployment.QueueName] {
 		c.deployments, err = deployment.New(flink, kube, caches, inf.Kube, recorder, deployment.Options{
 			Config: opts.Config, HTTPClient: httpClient, Endpoints: endpoints,
+			SnapshotCRDMissing: opts.snapshotCRDMissing,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("creating FlinkDeployment controller: %w", err)

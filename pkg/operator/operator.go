@@ -7,8 +7,8 @@ import (
 	"os"
 	"sync"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -22,7 +22,19 @@ import (
 
 // Run runs the operator until ctx is cancelled. Start-up problems (no API
 // server, CRDs missing, a port taken) come back as one error with context.
-func Run(ctx context.Context, opts Options) error {
+// Without the FlinkStateSnapshot CRD it runs in legacy mode, and returns
+// ErrSnapshotCRDInstalled once the CRD appears (see snapshotcrd.go).
+func Run(parent context.Context, opts Options) error {
+	ctx, cancel := context.WithCancelCause(parent)
+	defer cancel(nil)
+	err := run(ctx, cancel, opts)
+	if cause := context.Cause(ctx); errors.Is(cause, ErrSnapshotCRDInstalled) && parent.Err() == nil {
+		return cause
+	}
+	return err
+}
+
+func run(ctx context.Context, cancel context.CancelCauseFunc, opts Options) error {
 	logger := klog.FromContext(ctx)
 
 	restConfig, err := loadRESTConfig(opts.Kubeconfig)
@@ -38,8 +50,18 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("creating flink.apache.org client: %w", err)
 	}
-	if err := checkAPIServer(ctx, kube, restConfig.Host, opts); err != nil {
+	snapshotCRD, err := checkAPIServer(ctx, kube, restConfig.Host, opts)
+	if err != nil {
 		return err
+	}
+	if !snapshotCRD {
+		logger.Error(nil, snapshotCRDMissingLog)
+		opts.Config = legacyConfig(opts.Config)
+		opts.snapshotCRDMissing = true
+		go watchSnapshotCRD(ctx, kube.Discovery(), snapshotCRDPollInterval, func() {
+			logger.Info("FlinkStateSnapshot CRD is now installed: exiting so that the restarted operator uses FlinkStateSnapshot resources")
+			cancel(ErrSnapshotCRDInstalled)
+		})
 	}
 
 	ready := &readiness{}
@@ -116,31 +138,33 @@ func loadRESTConfig(kubeconfig string) (*rest.Config, error) {
 }
 
 // checkAPIServer fails fast, with one clear message, when the API server does
-// not answer or the flink.apache.org CRDs are not installed; otherwise the
-// informers would retry silently forever.
-func checkAPIServer(ctx context.Context, kube kubernetes.Interface, host string, opts Options) error {
+// not answer or the FlinkDeployment/FlinkSessionJob CRDs are not installed;
+// otherwise the informers would retry silently forever. It reports whether
+// the (optional) FlinkStateSnapshot CRD is installed.
+func checkAPIServer(ctx context.Context, kube kubernetes.Interface, host string, opts Options) (snapshotCRD bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, opts.ConnectTimeout)
 	defer cancel()
 	if err := kube.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Error(); err != nil {
-		return fmt.Errorf("cannot reach the Kubernetes API server at %s: %w", host, rootCause(err))
+		return false, fmt.Errorf("cannot reach the Kubernetes API server at %s: %w", host, rootCause(err))
 	}
-	resources, err := kube.Discovery().ServerResourcesForGroupVersion(flinkv1beta1.SchemeGroupVersion.String())
+	return checkCRDs(kube.Discovery(), host)
+}
+
+// checkCRDs is the CRD part of checkAPIServer.
+func checkCRDs(d discovery.DiscoveryInterface, host string) (snapshotCRD bool, err error) {
+	served, err := servedResources(d)
 	if err != nil {
-		if apierrors.IsNotFound(err) {
-			return fmt.Errorf("the %s CRDs are not installed on %s: install them with `kubectl apply --server-side -f manifests/crds/`", flinkv1beta1.SchemeGroupVersion, host)
-		}
-		return fmt.Errorf("discovering %s on %s: %w", flinkv1beta1.SchemeGroupVersion, host, err)
+		return false, fmt.Errorf("discovering %s on %s: %w", flinkv1beta1.SchemeGroupVersion, host, err)
 	}
-	served := map[string]bool{}
-	for _, r := range resources.APIResources {
-		served[r.Name] = true
+	if len(served) == 0 {
+		return false, fmt.Errorf("the %s CRDs are not installed on %s: install them with `kubectl apply --server-side -f manifests/crds/`", flinkv1beta1.SchemeGroupVersion, host)
 	}
-	for _, plural := range []string{"flinkdeployments", "flinksessionjobs", "flinkstatesnapshots"} {
+	for _, plural := range []string{"flinkdeployments", "flinksessionjobs"} {
 		if !served[plural] {
-			return fmt.Errorf("the %s.%s CRD is not installed on %s: install it with `kubectl apply --server-side -f manifests/crds/`", plural, flinkv1beta1.GroupName, host)
+			return false, fmt.Errorf("the %s.%s CRD is not installed on %s: install it with `kubectl apply --server-side -f manifests/crds/`", plural, flinkv1beta1.GroupName, host)
 		}
 	}
-	return nil
+	return served[snapshotsPlural], nil
 }
 
 // rootCause drops the wrapping url.Error text ("Get \"https://...\": ") that

@@ -38,6 +38,10 @@ type Options struct {
 	Controllers []string
 	// ResyncPeriod of the shared informers (0 = none).
 	ResyncPeriod time.Duration
+
+	// snapshotCRDMissing is set by Run when the FlinkStateSnapshot CRD is
+	// not installed: legacy mode, no snapshot informer nor controller.
+	snapshotCRDMissing bool
 }
 
 // DefaultOptions returns the defaults the flags start from.

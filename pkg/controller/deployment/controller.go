@@ -53,6 +53,11 @@ type Options struct {
 	// a write done before it ("pre-commit:<what>") and after each action
 	// that follows it ("action:<what>"). It exists for crash tests.
 	FaultPoint func(key, point string)
+	// SnapshotCRDMissing says the FlinkStateSnapshot CRD is not installed:
+	// the operator runs every job in legacy mode (Config must then disable
+	// kubernetes.operator.snapshot.resource.enabled) and each job gets one
+	// SnapshotResourcesDisabled Warning event.
+	SnapshotCRDMissing bool
 }
 
 // Controller reconciles FlinkDeployments in standalone mode.
@@ -70,6 +75,10 @@ type Controller struct {
 	httpClient   *http.Client
 	newTriggerID func() string
 	faultPoint   func(key, point string)
+
+	snapshotCRDMissing bool
+	crdWarned          sync.Map // UIDs that got SnapshotResourcesDisabled
+	legacyDisposals    sync.Map // "<key>\x00<path>" → disposal trigger id
 }
 
 // New creates the controller and registers its event handlers: on the
@@ -109,6 +118,8 @@ func New(client clientset.Interface, kube kubernetes.Interface, caches *flinkcac
 		httpClient:   opts.HTTPClient,
 		newTriggerID: opts.NewTriggerID,
 		faultPoint:   opts.FaultPoint,
+
+		snapshotCRDMissing: opts.SnapshotCRDMissing,
 	}
 	err := caches.AddEventHandlers(flinkcache.Handlers{
 		// A snapshot of a job that turns terminal wakes the job: a periodic

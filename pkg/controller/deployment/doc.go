@@ -133,12 +133,20 @@
 //     max.count/max.age or checkpoints' num-retained, never the newest
 //     COMPLETED or newest PERIODIC one, nor the restore point (deletes carry
 //     a UID precondition; the snapshot's finalizer disposes the data). With
-//     snapshot resources disabled, a changed nonce gets a Warning event and
-//     is consumed (legacy-mode snapshots are not implemented yet).
+//     snapshot resources disabled (operator-wide, per job, or because the
+//     FlinkStateSnapshot CRD is not installed), legacy mode (legacy.go):
+//     periodic and manual savepoints/checkpoints go through
+//     savepointInfo/checkpointInfo (trigger id chosen and written before the
+//     POST, polled by id, retried within the trigger grace period, then
+//     given up with upstream's SavepointError/CheckpointError events), and
+//     the legacy savepoint history is trimmed by count and age, disposing
+//     through Flink before an entry leaves it. Without the CRD each job also
+//     gets one SnapshotResourcesDisabled Warning.
 //
 // Events use upstream's reasons: SpecChanged, Suspended, Submit,
-// JobStatusChanged, SavepointError, UpgradeFailed, Cleanup, plus
-// ValidationError and DeploymentError.
+// JobStatusChanged, SavepointError, CheckpointError, UpgradeFailed, Cleanup,
+// CleanupFailed, plus ValidationError, DeploymentError and
+// SnapshotResourcesDisabled.
 //
 // # Reaching Flink
 //
@@ -151,8 +159,9 @@
 // bounded by kubernetes.operator.flink.client.timeout.
 //
 // Not here yet: native mode (rejected with an error; an unset spec.mode
-// means standalone until native exists), legacy-mode snapshots (status
-// savepointInfo/checkpointInfo instead of FlinkStateSnapshots, snapshots.md
-// §6), rollbacks, and restart of failed jobs
+// means standalone until native exists), the legacy
+// "pending savepoint delays the upgrade" rule
+// (kubernetes.operator.job.upgrade.ignore-pending-savepoint: an upgrade
+// drops the pending legacy trigger instead), rollbacks, and restart of failed jobs
 // (kubernetes.operator.job.restart.failed).
 package deployment

@@ -66,6 +66,9 @@ type fixture struct {
 
 	// fault, when set, is called at every fault point of the controller.
 	fault func(key, point string)
+
+	// crdMissing runs the controller as without the FlinkStateSnapshot CRD.
+	crdMissing bool
 }
 
 // jmProcess is a running JobManager: the fake server and what it runs.
@@ -147,6 +150,7 @@ func (f *fixture) restart() {
 				f.fault(key, point)
 			}
 		},
+		SnapshotCRDMissing: f.crdMissing,
 	})
 	if err != nil {
 		f.t.Fatal(err)

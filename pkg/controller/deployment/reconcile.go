@@ -78,6 +78,10 @@ func (c *Controller) startUpgrade(ctx context.Context, sc *syncState, v *validat
 	st.ReconciliationStatus.LastReconciledSpec = encoded
 	st.ReconciliationStatus.ReconciliationTimestamp = sc.now.UnixMilli()
 	clearUpgradeTrigger(&st.JobStatus)
+	// A legacy savepoint/checkpoint in flight belongs to the job being
+	// stopped: drop it (with its failure event) before the stop reuses the
+	// trigger fields.
+	c.resetLegacyTriggers(sc)
 
 	mode := upgradeMode(&spec)
 	js := &st.JobStatus
@@ -248,7 +252,7 @@ func (c *Controller) steady(ctx context.Context, sc *syncState) error {
 	if app && sc.client != nil {
 		// Snapshots are planned while the JobManager answers (history
 		// cleanup disposes through it); new ones only while the job runs.
-		if err := c.reconcileSnapshots(sc, healthy && rs.State == v1beta1.ReconciliationDeployed); err != nil {
+		if err := c.reconcileSnapshots(ctx, sc, healthy && rs.State == v1beta1.ReconciliationDeployed); err != nil {
 			return err
 		}
 	}

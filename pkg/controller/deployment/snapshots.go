@@ -97,7 +97,7 @@ func (c *Controller) jobView(sc *syncState, running bool) (snapshots.JobView, er
 // manual nonces and periodic snapshots while the job runs, history cleanup
 // while its JobManager answers. running means the deployed job is RUNNING
 // on all its tasks and no upgrade is in progress.
-func (c *Controller) reconcileSnapshots(sc *syncState, running bool) error {
+func (c *Controller) reconcileSnapshots(ctx context.Context, sc *syncState, running bool) error {
 	if sc.recorded == nil || sc.recorded.Spec.Job == nil || sc.dep.Spec.Job == nil {
 		return nil
 	}
@@ -114,10 +114,13 @@ func (c *Controller) reconcileSnapshots(sc *syncState, running bool) error {
 			nonces = false
 		}
 	}
-	if !c.snapshotResources(sc) {
-		if nonces {
-			c.legacyNonces(sc, view)
-		}
+	resources := c.snapshotResources(sc)
+	// Legacy triggers in flight are observed, and the legacy history
+	// cleaned, in both modes; new legacy snapshots only without resources.
+	if err := c.reconcileLegacy(ctx, sc, view, resources, nonces); err != nil {
+		return err
+	}
+	if !resources {
 		return nil
 	}
 
@@ -203,26 +206,6 @@ func (c *Controller) deleteSnapshot(sc *syncState, s *v1beta1.FlinkStateSnapshot
 		log.V(1).Info("History cleanup deleted snapshot", "snapshot", namespace+"/"+name)
 		return nil
 	})
-}
-
-// legacyNonces handles changed nonces of a job without snapshot resources:
-// legacy-mode snapshots are not implemented yet, so each changed nonce gets
-// a Warning event and is consumed.
-func (c *Controller) legacyNonces(sc *syncState, v snapshots.JobView) {
-	sp, cp := v.SavepointNonce, v.CheckpointNonce
-	if sp != nil && !equalNonce(sp, v.ReconciledSavepointNonce) {
-		sc.event("Warning", ReasonSavepointError, "Savepoint failed for savepointTriggerNonce: %d: manual savepoints need %s: true", *sp, config.KeySnapshotResourceEnabled)
-	}
-	if cp != nil && !equalNonce(cp, v.ReconciledCheckpointNonce) {
-		if v.CheckpointsSupported {
-			sc.event("Warning", ReasonCheckpointError, "Checkpoint failed for checkpointTriggerNonce: %d: manual checkpoints need %s: true", *cp, config.KeySnapshotResourceEnabled)
-		} else {
-			sc.event("Warning", ReasonCheckpointError, "Checkpoint failed for checkpointTriggerNonce: %d: manual checkpoints need Flink 1.17+", *cp)
-		}
-	}
-	if err := c.recordNonces(sc, sp, cp); err != nil {
-		sc.log.Error(err, "Recording the snapshot nonces")
-	}
 }
 
 // recordNonces records the handled nonces in lastReconciledSpec, and in the

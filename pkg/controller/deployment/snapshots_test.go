@@ -384,8 +384,12 @@ func TestSnapshotResourcesDisabled(t *testing.T) {
 	if n := len(f.snapshots()); n != 0 {
 		t.Errorf("%d snapshots created with snapshot resources disabled", n)
 	}
-	if ev := f.events(); !hasEvent(ev, "Warning", ReasonSavepointError) {
+	if ev := f.events(); hasEvent(ev, "Warning", ReasonSavepointError) {
 		t.Errorf("events %v", ev)
+	}
+	// Legacy mode: the savepoints are in the deprecated status fields.
+	if info := f.get("job").Status.JobStatus.SavepointInfo; info == nil || info.LastSavepoint == nil || len(info.SavepointHistory) == 0 {
+		t.Errorf("no legacy savepoint recorded: %+v", info)
 	}
 	rec, _ := decodeSpec(f.get("job").Status.ReconciliationStatus.LastReconciledSpec)
 	if rec.Spec.Job.SavepointTriggerNonce == nil || *rec.Spec.Job.SavepointTriggerNonce != 3 {

@@ -1,0 +1,107 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/discovery"
+	"k8s.io/klog/v2"
+
+	flinkv1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/config"
+)
+
+// The FlinkStateSnapshot CRD is optional (snapshots.md §6): without it the
+// operator runs every job in legacy mode (savepointInfo/checkpointInfo
+// status fields), does not start the snapshot controller nor its informer,
+// says so once at start (an error log line) and once per job (a
+// SnapshotResourcesDisabled Warning event).
+//
+// When the CRD is installed later, a discovery poll notices it and the
+// operator exits with a clear log line (Run returns ErrSnapshotCRDInstalled):
+// its Deployment restarts it, and the new process runs in snapshot-resource
+// mode with the snapshot informer and controller. A process restart needs no
+// action from the user and, unlike starting the informer and controller
+// into running caches, cannot leave a half-switched process (jobs that
+// synced in legacy mode next to a snapshot controller whose informers have
+// not synced); the workqueues are rebuilt from the informers anyway.
+
+// snapshotsPlural is the FlinkStateSnapshot resource name.
+const snapshotsPlural = "flinkstatesnapshots"
+
+// snapshotCRDPollInterval is how often discovery is asked whether the CRD
+// has appeared.
+const snapshotCRDPollInterval = 30 * time.Second
+
+// snapshotCRDMissingLog is the one error line logged at start without the CRD.
+const snapshotCRDMissingLog = "FlinkStateSnapshot CRD is not installed: snapshots are kept in the legacy status fields; " +
+	"install it with kubectl apply --server-side -f manifests/crds/flink.apache.org_flinkstatesnapshots.yaml"
+
+// ErrSnapshotCRDInstalled ends Run when the FlinkStateSnapshot CRD appears
+// while the operator runs in legacy mode: the restarted process uses
+// snapshot resources.
+var ErrSnapshotCRDInstalled = errors.New("the FlinkStateSnapshot CRD was installed while the operator ran without it: " +
+	"exiting so that the restarted operator uses FlinkStateSnapshot resources")
+
+// servedResources lists the flink.apache.org/v1beta1 resources the API
+// server serves; an empty set (no error) when the group is not served.
+func servedResources(d discovery.DiscoveryInterface) (map[string]bool, error) {
+	resources, err := d.ServerResourcesForGroupVersion(flinkv1beta1.SchemeGroupVersion.String())
+	if apierrors.IsNotFound(err) {
+		return map[string]bool{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	served := map[string]bool{}
+	for _, r := range resources.APIResources {
+		served[r.Name] = true
+	}
+	return served, nil
+}
+
+// snapshotCRDInstalled asks discovery whether FlinkStateSnapshots are served.
+func snapshotCRDInstalled(d discovery.DiscoveryInterface) (bool, error) {
+	served, err := servedResources(d)
+	if err != nil {
+		return false, fmt.Errorf("discovering %s: %w", flinkv1beta1.SchemeGroupVersion, err)
+	}
+	return served[snapshotsPlural], nil
+}
+
+// legacyConfig is the operator configuration without the CRD: snapshot
+// resources off for every job, whatever a job's flinkConfiguration says
+// (config.SnapshotResourcesEnabled needs both the operator's and the job's).
+func legacyConfig(cfg config.Config) config.Config {
+	out := cfg.Clone()
+	out[config.KeySnapshotResourceEnabled] = "false"
+	return out
+}
+
+// watchSnapshotCRD polls discovery every interval until the CRD is served,
+// then calls installed once and returns; it returns when ctx ends. Discovery
+// errors are logged and retried at the next poll.
+func watchSnapshotCRD(ctx context.Context, d discovery.DiscoveryInterface, interval time.Duration, installed func()) {
+	logger := klog.FromContext(ctx)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		ok, err := snapshotCRDInstalled(d)
+		if err != nil {
+			logger.V(2).Info("Checking for the FlinkStateSnapshot CRD failed, will retry", "err", err)
+			continue
+		}
+		if ok {
+			installed()
+			return
+		}
+	}
+}

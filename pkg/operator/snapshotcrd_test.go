@@ -1,0 +1,151 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	core "k8s.io/client-go/testing"
+
+	flinkv1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/config"
+)
+
+// fakeDiscovery serves flink.apache.org/v1beta1 with the given resources
+// (none: the group is not served). Resources can change under a lock.
+type fakeDiscovery struct {
+	*fakediscovery.FakeDiscovery
+	mu sync.Mutex
+}
+
+func newFakeDiscovery(plurals ...string) *fakeDiscovery {
+	d := &fakeDiscovery{FakeDiscovery: kubefake.NewSimpleClientset().Discovery().(*fakediscovery.FakeDiscovery)}
+	d.set(plurals...)
+	return d
+}
+
+func (d *fakeDiscovery) set(plurals ...string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.Resources = nil
+	if len(plurals) == 0 {
+		return
+	}
+	list := &metav1.APIResourceList{GroupVersion: flinkv1beta1.SchemeGroupVersion.String()}
+	for _, p := range plurals {
+		list.APIResources = append(list.APIResources, metav1.APIResource{Name: p, Namespaced: true})
+	}
+	d.Resources = []*metav1.APIResourceList{list}
+}
+
+func (d *fakeDiscovery) ServerResourcesForGroupVersion(gv string) (*metav1.APIResourceList, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.FakeDiscovery.ServerResourcesForGroupVersion(gv)
+}
+
+func TestCheckCRDs(t *testing.T) {
+	cases := []struct {
+		name        string
+		plurals     []string
+		snapshotCRD bool
+		errSubstr   string
+	}{
+		{"all installed", []string{"flinkdeployments", "flinksessionjobs", "flinkstatesnapshots"}, true, ""},
+		{"snapshot CRD missing: legacy mode, no error", []string{"flinkdeployments", "flinksessionjobs"}, false, ""},
+		{"group missing", nil, false, "CRDs are not installed"},
+		{"deployments missing", []string{"flinksessionjobs", "flinkstatesnapshots"}, false, "flinkdeployments.flink.apache.org CRD is not installed"},
+		{"session jobs missing", []string{"flinkdeployments"}, false, "flinksessionjobs.flink.apache.org CRD is not installed"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := checkCRDs(newFakeDiscovery(tc.plurals...), "https://api")
+			if tc.errSubstr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.errSubstr) {
+					t.Fatalf("err %v, want %q", err, tc.errSubstr)
+				}
+				return
+			}
+			if err != nil || got != tc.snapshotCRD {
+				t.Fatalf("got %v %v, want %v", got, err, tc.snapshotCRD)
+			}
+		})
+	}
+}
+
+func TestSnapshotCRDInstalledDiscoveryError(t *testing.T) {
+	d := newFakeDiscovery("flinkdeployments", "flinksessionjobs", "flinkstatesnapshots")
+	d.PrependReactor("get", "resource", func(core.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("connection refused")
+	})
+	if ok, err := snapshotCRDInstalled(d); ok || err == nil {
+		t.Fatalf("got %v %v; want an error, not a decision", ok, err)
+	}
+}
+
+func TestLegacyConfigDisablesSnapshotResources(t *testing.T) {
+	cfg := config.Defaults()
+	got := legacyConfig(cfg)
+	on, err := config.SnapshotResourcesEnabled(got, config.Config{config.KeySnapshotResourceEnabled: "true"})
+	if err != nil || on {
+		t.Fatalf("a job's own setting re-enabled snapshot resources: %v %v", on, err)
+	}
+	if v, _ := cfg.Bool(config.KeySnapshotResourceEnabled); !v {
+		t.Fatal("the caller's configuration was changed")
+	}
+}
+
+// The watcher fires once the CRD appears (not before), and stops with ctx.
+func TestWatchSnapshotCRD(t *testing.T) {
+	d := newFakeDiscovery("flinkdeployments", "flinksessionjobs")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	fired := make(chan struct{}, 2)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		watchSnapshotCRD(ctx, d, 5*time.Millisecond, func() { fired <- struct{}{} })
+	}()
+	select {
+	case <-fired:
+		t.Fatal("fired without the CRD")
+	case <-time.After(50 * time.Millisecond):
+	}
+	d.set("flinkdeployments", "flinksessionjobs", "flinkstatesnapshots")
+	select {
+	case <-fired:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the CRD was not noticed")
+	}
+	select {
+	case <-done: // returns after firing once
+	case <-time.After(5 * time.Second):
+		t.Fatal("watcher did not return")
+	}
+
+	// Cancelled while the CRD is still missing: returns without firing.
+	d.set("flinkdeployments", "flinksessionjobs")
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	done2 := make(chan struct{})
+	go func() {
+		defer close(done2)
+		watchSnapshotCRD(ctx2, d, 5*time.Millisecond, func() { fired <- struct{}{} })
+	}()
+	time.Sleep(20 * time.Millisecond)
+	cancel2()
+	select {
+	case <-done2:
+	case <-time.After(5 * time.Second):
+		t.Fatal("watcher ignored cancellation")
+	}
+	if len(fired) != 0 {
+		t.Fatal("fired after cancellation")
+	}
+}
