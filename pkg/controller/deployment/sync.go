@@ -219,6 +219,12 @@ func (c *Controller) commit(ctx context.Context, sc *syncState) (time.Duration, 
 		msgs = append(msgs, e.msg)
 	}
 	st.Error = strings.Join(msgs, "; ")
+	// A job suspended by the user is stable in that state (upstream's rule),
+	// so resuming it reads DEPLOYED until the job runs again, not STABLE.
+	if rs := &st.ReconciliationStatus; sc.recorded != nil && jobSuspended(&sc.recorded.Spec) &&
+		rs.State == v1beta1.ReconciliationDeployed && rs.LastStableSpec != rs.LastReconciledSpec {
+		rs.LastStableSpec = rs.LastReconciledSpec
+	}
 	st.LifecycleState = lifecycleOf(sc.dep, sc.recorded)
 	setRunningCondition(sc)
 

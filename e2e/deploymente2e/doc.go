@@ -1,0 +1,22 @@
+// Package deploymente2e is the end-to-end acceptance test of the
+// FlinkDeployment controller (issue 7): a real control plane
+// (e2e/localcluster), the node agent running the pods as real Flink
+// JobManager and TaskManager JVMs (e2e/flink), and the operator binary with
+// all its controllers running outside the cluster (--flink-endpoint=pod-ip).
+// Everything goes through kubectl as a user would: for every pinned Flink
+// version, in its own namespace, a FlinkDeployment of the stateful test job
+// (upgradeMode savepoint) is applied and runs; a parallelism change upgrades
+// it through a stop-with-savepoint (an UPGRADE FlinkStateSnapshot whose
+// files exist) and the new job restores its keyed state from it; a suspend
+// removes the pods and a resume restores from the suspend savepoint; a
+// delete removes the FlinkDeployment, its objects, its pods and their JVMs.
+// Then upstream's examples/basic.yaml (image and jar swapped for the test
+// ones) runs too.
+//
+// Run it with
+//
+//	FLINKOP_KUBE_BIN_DIR=$(hack/build-cluster-bins.sh) go test -count=1 -timeout 20m -v ./e2e/deploymente2e/
+//
+// It prints the measured durations (apply → RUNNING, upgrade, suspend,
+// resume, delete) per version.
+package deploymente2e
