@@ -22,16 +22,23 @@ import (
 
 // Run runs the operator until ctx is cancelled. Start-up problems (no API
 // server, CRDs missing, a port taken) come back as one error with context.
-// Without the FlinkStateSnapshot CRD it runs in legacy mode, and returns
-// ErrSnapshotCRDInstalled once the CRD appears (see snapshotcrd.go).
+// Without the FlinkStateSnapshot CRD it runs in legacy mode until the CRD
+// appears, then starts over in-process with snapshot resources (see
+// snapshotcrd.go).
 func Run(parent context.Context, opts Options) error {
-	ctx, cancel := context.WithCancelCause(parent)
-	defer cancel(nil)
-	err := run(ctx, cancel, opts)
-	if cause := context.Cause(ctx); errors.Is(cause, ErrSnapshotCRDInstalled) && parent.Err() == nil {
-		return cause
+	for {
+		ctx, cancel := context.WithCancelCause(parent)
+		err := run(ctx, cancel, opts)
+		cause := context.Cause(ctx)
+		cancel(nil)
+		if errors.Is(cause, ErrSnapshotCRDInstalled) && parent.Err() == nil {
+			// Start over in this process: fresh informers (now including
+			// FlinkStateSnapshots), fresh queues, snapshot controller on.
+			klog.FromContext(parent).Info("Restarting the controllers with FlinkStateSnapshot resources enabled")
+			continue
+		}
+		return err
 	}
-	return err
 }
 
 func run(ctx context.Context, cancel context.CancelCauseFunc, opts Options) error {
@@ -59,7 +66,7 @@ func run(ctx context.Context, cancel context.CancelCauseFunc, opts Options) erro
 		opts.Config = legacyConfig(opts.Config)
 		opts.snapshotCRDMissing = true
 		go watchSnapshotCRD(ctx, kube.Discovery(), snapshotCRDPollInterval, func() {
-			logger.Info("FlinkStateSnapshot CRD is now installed: exiting so that the restarted operator uses FlinkStateSnapshot resources")
+			logger.Info("FlinkStateSnapshot CRD is now installed: switching to FlinkStateSnapshot resources")
 			cancel(ErrSnapshotCRDInstalled)
 		})
 	}

@@ -21,13 +21,14 @@ import (
 // SnapshotResourcesDisabled Warning event).
 //
 // When the CRD is installed later, a discovery poll notices it and the
-// operator exits with a clear log line (Run returns ErrSnapshotCRDInstalled):
-// its Deployment restarts it, and the new process runs in snapshot-resource
-// mode with the snapshot informer and controller. A process restart needs no
-// action from the user and, unlike starting the informer and controller
-// into running caches, cannot leave a half-switched process (jobs that
-// synced in legacy mode next to a snapshot controller whose informers have
-// not synced); the workqueues are rebuilt from the informers anyway.
+// operator starts over in the same process (Run's loop; the internal run
+// ends with ErrSnapshotCRDInstalled as its cause): informers, queues and
+// controllers are rebuilt, now with the snapshot informer and controller, and
+// jobs leave legacy mode. Rebuilding everything, rather than adding an
+// informer and a controller to running caches, cannot leave a half-switched
+// process (jobs synced in legacy mode next to a snapshot controller whose
+// caches have not synced); the workqueues are rebuilt from the informers
+// anyway. No process restart and no user action is needed.
 
 // snapshotsPlural is the FlinkStateSnapshot resource name.
 const snapshotsPlural = "flinkstatesnapshots"
@@ -40,11 +41,10 @@ const snapshotCRDPollInterval = 30 * time.Second
 const snapshotCRDMissingLog = "FlinkStateSnapshot CRD is not installed: snapshots are kept in the legacy status fields; " +
 	"install it with kubectl apply --server-side -f manifests/crds/flink.apache.org_flinkstatesnapshots.yaml"
 
-// ErrSnapshotCRDInstalled ends Run when the FlinkStateSnapshot CRD appears
-// while the operator runs in legacy mode: the restarted process uses
-// snapshot resources.
-var ErrSnapshotCRDInstalled = errors.New("the FlinkStateSnapshot CRD was installed while the operator ran without it: " +
-	"exiting so that the restarted operator uses FlinkStateSnapshot resources")
+// ErrSnapshotCRDInstalled ends one internal run when the FlinkStateSnapshot
+// CRD appears while the operator runs in legacy mode; Run then starts over
+// with snapshot resources.
+var ErrSnapshotCRDInstalled = errors.New("the FlinkStateSnapshot CRD was installed while the operator ran without it")
 
 // servedResources lists the flink.apache.org/v1beta1 resources the API
 // server serves; an empty set (no error) when the group is not served.
