@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -251,8 +252,16 @@ func (c *Controller) steady(ctx context.Context, sc *syncState) error {
 	}
 	if app && sc.client != nil {
 		// Snapshots are planned while the JobManager answers (history
-		// cleanup disposes through it); new ones only while the job runs.
-		if err := c.reconcileSnapshots(ctx, sc, healthy && rs.State == v1beta1.ReconciliationDeployed); err != nil {
+		// cleanup disposes through it); new ones only while the job runs —
+		// and only once RUNNING is recorded: a snapshot created in the same
+		// sync that observes RUNNING would reach the snapshot controller
+		// before the status does, and be abandoned as "not running". The
+		// next sync, right after this status write, takes it.
+		recordedRunning := sc.base.Status.JobStatus.State == v1beta1.JobStatusRunning
+		if healthy && !recordedRunning {
+			sc.after(time.Second)
+		}
+		if err := c.reconcileSnapshots(ctx, sc, healthy && recordedRunning && rs.State == v1beta1.ReconciliationDeployed); err != nil {
 			return err
 		}
 	}
