@@ -4,24 +4,21 @@ import (
 	"context"
 	"net/http"
 	"sync"
-	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	flinkcache "github.com/flinkops/flink-operator/pkg/cache"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/controller/workers"
 	"github.com/flinkops/flink-operator/pkg/endpoints"
 	"github.com/flinkops/flink-operator/pkg/flink"
 	clientset "github.com/flinkops/flink-operator/pkg/generated/clientset/versioned"
@@ -190,53 +187,11 @@ func isFlinkGroup(apiVersion string) bool {
 }
 
 // Run starts workers and blocks until ctx ends.
-func (c *Controller) Run(ctx context.Context, workers int) {
-	defer utilruntime.HandleCrash()
-	defer c.queue.ShutDown()
-	logger := klog.FromContext(ctx)
-	logger.Info("Starting controller", "controller", QueueName, "workers", workers)
-	if !cache.WaitForCacheSync(ctx.Done(), c.caches.HasSynced, c.owned.hasSynced) {
-		return
-	}
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() { wait.UntilWithContext(ctx, c.runWorker, time.Second) })
-	}
-	<-ctx.Done()
-	logger.Info("Stopping controller", "controller", QueueName)
-	c.queue.ShutDown()
-	wg.Wait()
-}
-
-func (c *Controller) runWorker(ctx context.Context) {
-	for c.processNextWorkItem(ctx) {
-	}
-}
-
-func (c *Controller) processNextWorkItem(ctx context.Context) bool {
-	key, shutdown := c.queue.Get()
-	if shutdown {
-		return false
-	}
-	defer c.queue.Done(key)
-
-	logger := klog.FromContext(ctx).WithValues("flinkdeployment", key)
-	requeueAfter, err := c.Sync(klog.NewContext(ctx, logger), key)
-	switch {
-	case err != nil:
-		if apierrors.IsConflict(err) {
-			logger.V(2).Info("Conflict writing FlinkDeployment, retrying", "err", err)
-		} else {
-			logger.Error(err, "Syncing FlinkDeployment failed")
-		}
-		c.queue.AddRateLimited(key)
-	default:
-		c.queue.Forget(key)
-		if requeueAfter > 0 {
-			c.queue.AddAfter(key, requeueAfter)
-		}
-	}
-	return true
+func (c *Controller) Run(ctx context.Context, n int) {
+	workers.Loop{
+		Name: QueueName, KeyName: "flinkdeployment", Queue: c.queue, Sync: c.Sync,
+		Synced: []cache.InformerSynced{c.caches.HasSynced, c.owned.hasSynced},
+	}.Run(ctx, n)
 }
 
 // flinkClient builds a REST client for a cluster's JobManager.

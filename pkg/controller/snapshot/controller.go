@@ -8,21 +8,18 @@ import (
 	"context"
 	"net/http"
 	"sync"
-	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	flinkcache "github.com/flinkops/flink-operator/pkg/cache"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/controller/workers"
 	"github.com/flinkops/flink-operator/pkg/endpoints"
 	clientset "github.com/flinkops/flink-operator/pkg/generated/clientset/versioned"
 	"github.com/flinkops/flink-operator/pkg/metrics"
@@ -207,53 +204,11 @@ func (c *Controller) enqueueJob(jobKey string) {
 }
 
 // Run starts workers and blocks until ctx ends.
-func (c *Controller) Run(ctx context.Context, workers int) {
-	defer utilruntime.HandleCrash()
-	defer c.queue.ShutDown()
-	logger := klog.FromContext(ctx)
-	logger.Info("Starting controller", "controller", QueueName, "workers", workers)
-	if !cache.WaitForCacheSync(ctx.Done(), c.caches.HasSynced) {
-		return
-	}
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() { wait.UntilWithContext(ctx, c.runWorker, time.Second) })
-	}
-	<-ctx.Done()
-	logger.Info("Stopping controller", "controller", QueueName)
-	c.queue.ShutDown()
-	wg.Wait()
-}
-
-func (c *Controller) runWorker(ctx context.Context) {
-	for c.processNextWorkItem(ctx) {
-	}
-}
-
-func (c *Controller) processNextWorkItem(ctx context.Context) bool {
-	key, shutdown := c.queue.Get()
-	if shutdown {
-		return false
-	}
-	defer c.queue.Done(key)
-
-	logger := klog.FromContext(ctx).WithValues("snapshot", key)
-	requeueAfter, err := c.Sync(klog.NewContext(ctx, logger), key)
-	switch {
-	case err != nil:
-		if apierrors.IsConflict(err) {
-			logger.V(2).Info("Conflict writing snapshot, retrying", "err", err)
-		} else {
-			logger.Error(err, "Syncing snapshot failed")
-		}
-		c.queue.AddRateLimited(key)
-	default:
-		c.queue.Forget(key)
-		if requeueAfter > 0 {
-			c.queue.AddAfter(key, requeueAfter)
-		}
-	}
-	return true
+func (c *Controller) Run(ctx context.Context, n int) {
+	workers.Loop{
+		Name: QueueName, KeyName: "snapshot", Queue: c.queue, Sync: c.Sync,
+		Synced: []cache.InformerSynced{c.caches.HasSynced},
+	}.Run(ctx, n)
 }
 
 // reserve records that key (a snapshot of jobKey) is being triggered if the

@@ -1,0 +1,85 @@
+// Package workers runs a controller's workqueue: the loop every controller of
+// the operator shares (wait for caches, N workers, requeue on error with rate
+// limiting, requeue after the delay a sync asks for). Controllers never import
+// each other; this mechanism is what they have in common.
+package workers
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+)
+
+// SyncFunc reconciles one key and says when to look at it again (0: only on
+// the next event).
+type SyncFunc func(ctx context.Context, key string) (requeueAfter time.Duration, err error)
+
+// Loop describes one controller's queue.
+type Loop struct {
+	// Name names the controller in logs (its queue name).
+	Name string
+	// KeyName is the log key of the object a key names ("snapshot", ...).
+	KeyName string
+	Queue   workqueue.TypedRateLimitingInterface[string]
+	Sync    SyncFunc
+	// Synced are waited for before any worker starts.
+	Synced []cache.InformerSynced
+}
+
+// Run starts workers and blocks until ctx ends, then shuts the queue down and
+// waits for the workers.
+func (l Loop) Run(ctx context.Context, workers int) {
+	defer utilruntime.HandleCrash()
+	defer l.Queue.ShutDown()
+	logger := klog.FromContext(ctx)
+	logger.Info("Starting controller", "controller", l.Name, "workers", workers)
+	if !cache.WaitForCacheSync(ctx.Done(), l.Synced...) {
+		return
+	}
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			wait.UntilWithContext(ctx, func(ctx context.Context) {
+				for l.processNext(ctx) {
+				}
+			}, time.Second)
+		})
+	}
+	<-ctx.Done()
+	logger.Info("Stopping controller", "controller", l.Name)
+	l.Queue.ShutDown()
+	wg.Wait()
+}
+
+func (l Loop) processNext(ctx context.Context) bool {
+	key, shutdown := l.Queue.Get()
+	if shutdown {
+		return false
+	}
+	defer l.Queue.Done(key)
+
+	logger := klog.FromContext(ctx).WithValues(l.KeyName, key)
+	requeueAfter, err := l.Sync(klog.NewContext(ctx, logger), key)
+	switch {
+	case err != nil:
+		if apierrors.IsConflict(err) {
+			logger.V(2).Info("Conflict writing, retrying", "err", err)
+		} else {
+			logger.Error(err, "Sync failed")
+		}
+		l.Queue.AddRateLimited(key)
+	default:
+		l.Queue.Forget(key)
+		if requeueAfter > 0 {
+			l.Queue.AddAfter(key, requeueAfter)
+		}
+	}
+	return true
+}
