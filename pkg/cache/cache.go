@@ -23,6 +23,9 @@ const (
 	IndexByJob = "byJob"
 	// IndexByState keys snapshots by status.state ("" for new ones).
 	IndexByState = "byState"
+	// IndexBySessionCluster keys FlinkSessionJobs by "<namespace>/<spec.deploymentName>",
+	// so a session cluster's change wakes exactly its jobs.
+	IndexBySessionCluster = "bySessionCluster"
 )
 
 // Caches is the controllers' view of the flink.apache.org informers.
@@ -64,6 +67,9 @@ func NewWithOptions(factories map[string]flinkinformers.SharedInformerFactory, o
 			deployments: v.FlinkDeployments().Informer(),
 			sessionJobs: v.FlinkSessionJobs().Informer(),
 		}
+		if err := inf.sessionJobs.AddIndexers(cache.Indexers{IndexBySessionCluster: indexBySessionCluster}); err != nil {
+			return nil, fmt.Errorf("adding session job index: %w", err)
+		}
 		if !opts.WithoutSnapshots {
 			inf.snapshots = v.FlinkStateSnapshots().Informer()
 			if err := inf.snapshots.AddIndexers(cache.Indexers{
@@ -91,6 +97,14 @@ func indexByJob(obj any) ([]string, error) {
 		return []string{key}, nil
 	}
 	return nil, nil
+}
+
+func indexBySessionCluster(obj any) ([]string, error) {
+	j, ok := obj.(*v1beta1.FlinkSessionJob)
+	if !ok || j.Spec.DeploymentName == "" {
+		return nil, nil
+	}
+	return []string{j.Namespace + "/" + j.Spec.DeploymentName}, nil
 }
 
 func indexByState(obj any) ([]string, error) {
@@ -182,6 +196,26 @@ func (c *Caches) SnapshotsOfJob(jobKey string) ([]*v1beta1.FlinkStateSnapshot, e
 // SnapshotsInState returns the cached snapshots whose status.state is state.
 func (c *Caches) SnapshotsInState(state v1beta1.SnapshotState) ([]*v1beta1.FlinkStateSnapshot, error) {
 	return c.byIndex(IndexByState, string(state))
+}
+
+// SessionJobsOfCluster returns the cached FlinkSessionJobs whose
+// spec.deploymentName is the given session cluster.
+func (c *Caches) SessionJobsOfCluster(ns, deploymentName string) ([]*v1beta1.FlinkSessionJob, error) {
+	inf := c.forNamespace(ns)
+	if inf == nil {
+		return nil, nil
+	}
+	objs, err := inf.sessionJobs.GetIndexer().ByIndex(IndexBySessionCluster, ns+"/"+deploymentName)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*v1beta1.FlinkSessionJob, 0, len(objs))
+	for _, obj := range objs {
+		if j, ok := obj.(*v1beta1.FlinkSessionJob); ok {
+			out = append(out, j)
+		}
+	}
+	return out, nil
 }
 
 // AllSnapshots returns every cached snapshot.
