@@ -1,0 +1,101 @@
+package validation
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/flink"
+)
+
+// SessionJob checks a FlinkSessionJob, first error wins. cluster is its
+// session FlinkDeployment (spec.deploymentName in the job's namespace), nil
+// when it does not exist (yet): the job then waits for it, so, as upstream,
+// the rules that need the cluster's configuration are skipped until it
+// exists (the controller re-checks).
+func SessionJob(job *v1beta1.FlinkSessionJob, cluster *v1beta1.FlinkDeployment, operator config.Config) (*Result, error) {
+	spec := &job.Spec
+	if strings.TrimSpace(spec.DeploymentName) == "" {
+		return nil, errors.New("spec.deploymentName is required: the name of the session cluster FlinkDeployment (in the same namespace) to run the job on")
+	}
+	if err := DeploymentName(spec.DeploymentName); err != nil {
+		return nil, err
+	}
+	if spec.Job == nil {
+		return nil, errors.New("The job spec should not be empty")
+	}
+	last, err := LastReconciledSessionJobSpec(&job.Status)
+	if err != nil {
+		last = nil // see Deployment
+	}
+	if last != nil && last.DeploymentName != spec.DeploymentName {
+		return nil, errors.New("The deploymentName can't be changed")
+	}
+	if err := SessionJarURI(spec.Job.JarURI); err != nil {
+		return nil, err
+	}
+	if err := jobEnums(spec.Job); err != nil {
+		return nil, err
+	}
+	if cluster == nil {
+		return &Result{}, nil
+	}
+	if cluster.Spec.Job != nil {
+		return nil, errors.New("Can not submit session job to application cluster")
+	}
+	cfg, warnings, err := SessionJobConfig(operator, cluster, spec)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Config: cfg, Warnings: warnings}
+	if v, err := flink.ParseVersion(string(cluster.Spec.FlinkVersion)); err == nil {
+		res.Version = v
+	}
+	var lastJob *v1beta1.JobSpec
+	if last != nil {
+		lastJob = last.Job
+	}
+	if err := jobState(spec.Job, lastJob, cfg); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// SessionJobUpdate checks an update of a session job against the previous
+// object: deploymentName is immutable (a job cannot move to another cluster
+// with its state; delete it and create it on the other one). Upstream only
+// compares with the last reconciled spec, which lets a change slip through
+// before the first deployment; comparing the objects closes that gap.
+func SessionJobUpdate(old, cur *v1beta1.FlinkSessionJob) error {
+	if old.Spec.DeploymentName != cur.Spec.DeploymentName {
+		return errors.New("The deploymentName can't be changed")
+	}
+	return nil
+}
+
+// SessionJarURI checks a session job's jarURI: the operator fetches the jar
+// and uploads it through Flink's REST API, so the URI must be one it can
+// read, http(s):// or file://. Empty is left to the controller (a job whose
+// classes are already on the cluster's classpath needs no jar).
+func SessionJarURI(uri string) error {
+	if strings.TrimSpace(uri) == "" {
+		return nil
+	}
+	u, err := url.Parse(uri)
+	if err != nil {
+		return fmt.Errorf("spec.job.jarURI %q is not a valid URI: use an http://, https:// or file:// URI", uri)
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "http", "https", "file":
+		return nil
+	case "local":
+		return fmt.Errorf("spec.job.jarURI %q: local:// cannot be used by a session job: a session job's jar is uploaded through Flink's REST API, and local:// names a file inside a cluster's image that the operator cannot upload; serve the jar over http(s):// or give a file:// path the operator can read", uri)
+	case "":
+		return fmt.Errorf("spec.job.jarURI %q has no scheme: use an http://, https:// or file:// URI", uri)
+	default:
+		return fmt.Errorf("spec.job.jarURI %q: scheme %s:// is not supported for session jobs, whose jar the operator uploads through Flink's REST API; use an http://, https:// or file:// URI", uri, u.Scheme)
+	}
+}
