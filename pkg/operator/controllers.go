@@ -22,6 +22,7 @@ import (
 	flinkcache "github.com/flinkops/flink-operator/pkg/cache"
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/controller/deployment"
+	"github.com/flinkops/flink-operator/pkg/controller/sessionjob"
 	"github.com/flinkops/flink-operator/pkg/controller/snapshot"
 	clientset "github.com/flinkops/flink-operator/pkg/generated/clientset/versioned"
 	"github.com/flinkops/flink-operator/pkg/metrics"
@@ -37,6 +38,7 @@ type controllers struct {
 	broadcaster record.EventBroadcaster
 	snapshots   *snapshot.Controller
 	deployments *deployment.Controller
+	sessionJobs *sessionjob.Controller
 	workers     int
 	unregister  []func()
 }
@@ -103,11 +105,20 @@ func newControllers(ctx context.Context, kube kubernetes.Interface, flink client
 			return nil, fmt.Errorf("creating FlinkDeployment controller: %w", err)
 		}
 	}
+	if enabled[sessionjob.QueueName] {
+		c.sessionJobs, err = sessionjob.New(flink, caches, recorder, sessionjob.Options{
+			Config: opts.Config, HTTPClient: httpClient, Endpoints: endpoints,
+			SnapshotCRDMissing: opts.snapshotCRDMissing,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("creating FlinkSessionJob controller: %w", err)
+		}
+	}
 	return c, nil
 }
 
 // ControllerNames lists the controllers --controllers can choose from.
-var ControllerNames = []string{snapshot.QueueName, deployment.QueueName}
+var ControllerNames = []string{snapshot.QueueName, deployment.QueueName, sessionjob.QueueName}
 
 // enabledControllers reads --controllers: empty or "*" means all.
 func enabledControllers(names []string) (map[string]bool, error) {
@@ -138,6 +149,9 @@ func (c *controllers) run(ctx context.Context) {
 	}
 	if c.deployments != nil {
 		wg.Go(func() { c.deployments.Run(ctx, c.workers) })
+	}
+	if c.sessionJobs != nil {
+		wg.Go(func() { c.sessionJobs.Run(ctx, c.workers) })
 	}
 	wg.Wait()
 }

@@ -1,0 +1,246 @@
+package sessionjob
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"time"
+
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+
+	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	flinkcache "github.com/flinkops/flink-operator/pkg/cache"
+	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/controller/workers"
+	"github.com/flinkops/flink-operator/pkg/endpoints"
+	clientset "github.com/flinkops/flink-operator/pkg/generated/clientset/versioned"
+	"github.com/flinkops/flink-operator/pkg/snapshots"
+)
+
+// QueueName names the controller's workqueue (and its metrics).
+const QueueName = "flinksessionjob"
+
+// Finalizer holds a FlinkSessionJob until its job is stopped (upstream's
+// JOSDK-derived name).
+const Finalizer = "flinksessionjobs.flink.apache.org/finalizer"
+
+// Options configure the controller; zero values get defaults.
+type Options struct {
+	// Config is the operator-wide configuration.
+	Config config.Config
+	// Clock is the time source (a fake one in tests).
+	Clock clock.WithTicker
+	// Endpoints resolves the session cluster's JobManager REST URL;
+	// default endpoints.Service.
+	Endpoints endpoints.Resolver
+	// HTTPClient carries Flink REST calls (instrumented by the operator).
+	HTTPClient *http.Client
+	// ArtifactClient downloads http(s) jarURIs; default a client with a
+	// 5-minute timeout.
+	ArtifactClient *http.Client
+	// NewTriggerID picks stop-with-savepoint trigger ids; default
+	// snapshots.NewTriggerID.
+	NewTriggerID func() string
+	// FaultPoint, when set, is called at every point where a crash must be
+	// survivable: after a pre-commit write ("pre-commit:<what>"), after the
+	// status write ("status-written") and after each action that follows
+	// ("action:<what>"), and right after a submission ("submitted"). For
+	// crash tests.
+	FaultPoint func(key, point string)
+	// SnapshotCRDMissing says the FlinkStateSnapshot CRD is not installed:
+	// upgrade and deletion savepoints are recorded in the legacy
+	// jobStatus.savepointInfo instead.
+	SnapshotCRDMissing bool
+}
+
+// Controller reconciles FlinkSessionJobs: jobs submitted through the REST
+// API of a session cluster (a FlinkDeployment without spec.job).
+type Controller struct {
+	client   clientset.Interface
+	caches   *flinkcache.Caches
+	recorder record.EventRecorder
+	queue    workqueue.TypedRateLimitingInterface[string]
+
+	cfg            config.Config
+	clock          clock.WithTicker
+	endpoints      endpoints.Resolver
+	httpClient     *http.Client
+	artifactClient *http.Client
+	newTriggerID   func() string
+	faultPoint     func(key, point string)
+
+	snapshotCRDMissing bool
+	// clusterMisses counts consecutive syncs of a key that found no usable
+	// session cluster, for the retry backoff (memory only: a restart
+	// retries at once, which is harmless).
+	clusterMisses sync.Map
+}
+
+// New creates the controller and registers its event handlers on the
+// FlinkSessionJob, FlinkDeployment and FlinkStateSnapshot informers.
+func New(client clientset.Interface, caches *flinkcache.Caches, recorder record.EventRecorder, opts Options) (*Controller, error) {
+	if opts.Config == nil {
+		opts.Config = config.Defaults()
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Endpoints == nil {
+		opts.Endpoints = endpoints.Service
+	}
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = http.DefaultClient
+	}
+	if opts.ArtifactClient == nil {
+		opts.ArtifactClient = &http.Client{Timeout: 5 * time.Minute}
+	}
+	if opts.NewTriggerID == nil {
+		opts.NewTriggerID = snapshots.NewTriggerID
+	}
+	c := &Controller{
+		client:   client,
+		caches:   caches,
+		recorder: recorder,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: QueueName, Clock: opts.Clock},
+		),
+		cfg:                opts.Config,
+		clock:              opts.Clock,
+		endpoints:          opts.Endpoints,
+		httpClient:         opts.HTTPClient,
+		artifactClient:     opts.ArtifactClient,
+		newTriggerID:       opts.NewTriggerID,
+		faultPoint:         opts.FaultPoint,
+		snapshotCRDMissing: opts.SnapshotCRDMissing,
+	}
+	err := caches.AddEventHandlers(flinkcache.Handlers{
+		SessionJobs: cache.ResourceEventHandlerFuncs{
+			AddFunc:    c.enqueue,
+			UpdateFunc: c.sessionJobUpdated,
+			DeleteFunc: c.enqueue,
+		},
+		// The session cluster becoming ready (or going away, or changing)
+		// wakes its jobs.
+		Deployments: cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { c.clusterChanged(nil, obj) },
+			UpdateFunc: c.clusterChanged,
+			DeleteFunc: func(obj any) { c.clusterChanged(nil, obj) },
+		},
+		Snapshots: cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { c.snapshotEvent(nil, obj) },
+			UpdateFunc: c.snapshotEvent,
+			DeleteFunc: func(obj any) { c.snapshotEvent(obj, nil) },
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Controller) enqueue(obj any) {
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
+	c.queue.Add(key)
+}
+
+// sessionJobUpdated skips the controller's own status writes: the sync
+// that made them already asked for its next look.
+func (c *Controller) sessionJobUpdated(oldObj, newObj any) {
+	o, ok1 := oldObj.(*v1beta1.FlinkSessionJob)
+	n, ok2 := newObj.(*v1beta1.FlinkSessionJob)
+	if ok1 && ok2 && o.ResourceVersion != n.ResourceVersion && o.Generation == n.Generation &&
+		o.DeletionTimestamp.Equal(n.DeletionTimestamp) && len(o.Finalizers) == len(n.Finalizers) {
+		return
+	}
+	c.enqueue(newObj)
+}
+
+// clusterChanged wakes the session jobs of a FlinkDeployment that appeared,
+// went away, or changed in a way that matters to them: its spec, its
+// JobManager's readiness, or its deletion. Status noise (job counts,
+// conditions' timestamps) does not.
+func (c *Controller) clusterChanged(oldObj, newObj any) {
+	if tomb, ok := newObj.(cache.DeletedFinalStateUnknown); ok {
+		newObj = tomb.Obj
+	}
+	n, ok := newObj.(*v1beta1.FlinkDeployment)
+	if !ok {
+		return
+	}
+	if o, ok := oldObj.(*v1beta1.FlinkDeployment); ok && o.ResourceVersion != n.ResourceVersion &&
+		o.Generation == n.Generation && o.DeletionTimestamp.Equal(n.DeletionTimestamp) &&
+		o.Status.JobManagerDeploymentStatus == n.Status.JobManagerDeploymentStatus &&
+		o.Status.ReconciliationStatus.State == n.Status.ReconciliationStatus.State {
+		return
+	}
+	jobs, err := c.caches.SessionJobsOfCluster(n.Namespace, n.Name)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
+	for _, j := range jobs {
+		c.queue.Add(j.Namespace + "/" + j.Name)
+	}
+}
+
+// snapshotEvent wakes the session job a snapshot refers to when the
+// snapshot turned terminal or stopped being in flight: a periodic slot may
+// fire, history cleanup may have work (the same rule as for
+// FlinkDeployments).
+func (c *Controller) snapshotEvent(oldObj, newObj any) {
+	old, cur := unwrapSnapshot(oldObj), unwrapSnapshot(newObj)
+	var wake bool
+	switch {
+	case old == nil && cur != nil:
+		wake = cur.Status.State.IsTerminal()
+	case old != nil && cur == nil:
+		wake = blocksPeriodic(old)
+	case old != nil && cur != nil:
+		wake = (old.Status.State != cur.Status.State && cur.Status.State.IsTerminal()) || blocksPeriodic(old) != blocksPeriodic(cur)
+	}
+	if !wake {
+		return
+	}
+	s := cur
+	if s == nil {
+		s = old
+	}
+	if r := s.Spec.JobReference; r != nil && r.Kind == v1beta1.JobReferenceKindSessionJob && r.Name != "" {
+		c.queue.Add(snapshots.JobRefNamespace(s) + "/" + r.Name)
+	}
+}
+
+func blocksPeriodic(s *v1beta1.FlinkStateSnapshot) bool {
+	return snapshots.InFlight(s) && s.DeletionTimestamp == nil
+}
+
+func unwrapSnapshot(obj any) *v1beta1.FlinkStateSnapshot {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	s, _ := obj.(*v1beta1.FlinkStateSnapshot)
+	return s
+}
+
+// Run starts workers and blocks until ctx ends.
+func (c *Controller) Run(ctx context.Context, n int) {
+	workers.Loop{
+		Name: QueueName, KeyName: "flinksessionjob", Queue: c.queue, Sync: c.Sync,
+		Synced: []cache.InformerSynced{c.caches.HasSynced},
+	}.Run(ctx, n)
+}
+
+func (c *Controller) fault(key, point string) {
+	if c.faultPoint != nil {
+		c.faultPoint(key, point)
+	}
+}

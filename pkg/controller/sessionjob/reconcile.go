@@ -1,0 +1,261 @@
+package sessionjob
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/validation"
+)
+
+// reconcile moves the job toward the spec, one step per sync.
+func (c *Controller) reconcile(ctx context.Context, sc *syncState) error {
+	st := &sc.sj.Status
+	switch {
+	case sc.recorded == nil:
+		return c.firstDeploy(ctx, sc)
+	case st.ReconciliationStatus.State == v1beta1.ReconciliationUpgrading:
+		// Finish what the log says was started, with the recorded spec; a
+		// newer spec is applied once this upgrade is done.
+		return c.continueUpgrade(ctx, sc)
+	}
+	change := classify(sc.recorded.Spec, sc.sj.Spec)
+	st.ObservedGeneration = sc.sj.Generation
+	if change != changeNone && change != changeNonces {
+		if err := c.validate(sc); err != nil {
+			// A bad spec is reported; the last good job keeps running.
+			sc.fail(ReasonValidationError, "%v", err)
+		} else if sc.cluster != nil {
+			return c.startUpgrade(ctx, sc, change)
+		}
+	}
+	return c.steady(ctx, sc)
+}
+
+// validate applies the rules the webhook applies (pkg/validation), against
+// the session cluster as it is now.
+func (c *Controller) validate(sc *syncState) error {
+	_, err := validation.SessionJob(sc.sj, sc.cluster, c.cfg)
+	return err
+}
+
+// firstDeploy records the first valid spec and deploys it: from
+// spec.job.initialSavepointPath if set (also recorded as
+// upgradeSavepointPath, which the snapshot controller then never
+// disposes), else from empty state. A job created suspended is only
+// recorded. Nothing is recorded before the session cluster exists.
+func (c *Controller) firstDeploy(ctx context.Context, sc *syncState) error {
+	st := &sc.sj.Status
+	st.ObservedGeneration = sc.sj.Generation
+	if err := c.validate(sc); err != nil {
+		sc.fail(ReasonValidationError, "%v", err)
+		return nil
+	}
+	if sc.cluster == nil {
+		return nil // reported by resolveCluster, retried with backoff
+	}
+	spec := *sc.sj.Spec.DeepCopy()
+	encoded, err := encodeSpec(spec, true)
+	if err != nil {
+		return err
+	}
+	sc.recorded = &reconciledSpec{Spec: spec, Meta: reconciledMeta{APIVersion: v1beta1.SchemeGroupVersion.String(), FirstDeployment: true}}
+	st.ReconciliationStatus = v1beta1.ReconciliationStatus{
+		State:                   v1beta1.ReconciliationUpgrading,
+		LastReconciledSpec:      encoded,
+		ReconciliationTimestamp: sc.now.UnixMilli(),
+	}
+	st.JobStatus.UpgradeSavepointPath = strings.TrimSpace(spec.Job.InitialSavepointPath)
+	st.JobStatus.State = v1beta1.JobStatusSuspended // nothing runs yet
+	return c.continueUpgrade(ctx, sc)
+}
+
+// startUpgrade records the intent to apply a changed spec (UPGRADING with
+// the new spec) together with what the stop of the old job needs, then goes
+// as far as one status write allows.
+func (c *Controller) startUpgrade(ctx context.Context, sc *syncState, change specChange) error {
+	st := &sc.sj.Status
+	old := sc.recorded
+	spec := *sc.sj.Spec.DeepCopy()
+	// A nonce that changed together with the rest is honoured once the new
+	// job runs.
+	if spec.Job != nil && old.Spec.Job != nil {
+		spec.Job.SavepointTriggerNonce = old.Spec.Job.SavepointTriggerNonce
+		spec.Job.CheckpointTriggerNonce = old.Spec.Job.CheckpointTriggerNonce
+	}
+	wasSuspended := jobSuspended(&old.Spec)
+	encoded, err := encodeSpec(spec, wasSuspended && old.Meta.FirstDeployment)
+	if err != nil {
+		return err
+	}
+	if change == changeSuspended {
+		st.ReconciliationStatus.LastReconciledSpec = encoded
+		st.ReconciliationStatus.ReconciliationTimestamp = sc.now.UnixMilli()
+		sc.event("Normal", ReasonSpecChanged, "Spec changed while the job is suspended; it is applied when the job resumes")
+		sc.recorded = &reconciledSpec{Spec: spec, Meta: old.Meta}
+		return nil
+	}
+	sc.recorded = &reconciledSpec{Spec: spec, Meta: reconciledMeta{APIVersion: old.Meta.APIVersion, FirstDeployment: wasSuspended && old.Meta.FirstDeployment}}
+	if c.resolveConfig(sc) != nil {
+		return nil
+	}
+	st.ReconciliationStatus.State = v1beta1.ReconciliationUpgrading
+	st.ReconciliationStatus.LastReconciledSpec = encoded
+	st.ReconciliationStatus.ReconciliationTimestamp = sc.now.UnixMilli()
+	clearUpgradeTrigger(&st.JobStatus)
+
+	mode := upgradeMode(&spec)
+	js := &st.JobStatus
+	switch {
+	case change == changeRedeploy:
+		// Upstream: cancel statelessly, restart from initialSavepointPath.
+		// The old job is cancelled by continueUpgrade (ensureEnded).
+		js.UpgradeSavepointPath = strings.TrimSpace(spec.Job.InitialSavepointPath)
+		js.State = v1beta1.JobStatusSuspended
+		sc.event("Normal", ReasonSpecChanged, "savepointRedeployNonce changed: redeploying from %s", js.UpgradeSavepointPath)
+	case wasSuspended:
+		if mode == v1beta1.UpgradeModeStateless && !old.Meta.FirstDeployment {
+			js.UpgradeSavepointPath = ""
+		}
+		js.State = v1beta1.JobStatusSuspended
+		sc.event("Normal", ReasonSpecChanged, "Resuming job (upgradeMode %s)", mode)
+	default:
+		if mode == v1beta1.UpgradeModeStateless {
+			// Nothing to keep: ensureEnded cancels the job.
+			js.UpgradeSavepointPath = ""
+			js.State = v1beta1.JobStatusSuspended
+		}
+		if change == changeSuspend {
+			sc.event("Normal", ReasonSuspended, "Suspending the job (upgradeMode %s)", mode)
+		} else {
+			sc.event("Normal", ReasonSpecChanged, "Spec changed, upgrading (upgradeMode %s)", mode)
+		}
+	}
+	return c.continueUpgrade(ctx, sc)
+}
+
+// resolveConfig recomputes the effective configuration for the recorded
+// spec (its flinkConfiguration may just have changed).
+func (c *Controller) resolveConfig(sc *syncState) error {
+	cfg, err := effectiveConfig(c.cfg, sc.cluster.Spec.FlinkConfiguration)
+	if err == nil {
+		cfg, err = effectiveConfig(cfg, sc.recorded.Spec.FlinkConfiguration)
+	}
+	if err != nil {
+		sc.fail(ReasonValidationError, "spec.flinkConfiguration: %v", err)
+		return err
+	}
+	sc.cfg = cfg
+	return nil
+}
+
+// continueUpgrade does the next step of the upgrade the log records: stop
+// the old job keeping its state, then record the new submission (or settle
+// as suspended).
+func (c *Controller) continueUpgrade(ctx context.Context, sc *syncState) error {
+	st := &sc.sj.Status
+	if sc.cluster == nil {
+		return nil // reported; nothing can be stopped or submitted
+	}
+	if st.JobStatus.JobID != "" && st.JobStatus.State != v1beta1.JobStatusSuspended {
+		if done := c.stopJob(ctx, sc); !done {
+			return nil
+		}
+	}
+	if !c.ensureEnded(sc) {
+		return nil
+	}
+	if jobSuspended(&sc.recorded.Spec) {
+		st.ReconciliationStatus.State = v1beta1.ReconciliationDeployed
+		st.JobStatus.State = v1beta1.JobStatusSuspended
+		what := "empty state"
+		if p := st.JobStatus.UpgradeSavepointPath; p != "" && upgradeMode(&sc.recorded.Spec) != v1beta1.UpgradeModeStateless {
+			what = p
+		}
+		sc.event("Normal", ReasonSuspended, "Job suspended; resuming restores from %s", what)
+		return nil
+	}
+	c.deploy(sc)
+	return nil
+}
+
+// deploy records the next submission: a new job id (derived from the
+// resource and the id it replaces) and the state it restores from
+// (upgradeSavepointPath, which every path here has set). The submission
+// itself is made by the next sync, once this record is written, so that a
+// crash can never leave a submitted job the status does not name.
+func (c *Controller) deploy(sc *syncState) {
+	st := &sc.sj.Status
+	jobID := newJobID(string(sc.sj.UID), st.JobStatus.JobID, sc.sj.Generation)
+	restore := st.JobStatus.UpgradeSavepointPath
+	st.ReconciliationStatus.State = v1beta1.ReconciliationDeployed
+	st.ReconciliationStatus.ReconciliationTimestamp = sc.now.UnixMilli()
+	prev := st.JobStatus
+	st.JobStatus = v1beta1.JobStatus{
+		JobID:                jobID,
+		State:                v1beta1.JobStatusReconciling,
+		UpgradeSavepointPath: restore,
+		SavepointInfo:        prev.SavepointInfo,
+		CheckpointInfo:       prev.CheckpointInfo,
+	}
+	sc.job = nil
+	sc.after(time.Millisecond) // submit right after the record is written
+}
+
+// steady keeps a deployed job as recorded: the recorded submission is made
+// if Flink does not have it yet, the spec is marked stable once the job
+// runs, snapshots are planned, and the job is looked at again soon or late.
+func (c *Controller) steady(ctx context.Context, sc *syncState) error {
+	st := &sc.sj.Status
+	spec := sc.recorded.Spec
+	if jobSuspended(&spec) || sc.cluster == nil {
+		return nil
+	}
+	js := &st.JobStatus
+	if !sc.clusterReady() || !sc.jobs {
+		sc.log.V(2).Info("Waiting for the session cluster to be ready", "cluster", sc.cluster.Name,
+			"jobManager", sc.cluster.Status.JobManagerDeploymentStatus)
+		sc.after(sc.progressInterval())
+		return nil
+	}
+	if sc.job == nil {
+		switch {
+		case js.State == v1beta1.JobStatusReconciling && sc.base.Status.JobStatus.JobID == js.JobID:
+			c.submit(ctx, sc)
+		case upgradeMode(&spec) == v1beta1.UpgradeModeStateless:
+			// The cluster lost the job (a restart without HA): a stateless
+			// job is simply submitted again, under a new id.
+			sc.event("Warning", ReasonJobStatusChanged, "Job %s is not known to session cluster %s any more (last seen %s); submitting it again",
+				js.JobID, sc.cluster.Name, js.State)
+			c.deploy(sc)
+		default:
+			sc.fail(ReasonUpgradeFailed, "Job %s (last seen %s) is not known to session cluster %s any more, so its last checkpoint cannot be read. "+
+				"%s: set spec.job.initialSavepointPath to its latest checkpoint or savepoint and change spec.job.savepointRedeployNonce",
+				js.JobID, js.State, sc.cluster.Name, manualRestore)
+			sc.after(retryFailed)
+		}
+		return nil
+	}
+	healthy := js.State == v1beta1.JobStatusRunning
+	rs := &st.ReconciliationStatus
+	if healthy && rs.LastStableSpec != rs.LastReconciledSpec {
+		rs.LastStableSpec = rs.LastReconciledSpec
+	}
+	// New snapshots only once RUNNING is recorded: a snapshot created in the
+	// sync that observes RUNNING would reach the snapshot controller before
+	// the status does, and be abandoned as "not running".
+	recordedRunning := sc.base.Status.JobStatus.State == v1beta1.JobStatusRunning
+	if healthy && !recordedRunning {
+		sc.after(time.Second)
+	}
+	if err := c.reconcileSnapshots(ctx, sc, healthy && recordedRunning); err != nil {
+		return err
+	}
+	if healthy {
+		sc.after(sc.reconcileInterval())
+	} else {
+		sc.after(sc.progressInterval())
+	}
+	return nil
+}

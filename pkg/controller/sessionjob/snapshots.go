@@ -1,0 +1,244 @@
+package sessionjob
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/snapshots"
+)
+
+// Snapshots the operator makes for a session job (snapshots.md §4–5), the
+// same rules as for applications (pkg/snapshots): manual nonces and
+// periodic snapshots created before the status write that records the
+// nonces, history cleanup deletes after it, the next periodic slot as a
+// requeue. Savepoints go to the job's own savepoint directory when its
+// flinkConfiguration sets one, else to the session cluster's (the
+// snapshot controller resolves it the same way).
+
+// snapshotResources says whether this job records snapshots as
+// FlinkStateSnapshot resources.
+func (c *Controller) snapshotResources(sc *syncState) bool {
+	if c.snapshotCRDMissing {
+		return false
+	}
+	on, err := config.SnapshotResourcesEnabled(c.cfg, sc.cfg)
+	return err == nil && on
+}
+
+func (c *Controller) jobView(sc *syncState, running bool) (snapshots.JobView, error) {
+	sj := sc.sj
+	v := snapshots.JobView{
+		Kind:                 v1beta1.JobReferenceKindSessionJob,
+		Namespace:            sj.Namespace,
+		Name:                 sj.Name,
+		Config:               sc.cfg,
+		Running:              running,
+		Since:                sj.CreationTimestamp.Time,
+		CheckpointsSupported: sc.version.SupportsCheckpointTrigger(),
+	}
+	if rec := sc.recorded.Spec.Job; rec != nil {
+		v.ReconciledSavepointNonce, v.ReconciledCheckpointNonce = rec.SavepointTriggerNonce, rec.CheckpointTriggerNonce
+	}
+	if job := sj.Spec.Job; job != nil {
+		v.SavepointNonce, v.CheckpointNonce = job.SavepointTriggerNonce, job.CheckpointTriggerNonce
+		if p := strings.TrimSpace(job.InitialSavepointPath); p != "" {
+			v.Keep = append(v.Keep, p)
+		}
+	}
+	js := sj.Status.JobStatus
+	if p := js.UpgradeSavepointPath; p != "" {
+		v.Keep = append(v.Keep, p)
+	}
+	if v.Since.IsZero() {
+		v.Since = time.UnixMilli(sj.Status.ReconciliationStatus.ReconciliationTimestamp)
+	}
+	if info := js.SavepointInfo; info != nil && info.LastPeriodicSavepointTimestamp > 0 {
+		v.LegacyLastPeriodicSavepoint = time.UnixMilli(info.LastPeriodicSavepointTimestamp)
+	}
+	if info := js.CheckpointInfo; info != nil && info.LastPeriodicCheckpointTimestamp > 0 {
+		v.LegacyLastPeriodicCheckpoint = time.UnixMilli(info.LastPeriodicCheckpointTimestamp)
+	}
+	all, err := c.caches.SnapshotsOfJob(snapshots.JobKeyFor(v.Kind, v.Namespace, v.Name))
+	if err != nil {
+		return v, err
+	}
+	// A snapshot in another namespace counts only where cross-namespace
+	// references are allowed (else anyone could block or feed this job's
+	// periodic snapshots and cleanup).
+	crossNamespace, _ := c.cfg.Bool(config.KeySnapshotCrossNamespaceReferencesEnabled)
+	for _, s := range all {
+		if s.Namespace == sj.Namespace || crossNamespace {
+			v.Snapshots = append(v.Snapshots, s)
+		}
+	}
+	return v, nil
+}
+
+// reconcileSnapshots plans and applies the job's operator-made snapshots.
+// running means the job is RUNNING, that is recorded, and no upgrade is in
+// progress.
+func (c *Controller) reconcileSnapshots(ctx context.Context, sc *syncState, running bool) error {
+	if sc.recorded.Spec.Job == nil || sc.sj.Spec.Job == nil {
+		return nil
+	}
+	if !c.snapshotResources(sc) {
+		c.warnLegacySnapshots(sc)
+		return nil
+	}
+	view, err := c.jobView(sc, running)
+	if err != nil {
+		return err
+	}
+	nonces := running && (!equalNonce(view.SavepointNonce, view.ReconciledSavepointNonce) ||
+		!equalNonce(view.CheckpointNonce, view.ReconciledCheckpointNonce))
+	if nonces && c.validate(sc) != nil {
+		// Reported by reconcile; the nonces wait for a valid spec.
+		view.SavepointNonce, view.CheckpointNonce = view.ReconciledSavepointNonce, view.ReconciledCheckpointNonce
+		nonces = false
+	}
+	plan, err := snapshots.PlanSnapshots(view, sc.now)
+	if err != nil {
+		sc.fail(ReasonValidationError, "Snapshots of session job %s/%s: %v", view.Namespace, view.Name, err)
+		return nil
+	}
+	for _, w := range plan.Warnings {
+		sc.fail(ReasonValidationError, "spec.flinkConfiguration: %s", w)
+	}
+	for _, s := range plan.Create {
+		c.createSnapshot(sc, s)
+	}
+	for _, s := range plan.Delete {
+		c.deleteSnapshot(sc, s)
+	}
+	sc.after(plan.RequeueAfter)
+	if !nonces {
+		return nil
+	}
+	sp, cp := view.ReconciledSavepointNonce, view.ReconciledCheckpointNonce
+	switch {
+	case plan.SavepointNonce != nil:
+		sp = plan.SavepointNonce
+	case view.SavepointNonce == nil:
+		sp = nil
+	}
+	switch {
+	case plan.CheckpointNonce != nil:
+		cp = plan.CheckpointNonce
+	case view.CheckpointNonce == nil:
+		cp = nil
+	case !view.CheckpointsSupported && !equalNonce(view.CheckpointNonce, view.ReconciledCheckpointNonce):
+		sc.event("Warning", ReasonCheckpointError, "Checkpoint failed for checkpointTriggerNonce: %d: manual checkpoints need Flink 1.17+", *view.CheckpointNonce)
+		cp = view.CheckpointNonce
+	}
+	return c.recordNonces(sc, sp, cp)
+}
+
+// warnLegacySnapshots: without snapshot resources, session jobs take no
+// periodic or manual snapshots (only applications have the legacy
+// savepointInfo triggers); say so once per spec, not silently.
+func (c *Controller) warnLegacySnapshots(sc *syncState) {
+	job := sc.sj.Spec.Job
+	rec := sc.recorded.Spec.Job
+	periodic := strings.TrimSpace(sc.cfg[config.KeyPeriodicSavepointInterval]) + strings.TrimSpace(sc.cfg[config.KeyPeriodicCheckpointInterval])
+	nonce := !equalNonce(job.SavepointTriggerNonce, rec.SavepointTriggerNonce) || !equalNonce(job.CheckpointTriggerNonce, rec.CheckpointTriggerNonce)
+	if (periodic != "" && periodic != "0" && periodic != "00") || nonce {
+		sc.fail(ReasonValidationError, "Periodic and manual snapshots of session jobs need FlinkStateSnapshot resources (%s: true)", config.KeySnapshotResourceEnabled)
+	}
+}
+
+func (c *Controller) createSnapshot(sc *syncState, s *v1beta1.FlinkStateSnapshot) {
+	log := sc.log
+	sc.before("create snapshot "+s.Name, func(ctx context.Context) error {
+		_, err := c.client.FlinkV1beta1().FlinkStateSnapshots(s.Namespace).Create(ctx, s, metav1.CreateOptions{})
+		switch {
+		case apierrors.IsAlreadyExists(err):
+			return nil
+		case err != nil:
+			return fmt.Errorf("creating snapshot %s/%s: %w", s.Namespace, s.Name, err)
+		}
+		log.V(1).Info("Created snapshot", "snapshot", s.Namespace+"/"+s.Name,
+			"type", snapshots.Type(s), "triggerType", snapshots.TriggerType(s))
+		return nil
+	})
+}
+
+// deleteSnapshot removes a snapshot history cleanup selected, after the
+// status write; the UID precondition makes sure a newer snapshot of the same
+// name is never the one deleted.
+func (c *Controller) deleteSnapshot(sc *syncState, s *v1beta1.FlinkStateSnapshot) {
+	uid, namespace, name := s.UID, s.Namespace, s.Name
+	sc.then("delete snapshot "+name, func(ctx context.Context) error {
+		opts := metav1.DeleteOptions{}
+		if uid != "" {
+			opts.Preconditions = &metav1.Preconditions{UID: &uid}
+		}
+		err := c.client.FlinkV1beta1().FlinkStateSnapshots(namespace).Delete(ctx, name, opts)
+		switch {
+		case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+			return nil
+		case err != nil:
+			return fmt.Errorf("deleting snapshot %s/%s (history cleanup): %w", namespace, name, err)
+		}
+		return nil
+	})
+}
+
+// recordNonces records the handled nonces in lastReconciledSpec (and in
+// the stable spec if it was the reconciled one).
+func (c *Controller) recordNonces(sc *syncState, sp, cp *int64) error {
+	rec := sc.recorded.Spec.Job
+	if equalNonce(sp, rec.SavepointTriggerNonce) && equalNonce(cp, rec.CheckpointTriggerNonce) {
+		return nil
+	}
+	updated := sc.recorded.Spec.DeepCopy()
+	updated.Job.SavepointTriggerNonce, updated.Job.CheckpointTriggerNonce = sp, cp
+	encoded, err := encodeSpec(*updated, sc.recorded.Meta.FirstDeployment)
+	if err != nil {
+		return err
+	}
+	rs := &sc.sj.Status.ReconciliationStatus
+	if rs.LastStableSpec == rs.LastReconciledSpec {
+		rs.LastStableSpec = encoded
+	}
+	rs.LastReconciledSpec = encoded
+	sc.recorded = &reconciledSpec{Spec: *updated, Meta: sc.recorded.Meta}
+	return nil
+}
+
+// upgradeSnapshotName is the deterministic name of the UPGRADE snapshot of
+// the stop-with-savepoint triggered at ts: a create repeated after a crash
+// finds it instead of making a second one.
+func upgradeSnapshotName(sj *v1beta1.FlinkSessionJob, ts int64) string {
+	return snapshots.Name(sj.Name, v1beta1.SnapshotTypeSavepoint, v1beta1.SnapshotTriggerUpgrade, ts)
+}
+
+func (c *Controller) upgradeSnapshot(sc *syncState, path string, ts int64) (*v1beta1.FlinkStateSnapshot, error) {
+	view := snapshots.JobView{Kind: v1beta1.JobReferenceKindSessionJob, Namespace: sc.sj.Namespace, Name: sc.sj.Name, Config: sc.cfg}
+	var format v1beta1.SavepointFormatType
+	if info := sc.sj.Status.JobStatus.SavepointInfo; info != nil {
+		format = info.FormatType
+	}
+	return snapshots.UpgradeSnapshotWithFormat(view, path, time.UnixMilli(ts), format)
+}
+
+// upgradeSnapshotPath is the path of the UPGRADE snapshot already recorded
+// for the stop in flight, if a crash came between recording it and the
+// status write.
+func (c *Controller) upgradeSnapshotPath(sc *syncState) string {
+	info := sc.sj.Status.JobStatus.SavepointInfo
+	if info == nil || info.TriggerTimestamp == nil {
+		return ""
+	}
+	s, err := c.caches.Snapshot(sc.sj.Namespace, upgradeSnapshotName(sc.sj, *info.TriggerTimestamp))
+	if err != nil || s.Spec.Savepoint == nil {
+		return ""
+	}
+	return s.Spec.Savepoint.Path
+}
