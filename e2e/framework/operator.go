@@ -1,0 +1,65 @@
+package framework
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Operator is the operator binary running outside the cluster (local
+// provider).
+type Operator struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+}
+
+// StartOperator runs bin against kubeconfig with pod-IP endpoints and no
+// metrics/probe servers, logging to logPath.
+func StartOperator(t *testing.T, bin, kubeconfig, logPath string, extra ...string) *Operator {
+	t.Helper()
+	args := append([]string{"--kubeconfig", kubeconfig, "--flink-endpoint=pod-ip",
+		"--metrics-bind-address=0", "--health-probe-bind-address=0"}, extra...)
+	cmd := exec.Command(bin, args...)
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &Operator{cmd: cmd, done: make(chan struct{})}
+	go func() { p.err = cmd.Wait(); logFile.Close(); close(p.done) }()
+	return p
+}
+
+// Exited returns an error once the operator has exited.
+func (p *Operator) Exited() error {
+	select {
+	case <-p.done:
+		return fmt.Errorf("the operator exited: %v", p.err)
+	default:
+		return nil
+	}
+}
+
+// Stop sends SIGTERM and waits (SIGKILL after 15 s).
+func (p *Operator) Stop() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(15 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
