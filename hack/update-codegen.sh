@@ -9,6 +9,8 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${ROOT}"
 MODULE="github.com/flinkops/flink-operator"
 
+# A fresh module cache has go.mod's modules but not necessarily their source.
+go mod download k8s.io/code-generator
 CODEGEN_PKG="$(go list -m -f '{{.Dir}}' k8s.io/code-generator)"
 # kube_codegen.sh installs its generators with `go install` into GOBIN; keep
 # them out of the user's GOPATH/bin and keyed by the pinned version.

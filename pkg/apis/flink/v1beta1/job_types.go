@@ -55,6 +55,27 @@ type JobSpec struct {
 	// AutoscalerResetNonce: a change resets autoscaler state (accepted for
 	// compatibility; this operator has no autoscaler).
 	AutoscalerResetNonce *int64 `json:"autoscalerResetNonce,omitempty"`
+	// InitialStateSnapshotRef [ours] starts the job from a FlinkStateSnapshot
+	// instead of a path: a COMPLETED savepoint, or a COMPLETED checkpoint with
+	// a path. It is resolved on the first deploy and on a
+	// savepointRedeployNonce change (then it takes the place of
+	// initialSavepointPath, which must be empty); the path is recorded in
+	// status.jobStatus.upgradeSavepointPath. While referenced, the snapshot is
+	// kept by history cleanup and its data is not disposed of. A snapshot in
+	// another namespace needs
+	// kubernetes.operator.snapshot.cross-namespace-references.enabled and the
+	// creator's right to get it (checked by the admission webhook).
+	InitialStateSnapshotRef *SnapshotReference `json:"initialStateSnapshotRef,omitempty"`
+}
+
+// SnapshotReference names a FlinkStateSnapshot.
+type SnapshotReference struct {
+	// Name of the FlinkStateSnapshot.
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// Namespace of the FlinkStateSnapshot; defaults to the referring
+	// resource's own.
+	Namespace string `json:"namespace,omitempty"`
 }
 
 // JobStatusState is a Flink job state as reported by the JobManager (plus the

@@ -33,11 +33,12 @@ var allowedMissing = map[string]string{
 // allowedExtra lists field paths only ours has, by prefix (or podTemplate
 // infix), each with its reason.
 var allowedExtra = map[string]string{
-	".apiVersion":                  "standard top-level field every CRD schema has; upstream's generator omits it",
-	".kind":                        "standard top-level field every CRD schema has; upstream's generator omits it",
-	".metadata":                    "standard top-level field every CRD schema has; upstream's generator omits it",
-	".spec.jobReference.namespace": "[ours] cross-namespace job references (snapshots.md §10)",
-	"podTemplate.":                 "Pod schema from k8s.io/api v0.37.2, which has fields newer than upstream's fabric8 model",
+	".apiVersion":                       "standard top-level field every CRD schema has; upstream's generator omits it",
+	".kind":                             "standard top-level field every CRD schema has; upstream's generator omits it",
+	".metadata":                         "standard top-level field every CRD schema has; upstream's generator omits it",
+	".spec.jobReference.namespace":      "[ours] cross-namespace job references (snapshots.md §10)",
+	".spec.job.initialStateSnapshotRef": "[ours] restore from a FlinkStateSnapshot by reference (snapshots.md §10, issue 11)",
+	"podTemplate.":                      "Pod schema from k8s.io/api v0.37.2, which has fields newer than upstream's fabric8 model",
 }
 
 // allowedEnums lists paths whose enum differs from upstream on purpose.
