@@ -26,6 +26,10 @@ const (
 	// IndexBySessionCluster keys FlinkSessionJobs by "<namespace>/<spec.deploymentName>",
 	// so a session cluster's change wakes exactly its jobs.
 	IndexBySessionCluster = "bySessionCluster"
+	// IndexBySnapshotRef keys FlinkDeployments and FlinkSessionJobs by the
+	// "<namespace>/<name>" of their spec.job.initialStateSnapshotRef, so a
+	// referenced snapshot is protected from cleanup and disposal.
+	IndexBySnapshotRef = "bySnapshotRef"
 )
 
 // Caches is the controllers' view of the flink.apache.org informers.
@@ -67,8 +71,11 @@ func NewWithOptions(factories map[string]flinkinformers.SharedInformerFactory, o
 			deployments: v.FlinkDeployments().Informer(),
 			sessionJobs: v.FlinkSessionJobs().Informer(),
 		}
-		if err := inf.sessionJobs.AddIndexers(cache.Indexers{IndexBySessionCluster: indexBySessionCluster}); err != nil {
-			return nil, fmt.Errorf("adding session job index: %w", err)
+		if err := inf.sessionJobs.AddIndexers(cache.Indexers{IndexBySessionCluster: indexBySessionCluster, IndexBySnapshotRef: indexBySnapshotRef}); err != nil {
+			return nil, fmt.Errorf("adding session job indexes: %w", err)
+		}
+		if err := inf.deployments.AddIndexers(cache.Indexers{IndexBySnapshotRef: indexBySnapshotRef}); err != nil {
+			return nil, fmt.Errorf("adding deployment index: %w", err)
 		}
 		if !opts.WithoutSnapshots {
 			inf.snapshots = v.FlinkStateSnapshots().Informer()
@@ -105,6 +112,21 @@ func indexBySessionCluster(obj any) ([]string, error) {
 		return nil, nil
 	}
 	return []string{j.Namespace + "/" + j.Spec.DeploymentName}, nil
+}
+
+func indexBySnapshotRef(obj any) ([]string, error) {
+	var job *v1beta1.JobSpec
+	var ns string
+	switch o := obj.(type) {
+	case *v1beta1.FlinkDeployment:
+		job, ns = o.Spec.Job, o.Namespace
+	case *v1beta1.FlinkSessionJob:
+		job, ns = o.Spec.Job, o.Namespace
+	}
+	if job == nil || job.InitialStateSnapshotRef == nil || job.InitialStateSnapshotRef.Name == "" {
+		return nil, nil
+	}
+	return []string{snapshots.RefKey(job.InitialStateSnapshotRef, ns)}, nil
 }
 
 func indexByState(obj any) ([]string, error) {
@@ -213,6 +235,49 @@ func (c *Caches) SessionJobsOfCluster(ns, deploymentName string) ([]*v1beta1.Fli
 	for _, obj := range objs {
 		if j, ok := obj.(*v1beta1.FlinkSessionJob); ok {
 			out = append(out, j)
+		}
+	}
+	return out, nil
+}
+
+// SnapshotReferrers names the FlinkDeployments and FlinkSessionJobs (as
+// "FlinkDeployment ns/name") whose spec.job.initialStateSnapshotRef is the
+// snapshot ns/name, in every watched namespace.
+func (c *Caches) SnapshotReferrers(ns, name string) ([]string, error) {
+	var out []string
+	for _, inf := range c.each() {
+		for _, pair := range []struct {
+			kind string
+			inf  cache.SharedIndexInformer
+		}{{"FlinkDeployment", inf.deployments}, {"FlinkSessionJob", inf.sessionJobs}} {
+			objs, err := pair.inf.GetIndexer().ByIndex(IndexBySnapshotRef, ns+"/"+name)
+			if err != nil {
+				return nil, err
+			}
+			for _, obj := range objs {
+				if m, ok := obj.(metav1.Object); ok {
+					out = append(out, pair.kind+" "+m.GetNamespace()+"/"+m.GetName())
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// ReferencedPaths are the paths of those of snaps that some job starts from
+// by reference (SnapshotReferrers non-empty): history cleanup keeps them.
+func (c *Caches) ReferencedPaths(snaps []*v1beta1.FlinkStateSnapshot) ([]string, error) {
+	var out []string
+	for _, s := range snaps {
+		if s.Status.Path == "" {
+			continue
+		}
+		referrers, err := c.SnapshotReferrers(s.Namespace, s.Name)
+		if err != nil {
+			return nil, err
+		}
+		if len(referrers) > 0 {
+			out = append(out, s.Status.Path)
 		}
 	}
 	return out, nil

@@ -78,8 +78,17 @@ func jobState(job, last *v1beta1.JobSpec, cfg config.Config) error {
 			return fmt.Errorf("In order to use max-checkpoint age functionality config key[%s] must be set to allow triggering savepoint upgrades.", config.FlinkSavepointDir)
 		}
 	}
+	if ref := job.InitialStateSnapshotRef; ref != nil {
+		if strings.TrimSpace(job.InitialSavepointPath) != "" {
+			return errors.New("spec.job.initialSavepointPath and spec.job.initialStateSnapshotRef are mutually exclusive: set one state to start from")
+		}
+		if strings.TrimSpace(ref.Name) == "" {
+			return errors.New("spec.job.initialStateSnapshotRef.name is required")
+		}
+	}
 	if last != nil && job.SavepointRedeployNonce != nil && !equalNonce(job.SavepointRedeployNonce, last.SavepointRedeployNonce) &&
-		strings.TrimSpace(job.InitialSavepointPath) == "" {
+		strings.TrimSpace(job.InitialSavepointPath) == "" && job.InitialStateSnapshotRef == nil {
+		// [ours] initialStateSnapshotRef counts as the redeploy's source.
 		return errors.New("InitialSavepointPath must not be empty for savepoint redeployment")
 	}
 	return nil

@@ -13,12 +13,14 @@ import (
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/cluster"
+	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/snapshots"
 )
 
 // firstDeploy records the first valid spec and deploys it: from
-// spec.job.initialSavepointPath if set (also recorded as
-// upgradeSavepointPath, which the snapshot controller then never disposes),
-// else from empty state. A job created suspended is only recorded.
+// spec.job.initialSavepointPath or the snapshot spec.job.initialStateSnapshotRef
+// names if set (also recorded as upgradeSavepointPath, which the snapshot
+// controller then never disposes), else from empty state. A job created suspended is only recorded.
 func (c *Controller) firstDeploy(ctx context.Context, sc *syncState) error {
 	st := &sc.dep.Status
 	st.ObservedGeneration = sc.dep.Generation
@@ -26,6 +28,19 @@ func (c *Controller) firstDeploy(ctx context.Context, sc *syncState) error {
 	if err != nil {
 		sc.fail(ReasonValidationError, "%v", err)
 		return nil
+	}
+	var restore string
+	if job := v.spec.Job; job != nil {
+		restore = strings.TrimSpace(job.InitialSavepointPath)
+		if job.InitialStateSnapshotRef != nil {
+			// Resolved before anything is recorded: a reference that cannot
+			// be used deploys nothing, never a job from empty state.
+			if restore, err = c.snapshotRefPath(sc.dep.Namespace, job.InitialStateSnapshotRef); err != nil {
+				sc.fail(ReasonValidationError, "%v", err)
+				sc.after(sc.progressInterval())
+				return nil
+			}
+		}
 	}
 	encoded, err := encodeSpec(v.spec, true)
 	if err != nil {
@@ -39,7 +54,7 @@ func (c *Controller) firstDeploy(ctx context.Context, sc *syncState) error {
 		ReconciliationTimestamp: sc.now.UnixMilli(),
 	}
 	if job := v.spec.Job; job != nil {
-		st.JobStatus.UpgradeSavepointPath = strings.TrimSpace(job.InitialSavepointPath)
+		st.JobStatus.UpgradeSavepointPath = restore
 		st.JobStatus.State = v1beta1.JobStatusSuspended // nothing runs yet
 	}
 	return c.continueUpgrade(ctx, sc)
@@ -88,8 +103,13 @@ func (c *Controller) startUpgrade(ctx context.Context, sc *syncState, v *validat
 	js := &st.JobStatus
 	switch {
 	case change == changeRedeploy:
-		// Upstream: cancel statelessly, restart from initialSavepointPath.
+		// Upstream: cancel statelessly, restart from initialSavepointPath
+		// (or, ours, the snapshot initialStateSnapshotRef names, resolved by
+		// reconcile).
 		js.UpgradeSavepointPath = strings.TrimSpace(spec.Job.InitialSavepointPath)
+		if spec.Job.InitialStateSnapshotRef != nil {
+			js.UpgradeSavepointPath = sc.refPath
+		}
 		js.State = v1beta1.JobStatusSuspended
 		sc.event("Normal", ReasonSpecChanged, "savepointRedeployNonce changed: redeploying from %s", js.UpgradeSavepointPath)
 	case wasSuspended:
@@ -412,4 +432,15 @@ func mergeAnnotations(live, desired map[string]string) map[string]string {
 		out[k] = v
 	}
 	return out
+}
+
+// snapshotRefPath resolves spec.job.initialStateSnapshotRef from the cache
+// (pkg/snapshots.RestorePath says what will do).
+func (c *Controller) snapshotRefPath(ns string, ref *v1beta1.SnapshotReference) (string, error) {
+	snap, err := c.caches.Snapshot(snapshots.RefNamespace(ref, ns), ref.Name)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return "", err
+	}
+	cross, _ := c.cfg.Bool(config.KeySnapshotCrossNamespaceReferencesEnabled)
+	return snapshots.RestorePath(ref, ns, snap, cross)
 }

@@ -56,6 +56,10 @@ type syncState struct {
 	cfg   config.Config
 	owned ownedObjects
 
+	// refPath is the resolved spec.job.initialStateSnapshotRef of a
+	// savepointRedeployNonce change.
+	refPath string
+
 	// Observation of the running cluster.
 	client *flink.Client      // set when the JobManager answered
 	job    *flink.JobOverview // the job, when the JobManager knows it
@@ -198,6 +202,17 @@ func (c *Controller) reconcile(ctx context.Context, sc *syncState) error {
 		case change == changeNonces:
 			// Manual snapshots only: steady creates them once the job runs.
 			sc.dep.Status.ObservedGeneration = sc.dep.Generation
+		case change == changeRedeploy && sc.dep.Spec.Job.InitialStateSnapshotRef != nil:
+			path, err := c.snapshotRefPath(sc.dep.Namespace, sc.dep.Spec.Job.InitialStateSnapshotRef)
+			if err != nil {
+				// The running job stays as it is until the snapshot will do.
+				sc.fail(ReasonValidationError, "%v", err)
+				sc.after(sc.progressInterval())
+				sc.dep.Status.ObservedGeneration = sc.dep.Generation
+				break
+			}
+			sc.refPath = path
+			return c.startUpgrade(ctx, sc, v, change)
 		default:
 			return c.startUpgrade(ctx, sc, v, change)
 		}

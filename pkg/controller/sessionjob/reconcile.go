@@ -5,7 +5,11 @@ import (
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/snapshots"
 	"github.com/flinkops/flink-operator/pkg/validation"
 )
 
@@ -23,9 +27,15 @@ func (c *Controller) reconcile(ctx context.Context, sc *syncState) error {
 	change := classify(sc.recorded.Spec, sc.sj.Spec)
 	st.ObservedGeneration = sc.sj.Generation
 	if change != changeNone && change != changeNonces {
-		if err := c.validate(sc); err != nil {
+		err := c.validate(sc)
+		if ref := sc.sj.Spec.Job.InitialStateSnapshotRef; err == nil && change == changeRedeploy && ref != nil {
+			// The running job stays as it is until the snapshot will do.
+			sc.refPath, err = c.snapshotRefPath(sc.sj.Namespace, ref)
+		}
+		if err != nil {
 			// A bad spec is reported; the last good job keeps running.
 			sc.fail(ReasonValidationError, "%v", err)
+			sc.after(sc.progressInterval())
 		} else if sc.cluster != nil {
 			return c.startUpgrade(ctx, sc, change)
 		}
@@ -55,6 +65,18 @@ func (c *Controller) firstDeploy(ctx context.Context, sc *syncState) error {
 	if sc.cluster == nil {
 		return nil // reported by resolveCluster, retried with backoff
 	}
+	restore := strings.TrimSpace(sc.sj.Spec.Job.InitialSavepointPath)
+	if ref := sc.sj.Spec.Job.InitialStateSnapshotRef; ref != nil {
+		// Resolved before anything is recorded: a reference that cannot be
+		// used submits nothing, never a job from empty state.
+		path, err := c.snapshotRefPath(sc.sj.Namespace, ref)
+		if err != nil {
+			sc.fail(ReasonValidationError, "%v", err)
+			sc.after(sc.progressInterval())
+			return nil
+		}
+		restore = path
+	}
 	spec := *sc.sj.Spec.DeepCopy()
 	encoded, err := encodeSpec(spec, true)
 	if err != nil {
@@ -66,7 +88,7 @@ func (c *Controller) firstDeploy(ctx context.Context, sc *syncState) error {
 		LastReconciledSpec:      encoded,
 		ReconciliationTimestamp: sc.now.UnixMilli(),
 	}
-	st.JobStatus.UpgradeSavepointPath = strings.TrimSpace(spec.Job.InitialSavepointPath)
+	st.JobStatus.UpgradeSavepointPath = restore
 	st.JobStatus.State = v1beta1.JobStatusSuspended // nothing runs yet
 	return c.continueUpgrade(ctx, sc)
 }
@@ -112,6 +134,9 @@ func (c *Controller) startUpgrade(ctx context.Context, sc *syncState, change spe
 		// Upstream: cancel statelessly, restart from initialSavepointPath.
 		// The old job is cancelled by continueUpgrade (ensureEnded).
 		js.UpgradeSavepointPath = strings.TrimSpace(spec.Job.InitialSavepointPath)
+		if spec.Job.InitialStateSnapshotRef != nil {
+			js.UpgradeSavepointPath = sc.refPath // resolved by reconcile
+		}
 		js.State = v1beta1.JobStatusSuspended
 		sc.event("Normal", ReasonSpecChanged, "savepointRedeployNonce changed: redeploying from %s", js.UpgradeSavepointPath)
 	case wasSuspended:
@@ -258,4 +283,15 @@ func (c *Controller) steady(ctx context.Context, sc *syncState) error {
 		sc.after(sc.progressInterval())
 	}
 	return nil
+}
+
+// snapshotRefPath resolves spec.job.initialStateSnapshotRef from the cache
+// (pkg/snapshots.RestorePath says what will do).
+func (c *Controller) snapshotRefPath(ns string, ref *v1beta1.SnapshotReference) (string, error) {
+	snap, err := c.caches.Snapshot(snapshots.RefNamespace(ref, ns), ref.Name)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return "", err
+	}
+	cross, _ := c.cfg.Bool(config.KeySnapshotCrossNamespaceReferencesEnabled)
+	return snapshots.RestorePath(ref, ns, snap, cross)
 }

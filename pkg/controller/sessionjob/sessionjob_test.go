@@ -712,3 +712,39 @@ func names(snaps []v1beta1.FlinkStateSnapshot) []string {
 	}
 	return out
 }
+
+// initialStateSnapshotRef [ours]: a FAILED snapshot submits nothing and
+// says why; once it is a COMPLETED savepoint the job is submitted from its
+// path, which is recorded as upgradeSavepointPath.
+func TestSubmitFromSnapshotRef(t *testing.T) {
+	f := newFixture(t)
+	f.sessionCluster("session", nil)
+	snap := &v1beta1.FlinkStateSnapshot{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "golden"},
+		Spec:       v1beta1.FlinkStateSnapshotSpec{Savepoint: &v1beta1.SavepointSpec{}},
+		Status:     v1beta1.FlinkStateSnapshotStatus{State: v1beta1.SnapshotFailed, Error: "disk full"},
+	}
+	if _, err := f.client.FlinkV1beta1().FlinkStateSnapshots(ns).Create(f.ctx, snap, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	j := f.sessionJob("job", v1beta1.UpgradeModeSavepoint)
+	j.Spec.Job.InitialStateSnapshotRef = &v1beta1.SnapshotReference{Name: "golden"}
+	f.create(j)
+	for range 3 {
+		f.step("job")
+	}
+	got := f.get("job")
+	if !strings.Contains(got.Status.Error, "FlinkStateSnapshot default/golden is FAILED") || got.Status.JobStatus.JobID != "" || len(f.runs()) != 0 {
+		t.Fatalf("FAILED reference: %s, %d runs", statusString(got), len(f.runs()))
+	}
+	snap, _ = f.client.FlinkV1beta1().FlinkStateSnapshots(ns).Get(f.ctx, "golden", metav1.GetOptions{})
+	snap.Status = v1beta1.FlinkStateSnapshotStatus{State: v1beta1.SnapshotCompleted, Path: "s3://bucket/savepoints/golden"}
+	if _, err := f.client.FlinkV1beta1().FlinkStateSnapshots(ns).UpdateStatus(f.ctx, snap, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got = f.until("job", 10, "running", stable)
+	if runs := f.runs(); len(runs) != 1 || runs[0].SavepointPath != "s3://bucket/savepoints/golden" ||
+		got.Status.JobStatus.UpgradeSavepointPath != "s3://bucket/savepoints/golden" {
+		t.Errorf("runs %+v, status %s: want one submission from the snapshot", runs, statusString(got))
+	}
+}

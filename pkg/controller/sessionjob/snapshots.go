@@ -78,7 +78,11 @@ func (c *Controller) jobView(sc *syncState, running bool) (snapshots.JobView, er
 			v.Snapshots = append(v.Snapshots, s)
 		}
 	}
-	return v, nil
+	// A snapshot another job starts from by reference is never cleaned up
+	// while referenced [ours].
+	referenced, err := c.caches.ReferencedPaths(v.Snapshots)
+	v.Keep = append(v.Keep, referenced...)
+	return v, err
 }
 
 // reconcileSnapshots plans and applies the job's operator-made snapshots.

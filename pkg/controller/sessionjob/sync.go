@@ -53,6 +53,10 @@ type syncState struct {
 	cfg     config.Config
 	version flink.Version
 
+	// refPath is the resolved spec.job.initialStateSnapshotRef of a
+	// savepointRedeployNonce change.
+	refPath string
+
 	client *flink.Client      // set when the session JobManager answered
 	job    *flink.JobOverview // the job, when the JobManager knows it
 	jobs   bool               // the jobs overview was read

@@ -52,6 +52,17 @@ func (c *Controller) syncDeletion(ctx context.Context, cached *v1beta1.FlinkStat
 	}
 
 	path := s.Status.Path
+	// [ours] A job that starts from this snapshot by reference keeps its
+	// data: the resource goes, the savepoint stays.
+	referrers, err := c.caches.SnapshotReferrers(s.Namespace, s.Name)
+	if err != nil {
+		return 0, err
+	}
+	if len(referrers) > 0 {
+		c.recorder.Eventf(s, "Warning", ReasonDisposeSkipped,
+			"Savepoint %s is referenced by %s (spec.job.initialStateSnapshotRef); its data is kept", path, strings.Join(referrers, ", "))
+		return 0, c.removeFinalizer(ctx, s)
+	}
 	t, terr := c.resolveTarget(s)
 	if terr == nil && slices.Contains(t.restorePaths, path) {
 		c.recorder.Eventf(s, "Warning", ReasonDisposeSkipped,

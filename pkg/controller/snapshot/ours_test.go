@@ -376,6 +376,35 @@ func TestRestorePointNeverDisposed(t *testing.T) {
 	}
 }
 
+// A snapshot another job starts from by reference
+// (spec.job.initialStateSnapshotRef) keeps its data when deleted, even with
+// disposeOnDelete: the resource goes, the savepoint stays [ours].
+func TestReferencedSnapshotNeverDisposed(t *testing.T) {
+	f := newFixture(t)
+	jm := f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
+	clone := &v1beta1.FlinkDeployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "clone"},
+		Spec: v1beta1.FlinkDeploymentSpec{Job: &v1beta1.JobSpec{
+			JarURI: "local:///opt/flink/usrlib/job.jar", InitialStateSnapshotRef: &v1beta1.SnapshotReference{Name: "sp"},
+		}},
+	}
+	if _, err := f.client.FlinkV1beta1().FlinkDeployments(ns).Create(f.ctx, clone, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s := completedAndDeleted(t, f, savepointSnap("sp", "job"))
+	f.mustSync("sp")
+	if !gone(f, "sp") || jm.StartedOperations(fakejm.OpDisposal) != 0 || !metadataExists(s.Status.Path) {
+		t.Fatal("referenced savepoint was disposed, or its deletion blocked")
+	}
+	found := false
+	for _, e := range f.events() {
+		found = found || (strings.Contains(e, ReasonDisposeSkipped) && strings.Contains(e, "FlinkDeployment default/clone"))
+	}
+	if !found {
+		t.Error("no DisposeSkipped event naming the referrer")
+	}
+}
+
 // A forgotten trigger id on a job without checkpointing (its history answers
 // 404) is still re-sent while young.
 func TestForgottenTriggerIDWithoutCheckpointHistory(t *testing.T) {
