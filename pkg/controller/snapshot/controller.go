@@ -45,6 +45,13 @@ type Options struct {
 	// (IN_PROGRESS + trigger id) is written and before Flink is called. It
 	// exists for crash tests.
 	AfterIntentWritten func(snapshot string)
+	// AdmissionGuard says whether snapshots are admitted through the
+	// operator's validating webhook (nil error), which checks with a
+	// SubjectAccessReview that the creator of a cross-namespace reference may
+	// update the referenced job. Without it (nil, or an error) no
+	// cross-namespace reference is acted on, even with
+	// kubernetes.operator.snapshot.cross-namespace-references.enabled.
+	AdmissionGuard func(ctx context.Context) error
 }
 
 // Controller reconciles FlinkStateSnapshots.
@@ -60,6 +67,7 @@ type Controller struct {
 	httpClient   *http.Client
 	newTriggerID func() string
 	afterIntent  func(string)
+	guard        func(ctx context.Context) error
 
 	// mu guards reserved: the snapshots this process has moved to
 	// IN_PROGRESS whose new state the cache may not show yet. Counting them
@@ -104,6 +112,7 @@ func New(client clientset.Interface, caches *flinkcache.Caches, recorder record.
 		httpClient:   opts.HTTPClient,
 		newTriggerID: opts.NewTriggerID,
 		afterIntent:  opts.AfterIntentWritten,
+		guard:        opts.AdmissionGuard,
 		reserved:     map[string]string{},
 	}
 	err := caches.AddEventHandlers(flinkcache.Handlers{

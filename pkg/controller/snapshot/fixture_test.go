@@ -50,6 +50,8 @@ type fixture struct {
 	// crashAfterIntent makes the fault point panic, as a kill -9 would stop
 	// the process right after the IN_PROGRESS write.
 	crashAfterIntent bool
+	// guard plays the operator's admission guard (nil: no webhook).
+	guard func(ctx context.Context) error
 }
 
 type crash struct{}
@@ -95,6 +97,7 @@ func (f *fixture) restart() {
 				panic(crash{})
 			}
 		},
+		AdmissionGuard: f.guard,
 	})
 	if err != nil {
 		f.t.Fatal(err)
@@ -136,6 +139,25 @@ func (f *fixture) sync(name string) (time.Duration, error) {
 	d, err := f.ctrl.Sync(f.ctx, ns+"/"+name)
 	f.refresh()
 	return d, err
+}
+
+// mustSyncIn syncs a snapshot of another namespace.
+func (f *fixture) mustSyncIn(namespace, name string) {
+	f.t.Helper()
+	f.refresh()
+	if _, err := f.ctrl.Sync(f.ctx, namespace+"/"+name); err != nil {
+		f.t.Fatalf("sync %s/%s: %v", namespace, name, err)
+	}
+	f.refresh()
+}
+
+func (f *fixture) getIn(namespace, name string) *v1beta1.FlinkStateSnapshot {
+	f.t.Helper()
+	s, err := f.client.FlinkV1beta1().FlinkStateSnapshots(namespace).Get(f.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return s
 }
 
 func (f *fixture) mustSync(name string) time.Duration {
@@ -209,7 +231,11 @@ func (f *fixture) setJobState(name string, state v1beta1.JobStatusState) {
 
 func (f *fixture) create(s *v1beta1.FlinkStateSnapshot) {
 	f.t.Helper()
-	if _, err := f.client.FlinkV1beta1().FlinkStateSnapshots(ns).Create(f.ctx, s, metav1.CreateOptions{}); err != nil {
+	namespace := s.Namespace
+	if namespace == "" {
+		namespace = ns
+	}
+	if _, err := f.client.FlinkV1beta1().FlinkStateSnapshots(namespace).Create(f.ctx, s, metav1.CreateOptions{}); err != nil {
 		f.t.Fatal(err)
 	}
 }

@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -373,6 +374,54 @@ func TestRestorePointNeverDisposed(t *testing.T) {
 	}
 	if countEvents(f.events(), ReasonDisposeSkipped) != 1 {
 		t.Error("no DisposeSkipped event for the kept restore point")
+	}
+}
+
+// Cross-namespace references with the option on are acted on only when the
+// validating webhook (which ran the SubjectAccessReview) guards snapshot
+// admission: without it, a ValidationError and no REST call at all; with
+// it, the snapshot completes and carries the job-reference.namespace label.
+func TestCrossNamespaceReferenceNeedsTheWebhook(t *testing.T) {
+	for _, webhook := range []bool{false, true} {
+		t.Run(map[bool]string{false: "no webhook", true: "webhook registered"}[webhook], func(t *testing.T) {
+			f := newFixture(t)
+			f.cfg[config.KeySnapshotCrossNamespaceReferencesEnabled] = "true"
+			if webhook {
+				f.guard = func(context.Context) error { return nil }
+			} else {
+				f.guard = func(context.Context) error {
+					return errors.New(`ValidatingWebhookConfiguration "flink-operator" not found`)
+				}
+			}
+			f.restart()
+			jm := f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
+			s := savepointSnap("sp", "job")
+			s.Namespace = "team-a"
+			s.Spec.JobReference.Namespace = ns
+			f.create(s)
+			if !webhook {
+				f.mustSyncIn("team-a", "sp")
+				got := f.getIn("team-a", "sp")
+				if got.Status.State != v1beta1.SnapshotTriggerPending || !strings.Contains(got.Status.Error, "is not trusted") ||
+					!strings.Contains(got.Status.Error, "not found") {
+					t.Fatalf("status %+v, want a ValidationError naming the missing webhook", got.Status)
+				}
+				if n := len(jm.Requests()); n != 0 {
+					t.Fatalf("%d REST calls for an untrusted reference", n)
+				}
+				return
+			}
+			var got *v1beta1.FlinkStateSnapshot
+			for range 5 {
+				f.mustSyncIn("team-a", "sp")
+				if got = f.getIn("team-a", "sp"); got.Status.State == v1beta1.SnapshotCompleted {
+					break
+				}
+			}
+			if got.Status.State != v1beta1.SnapshotCompleted || got.Labels[v1beta1.LabelJobReferenceNamespace] != ns {
+				t.Fatalf("status %+v labels %v, want COMPLETED with job-reference.namespace=%s", got.Status, got.Labels, ns)
+			}
+		})
 	}
 }
 

@@ -71,7 +71,7 @@ func (c *Controller) Sync(ctx context.Context, key string) (time.Duration, error
 
 	t, err := c.resolveTarget(s)
 	if err == nil {
-		err = c.validate(s, t)
+		err = c.validate(ctx, s, t)
 	}
 	if err != nil {
 		// The spec or its job is unusable: say so, change nothing else. An
@@ -107,7 +107,7 @@ func (c *Controller) Sync(ctx context.Context, key string) (time.Duration, error
 
 // validate re-checks the rules the webhook and CRD enforce (snapshots.md §7),
 // for objects created without them.
-func (c *Controller) validate(s *v1beta1.FlinkStateSnapshot, t *target) error {
+func (c *Controller) validate(ctx context.Context, s *v1beta1.FlinkStateSnapshot, t *target) error {
 	if (s.Spec.Savepoint == nil) == (s.Spec.Checkpoint == nil) {
 		return errors.New("exactly one of checkpoint or savepoint configurations has to be set")
 	}
@@ -122,6 +122,17 @@ func (c *Controller) validate(s *v1beta1.FlinkStateSnapshot, t *target) error {
 		if err != nil || !allowed {
 			return fmt.Errorf("job reference to namespace %q is not allowed: cross-namespace references need %s: true in the operator configuration",
 				s.Spec.JobReference.Namespace, config.KeySnapshotCrossNamespaceReferencesEnabled)
+		}
+		// Only the webhook checked that the creator may act on the other
+		// namespace's job; a reference that may have bypassed it is never
+		// acted on.
+		guard := errors.New("no validating webhook is configured")
+		if c.guard != nil {
+			guard = c.guard(ctx)
+		}
+		if guard != nil {
+			return fmt.Errorf("job reference to namespace %q is not trusted: cross-namespace references are acted on only when the operator's validating webhook admits FlinkStateSnapshots (it checks the creator may update the referenced job): %v",
+				s.Spec.JobReference.Namespace, guard)
 		}
 	}
 	if !t.found && s.Status.State == v1beta1.SnapshotTriggerPending {
