@@ -31,9 +31,10 @@ verify: ## gofmt, go vet, generated code up to date, go.mod tidy
 unit: ## Unit tests (no cluster needed)
 	$(GO) test -count=1 $(UNIT_PKGS)
 
-fuzz: ## Bounded fuzzing of decoders ($(FUZZTIME) each)
+fuzz: ## Bounded fuzzing of decoders and webhook validation ($(FUZZTIME) each)
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeResponse$$' -fuzztime=$(FUZZTIME) ./pkg/flink
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeErrorBody$$' -fuzztime=$(FUZZTIME) ./pkg/flink
+	$(GO) test -run='^$$' -fuzz='^FuzzValidate$$' -fuzztime=$(FUZZTIME) ./pkg/webhook
 
 codegen-check: ## Prove verify-codegen fails on a type edited without regenerating
 	hack/test-verify-codegen.sh

@@ -48,6 +48,15 @@ func newFlags() (*pflag.FlagSet, *settings) {
 	fs.StringVar(&opts.FlinkEndpoint, "flink-endpoint", operator.EndpointService, "How to reach Flink JobManager REST endpoints: \"service\" (the <name>-rest Service, for an operator in the cluster) or \"pod-ip\" (a ready JobManager pod's IP, for an operator outside it).")
 	fs.StringSliceVar(&opts.Controllers, "controllers", nil, "Controllers to run: "+strings.Join(operator.ControllerNames, ", ")+" (default: all).")
 	fs.DurationVar(&opts.ConnectTimeout, "connect-timeout", opts.ConnectTimeout, "How long to wait for the API server at start-up before giving up.")
+	wh := &opts.Webhook
+	fs.StringVar(&wh.BindAddress, "webhook-bind-address", wh.BindAddress, "Address serving the validating admission webhook (HTTPS POST /validate), e.g. \":9443\". \"0\" disables it.")
+	fs.StringVar(&wh.CertMode, "webhook-cert-mode", wh.CertMode, "Where the webhook's serving certificate comes from: \""+operator.WebhookCertSelfManaged+"\" (generated and rotated by the operator in --webhook-secret-name, CA patched into --webhook-config-name) or \""+operator.WebhookCertFiles+"\" (tls.crt/tls.key in --webhook-cert-dir, e.g. from cert-manager, re-read when they change).")
+	fs.StringVar(&wh.CertDir, "webhook-cert-dir", wh.CertDir, "Directory holding tls.crt and tls.key (--webhook-cert-mode=files).")
+	fs.StringVar(&wh.Namespace, "webhook-namespace", wh.Namespace, "Namespace of the webhook Service and certificate Secret. Empty: $POD_NAMESPACE.")
+	fs.StringVar(&wh.SecretName, "webhook-secret-name", wh.SecretName, "Secret holding the self-managed webhook CA and certificate, shared by all replicas.")
+	fs.StringVar(&wh.ServiceName, "webhook-service-name", wh.ServiceName, "Service in front of the webhook; the self-managed certificate is made for <service>.<namespace>.svc and <service>.<namespace>.svc.cluster.local.")
+	fs.StringVar(&wh.ConfigName, "webhook-config-name", wh.ConfigName, "ValidatingWebhookConfiguration whose webhooks get the self-managed CA as caBundle.")
+	fs.StringSliceVar(&wh.ExtraHosts, "webhook-extra-hosts", wh.ExtraHosts, "Comma-separated extra DNS names or IP addresses for the self-managed certificate (e.g. 127.0.0.1 when the API server calls a local operator).")
 
 	klogFlags := goflag.NewFlagSet("klog", goflag.ContinueOnError)
 	klog.InitFlags(klogFlags)

@@ -9,7 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/pflag"
+
+	"github.com/flinkops/flink-operator/pkg/operator"
 )
 
 // buildOperator compiles the real binary once per test run, so the tests see
@@ -60,7 +63,9 @@ func TestHelpDocumentsEveryFlag(t *testing.T) {
 			t.Errorf("--help does not mention --%s", f.Name)
 		}
 	})
-	for _, required := range []string{"kubeconfig", "namespaces", "leader-elect", "metrics-bind-address", "health-probe-bind-address", "config"} {
+	for _, required := range []string{"kubeconfig", "namespaces", "leader-elect", "metrics-bind-address", "health-probe-bind-address", "config",
+		"webhook-bind-address", "webhook-cert-mode", "webhook-cert-dir", "webhook-namespace", "webhook-secret-name",
+		"webhook-service-name", "webhook-config-name", "webhook-extra-hosts"} {
 		if fs.Lookup(required) == nil {
 			t.Errorf("flag --%s is missing", required)
 		}
@@ -113,5 +118,31 @@ func TestRejectsUnknownFlagAndArguments(t *testing.T) {
 	}
 	if err := run([]string{"extra"}); err == nil || !strings.Contains(err.Error(), "unexpected arguments") {
 		t.Errorf("positional argument: err = %v", err)
+	}
+}
+
+// TestWebhookFlags: the webhook is off unless asked for (so `make run` and
+// the tests are unaffected), and the flags reach the options.
+func TestWebhookFlags(t *testing.T) {
+	fs, s := newFlags()
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	want := operator.WebhookOptions{BindAddress: "0", CertMode: operator.WebhookCertSelfManaged,
+		SecretName: "flink-operator-webhook-cert", ServiceName: "flink-operator-webhook", ConfigName: "flink-operator"}
+	if diff := cmp.Diff(want, s.opts.Webhook); diff != "" {
+		t.Errorf("defaults (-want +got):\n%s", diff)
+	}
+
+	fs, s = newFlags()
+	if err := fs.Parse([]string{"--webhook-bind-address=:9443", "--webhook-cert-mode=files", "--webhook-cert-dir=/certs",
+		"--webhook-namespace=flink", "--webhook-secret-name=s", "--webhook-service-name=svc", "--webhook-config-name=cfg",
+		"--webhook-extra-hosts=127.0.0.1,webhook.local"}); err != nil {
+		t.Fatal(err)
+	}
+	want = operator.WebhookOptions{BindAddress: ":9443", CertMode: operator.WebhookCertFiles, CertDir: "/certs", Namespace: "flink",
+		SecretName: "s", ServiceName: "svc", ConfigName: "cfg", ExtraHosts: []string{"127.0.0.1", "webhook.local"}}
+	if diff := cmp.Diff(want, s.opts.Webhook); diff != "" {
+		t.Errorf("parsed (-want +got):\n%s", diff)
 	}
 }

@@ -71,6 +71,8 @@ func run(ctx context.Context, cancel context.CancelCauseFunc, opts Options) erro
 		})
 	}
 
+	inf := NewInformers(kube, flink, opts.Namespaces, opts.ResyncPeriod)
+
 	ready := &readiness{}
 	ready.set(false, "informer caches not synced")
 	probes, err := listen("probe", opts.ProbeAddr, probeMux(ready))
@@ -79,10 +81,20 @@ func run(ctx context.Context, cancel context.CancelCauseFunc, opts Options) erro
 	}
 	metricsSrv, err := listen("metrics", opts.MetricsAddr, metricsMux())
 	if err != nil {
+		closeListeners(probes)
 		return err
 	}
+	// The webhook takes its listers now, before the factories start.
+	webhookSrv, webhookCerts, err := newWebhook(ctx, kube, inf, opts)
+	if err != nil {
+		closeListeners(probes, metricsSrv)
+		return err
+	}
+	if webhookCerts != nil {
+		go webhookCerts.Run(klog.NewContext(ctx, logger.WithName("webhook")))
+	}
 	servers := []*server{}
-	for _, s := range []*server{probes, metricsSrv} {
+	for _, s := range []*server{probes, metricsSrv, webhookSrv} {
 		if s != nil {
 			servers = append(servers, s)
 			go s.serve(logger)
@@ -98,7 +110,6 @@ func run(ctx context.Context, cancel context.CancelCauseFunc, opts Options) erro
 		}
 	}()
 
-	inf := NewInformers(kube, flink, opts.Namespaces, opts.ResyncPeriod)
 	// Controllers request their informers now, so the caches are warm before
 	// this replica leads.
 	ctrls, err := newControllers(ctx, kube, flink, inf, opts)

@@ -38,6 +38,8 @@ type Options struct {
 	Controllers []string
 	// ResyncPeriod of the shared informers (0 = none).
 	ResyncPeriod time.Duration
+	// Webhook configures the validating admission webhook.
+	Webhook WebhookOptions
 
 	// snapshotCRDMissing is set by Run when the FlinkStateSnapshot CRD is
 	// not installed: legacy mode, no snapshot informer nor controller.
@@ -53,5 +55,48 @@ func DefaultOptions() Options {
 		ConnectTimeout:   15 * time.Second,
 		ShutdownTimeout:  10 * time.Second,
 		Config:           config.Defaults(),
+		Webhook: WebhookOptions{
+			BindAddress: "0",
+			CertMode:    WebhookCertSelfManaged,
+			SecretName:  "flink-operator-webhook-cert",
+			ServiceName: "flink-operator-webhook",
+			ConfigName:  "flink-operator",
+		},
 	}
+}
+
+// Certificate modes of the webhook.
+const (
+	// WebhookCertSelfManaged: the operator generates, stores (in a Secret),
+	// publishes (caBundle) and rotates its own CA and certificate.
+	WebhookCertSelfManaged = "self-managed"
+	// WebhookCertFiles: tls.crt and tls.key are read from a directory (a
+	// mounted cert-manager Secret, say) and re-read when they change.
+	WebhookCertFiles = "files"
+)
+
+// WebhookOptions configure the validating admission webhook, which every
+// replica serves, leader or not.
+type WebhookOptions struct {
+	// BindAddress serves HTTPS POST /validate; empty or "0" disables the
+	// webhook.
+	BindAddress string
+	// CertMode is WebhookCertSelfManaged or WebhookCertFiles.
+	CertMode string
+	// CertDir holds tls.crt and tls.key (files mode).
+	CertDir string
+	// Namespace of the Service and the certificate Secret; empty means
+	// $POD_NAMESPACE (self-managed mode).
+	Namespace string
+	// SecretName holds the self-managed CA and certificate.
+	SecretName string
+	// ServiceName is the webhook Service; the self-managed certificate is
+	// made for <service>.<namespace>.svc(.cluster.local).
+	ServiceName string
+	// ConfigName is the ValidatingWebhookConfiguration whose caBundle the
+	// self-managed mode patches.
+	ConfigName string
+	// ExtraHosts are more DNS names or IPs for the self-managed
+	// certificate (127.0.0.1 for an API server calling a local operator).
+	ExtraHosts []string
 }

@@ -77,3 +77,13 @@ func (s *server) serve(logger klog.Logger) {
 func (s *server) shutdown(ctx context.Context) error {
 	return s.srv.Shutdown(ctx)
 }
+
+// closeListeners releases the ports of servers that will not be served
+// (start-up failed after they were bound); nil servers are skipped.
+func closeListeners(servers ...*server) {
+	for _, s := range servers {
+		if s != nil {
+			_ = s.ln.Close()
+		}
+	}
+}

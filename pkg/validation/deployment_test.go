@@ -187,3 +187,21 @@ func TestDeploymentName(t *testing.T) {
 		t.Errorf("Deployment with a bad name: %v", err)
 	}
 }
+
+func TestCrossNamespaceSnapshotRef(t *testing.T) {
+	for _, tc := range []struct {
+		job   *v1beta1.JobSpec
+		cross bool
+	}{
+		{nil, false},
+		{&v1beta1.JobSpec{}, false},
+		{&v1beta1.JobSpec{InitialStateSnapshotRef: &v1beta1.SnapshotReference{Name: "sp"}}, false},
+		{&v1beta1.JobSpec{InitialStateSnapshotRef: &v1beta1.SnapshotReference{Name: "sp", Namespace: "ns"}}, false},
+		{&v1beta1.JobSpec{InitialStateSnapshotRef: &v1beta1.SnapshotReference{Name: "sp", Namespace: "other"}}, true},
+	} {
+		ref, cross := CrossNamespaceSnapshotRef("ns", tc.job)
+		if cross != tc.cross || (cross && (ref.Name != "sp" || ref.Namespace != "other")) {
+			t.Errorf("%+v: %+v, %v", tc.job, ref, cross)
+		}
+	}
+}

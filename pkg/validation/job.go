@@ -100,3 +100,19 @@ func equalNonce(a, b *int64) bool {
 	}
 	return *a == *b
 }
+
+// CrossNamespaceSnapshotRef reports whether a job (of a resource in
+// namespace) starts from a FlinkStateSnapshot in another namespace
+// (spec.job.initialStateSnapshotRef), and which. Like a snapshot's
+// cross-namespace job reference it is a privilege (the job reads another
+// namespace's state), which the caller authorizes; the rules here do not.
+func CrossNamespaceSnapshotRef(namespace string, job *v1beta1.JobSpec) (ref v1beta1.SnapshotReference, cross bool) {
+	if job == nil || job.InitialStateSnapshotRef == nil {
+		return v1beta1.SnapshotReference{}, false
+	}
+	r := *job.InitialStateSnapshotRef
+	if r.Namespace == "" || r.Namespace == namespace {
+		return v1beta1.SnapshotReference{}, false
+	}
+	return r, true
+}

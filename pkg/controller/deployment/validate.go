@@ -44,6 +44,10 @@ func (c *Controller) validate(dep *v1beta1.FlinkDeployment, spec v1beta1.FlinkDe
 // effectiveConfig is the configuration of a spec that was validated once
 // (a recorded one); it cannot fail unless the operator config changed.
 func (c *Controller) effectiveConfig(spec *v1beta1.FlinkDeploymentSpec) (config.Config, error) {
-	cfg, _, err := validation.DeploymentConfig(c.cfg, spec)
+	values, err := spec.FlinkConfiguration.Values()
+	if err != nil {
+		return nil, err
+	}
+	cfg, _, err := config.Effective(c.cfg, values)
 	return cfg, err
 }

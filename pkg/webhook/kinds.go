@@ -1,0 +1,183 @@
+package webhook
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/cluster"
+	"github.com/flinkops/flink-operator/pkg/validation"
+)
+
+// placeholderJobID stands in for the job id when a spec is only checked.
+const placeholderJobID = "00000000000000000000000000000000"
+
+// Updates that leave the spec alone (labels, finalizers, annotations) are
+// admitted without re-running the rules, and so are updates of an object
+// being deleted: the rules judge a spec someone asks for, and the operator
+// must always be able to maintain its metadata and remove its finalizer,
+// even on an object that became invalid (operator config changed, or it
+// predates the webhook). The controllers re-check every spec they act on.
+
+func (v *Validator) deployment(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+	dep, old, resp := decodeObjects[v1beta1.FlinkDeployment](req)
+	if resp != nil {
+		return resp
+	}
+	if old != nil && (dep.DeletionTimestamp != nil || sameJSON(old.Spec, dep.Spec)) {
+		return allow(nil)
+	}
+	var oldJob *v1beta1.JobSpec
+	if old != nil {
+		oldJob = old.Spec.Job
+	}
+	if resp := v.authorizeSnapshotRef(ctx, req, "FlinkDeployment", dep.Namespace, dep.Spec.Job, oldJob); resp != nil {
+		return resp
+	}
+	res, err := validation.Deployment(dep, v.cfg)
+	if err != nil {
+		return deny(http.StatusForbidden, err.Error())
+	}
+	// What the controller would refuse to build (ports, memory, pod
+	// template, log configuration) is refused now, with the same message.
+	if _, err := cluster.Build(cluster.Input{Deployment: dep, Spec: dep.Spec, OperatorConfig: v.cfg, JobID: placeholderJobID}); err != nil {
+		return deny(http.StatusForbidden, err.Error())
+	}
+	return allow(res.Warnings)
+}
+
+func (v *Validator) sessionJob(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+	job, old, resp := decodeObjects[v1beta1.FlinkSessionJob](req)
+	if resp != nil {
+		return resp
+	}
+	if old != nil {
+		if job.DeletionTimestamp != nil {
+			return allow(nil)
+		}
+		if err := validation.SessionJobUpdate(old, job); err != nil {
+			return deny(http.StatusForbidden, err.Error())
+		}
+		if sameJSON(old.Spec, job.Spec) {
+			return allow(nil)
+		}
+	}
+	var oldJob *v1beta1.JobSpec
+	if old != nil {
+		oldJob = old.Spec.Job
+	}
+	if resp := v.authorizeSnapshotRef(ctx, req, "FlinkSessionJob", job.Namespace, job.Spec.Job, oldJob); resp != nil {
+		return resp
+	}
+	if resp := v.notSynced(); resp != nil {
+		return resp
+	}
+	var clusterDep *v1beta1.FlinkDeployment
+	if name := job.Spec.DeploymentName; name != "" {
+		dep, err := v.lookup.Deployment(job.Namespace, name)
+		switch {
+		case err == nil:
+			clusterDep = dep
+		case !apierrors.IsNotFound(err):
+			return deny(http.StatusInternalServerError, fmt.Sprintf("looking up session cluster FlinkDeployment %s/%s: %v", job.Namespace, name, err))
+		}
+	}
+	res, err := validation.SessionJob(job, clusterDep, v.cfg)
+	if err != nil {
+		return deny(http.StatusForbidden, err.Error())
+	}
+	return allow(res.Warnings)
+}
+
+func (v *Validator) snapshot(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+	s, old, resp := decodeObjects[v1beta1.FlinkStateSnapshot](req)
+	if resp != nil {
+		return resp
+	}
+	if old != nil {
+		if s.DeletionTimestamp != nil {
+			return allow(nil)
+		}
+		if err := validation.StateSnapshotUpdate(old, s); err != nil {
+			return deny(http.StatusForbidden, err.Error())
+		}
+		// The spec is what it was at creation, where it was checked; the
+		// target may have gone since, which the snapshot's status reports.
+		return allow(nil)
+	}
+	// Authorize before looking anything up, so a reference the user may not
+	// make does not tell whether the job exists.
+	ref, resp := snapshotJobReference(s)
+	if resp != nil {
+		return resp
+	}
+	if ref != nil {
+		if resp := v.authorizeCrossNamespace(ctx, req, ref); resp != nil {
+			return resp
+		}
+	}
+	if resp := v.notSynced(); resp != nil {
+		return resp
+	}
+	target, err := v.resolveTarget(s)
+	if err != nil {
+		return deny(http.StatusInternalServerError, err.Error())
+	}
+	if err := validation.StateSnapshot(s, target, v.cfg); err != nil {
+		return deny(http.StatusForbidden, err.Error())
+	}
+	return allow(nil)
+}
+
+// resolveTarget looks up the job a snapshot refers to (and a session job's
+// cluster); what is not found stays nil.
+func (v *Validator) resolveTarget(s *v1beta1.FlinkStateSnapshot) (validation.Target, error) {
+	var t validation.Target
+	ref := s.Spec.JobReference
+	if ref == nil || ref.Name == "" {
+		return t, nil
+	}
+	ns := validation.JobReferenceNamespace(s)
+	switch ref.Kind {
+	case v1beta1.JobReferenceKindDeployment:
+		dep, err := v.lookup.Deployment(ns, ref.Name)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return t, fmt.Errorf("looking up FlinkDeployment %s/%s: %w", ns, ref.Name, err)
+		}
+		t.Deployment = dep
+	case v1beta1.JobReferenceKindSessionJob:
+		job, err := v.lookup.SessionJob(ns, ref.Name)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return t, fmt.Errorf("looking up FlinkSessionJob %s/%s: %w", ns, ref.Name, err)
+		}
+		t.SessionJob = job
+		if job != nil && job.Spec.DeploymentName != "" {
+			dep, err := v.lookup.Deployment(ns, job.Spec.DeploymentName)
+			if err != nil && !apierrors.IsNotFound(err) {
+				return t, fmt.Errorf("looking up session cluster FlinkDeployment %s/%s: %w", ns, job.Spec.DeploymentName, err)
+			}
+			t.SessionCluster = dep
+		}
+	}
+	// Any other kind finds nothing: "target not found", as upstream.
+	return t, nil
+}
+
+// authorizeSnapshotRef authorizes a job's cross-namespace
+// initialStateSnapshotRef when it is new: a reference that an earlier
+// update introduced was authorized then, and whoever edits other fields
+// later does not need the right.
+func (v *Validator) authorizeSnapshotRef(ctx context.Context, req *admissionv1.AdmissionRequest, kind, namespace string, job, old *v1beta1.JobSpec) *admissionv1.AdmissionResponse {
+	ref := initialSnapshotReference(kind, namespace, job)
+	if ref == nil {
+		return nil
+	}
+	if prev := initialSnapshotReference(kind, namespace, old); prev != nil && *prev == *ref {
+		return nil
+	}
+	return v.authorizeCrossNamespace(ctx, req, ref)
+}

@@ -1,0 +1,95 @@
+package webhook
+
+import (
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+
+	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	flinkinformers "github.com/flinkops/flink-operator/pkg/generated/informers/externalversions"
+	listers "github.com/flinkops/flink-operator/pkg/generated/listers/flink/v1beta1"
+)
+
+// Lookup finds the objects a validation reads besides the object itself: a
+// snapshot's target and a session job's cluster. A missing object is an
+// error for which apierrors.IsNotFound is true.
+type Lookup interface {
+	Deployment(namespace, name string) (*v1beta1.FlinkDeployment, error)
+	SessionJob(namespace, name string) (*v1beta1.FlinkSessionJob, error)
+}
+
+// syncer is implemented by a Lookup whose content arrives asynchronously;
+// until it has synced, "not found" means nothing, and the webhook asks the
+// API server to retry instead of refusing.
+type syncer interface {
+	HasSynced() bool
+}
+
+// ListerLookup is a Lookup over the operator's shared informers: the
+// webhook reads the same caches as the controllers and costs the API server
+// no extra watch. Objects in namespaces the operator does not watch are not
+// found, as for the controllers, which would never act on them.
+type ListerLookup struct {
+	all         *namespaceListers
+	byNamespace map[string]*namespaceListers
+	synced      []cache.InformerSynced
+}
+
+type namespaceListers struct {
+	deployments listers.FlinkDeploymentLister
+	sessionJobs listers.FlinkSessionJobLister
+}
+
+// NewListerLookup requests the FlinkDeployment and FlinkSessionJob
+// informers from the factories (keyed by namespace, "" = all namespaces),
+// which must not have been started yet, or must be started again after.
+func NewListerLookup(factories map[string]flinkinformers.SharedInformerFactory) *ListerLookup {
+	l := &ListerLookup{byNamespace: map[string]*namespaceListers{}}
+	for ns, f := range factories {
+		v := f.Flink().V1beta1()
+		deployments, sessionJobs := v.FlinkDeployments(), v.FlinkSessionJobs()
+		nl := &namespaceListers{deployments: deployments.Lister(), sessionJobs: sessionJobs.Lister()}
+		l.synced = append(l.synced, deployments.Informer().HasSynced, sessionJobs.Informer().HasSynced)
+		if ns == metav1.NamespaceAll {
+			l.all = nl
+		} else {
+			l.byNamespace[ns] = nl
+		}
+	}
+	return l
+}
+
+func (l *ListerLookup) forNamespace(ns string) *namespaceListers {
+	if l.all != nil {
+		return l.all
+	}
+	return l.byNamespace[ns]
+}
+
+// Deployment returns the cached FlinkDeployment (read-only).
+func (l *ListerLookup) Deployment(namespace, name string) (*v1beta1.FlinkDeployment, error) {
+	nl := l.forNamespace(namespace)
+	if nl == nil {
+		return nil, apierrors.NewNotFound(v1beta1.Resource("flinkdeployments"), name)
+	}
+	return nl.deployments.FlinkDeployments(namespace).Get(name)
+}
+
+// SessionJob returns the cached FlinkSessionJob (read-only).
+func (l *ListerLookup) SessionJob(namespace, name string) (*v1beta1.FlinkSessionJob, error) {
+	nl := l.forNamespace(namespace)
+	if nl == nil {
+		return nil, apierrors.NewNotFound(v1beta1.Resource("flinksessionjobs"), name)
+	}
+	return nl.sessionJobs.FlinkSessionJobs(namespace).Get(name)
+}
+
+// HasSynced reports whether every informer has synced.
+func (l *ListerLookup) HasSynced() bool {
+	for _, synced := range l.synced {
+		if !synced() {
+			return false
+		}
+	}
+	return true
+}
