@@ -17,6 +17,7 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	flinkcache "github.com/flinkops/flink-operator/pkg/cache"
@@ -69,7 +70,8 @@ func newControllers(ctx context.Context, kube kubernetes.Interface, flink client
 	if err != nil {
 		return nil, err
 	}
-	snapshotOpts := snapshot.Options{Config: opts.Config, HTTPClient: httpClient, Endpoints: endpoints}
+	snapshotOpts := snapshot.Options{Config: opts.Config, HTTPClient: httpClient, Endpoints: endpoints,
+		AdmissionGuard: newAdmissionGuard(kube, opts.Webhook.ConfigName, clock.RealClock{}).Check}
 	if os.Getenv(FaultEnv) == "exit-after-snapshot-intent" {
 		var once sync.Once
 		snapshotOpts.AfterIntentWritten = func(key string) {
