@@ -49,6 +49,7 @@ type Env struct {
 	OpLog string
 
 	kubeconfig string // kind: kubectl --kubeconfig
+	bins       string // local: directory of the built operator binary
 	dumped     bool
 }
 
@@ -58,8 +59,11 @@ type Options struct {
 	Name string
 	// OperatorArgs are extra flags for the local operator process.
 	OperatorArgs []string
-	// NoOperator leaves the operator to the test (local provider).
+	// NoOperator leaves the operator to the test (local provider); the
+	// operator user then gets no RBAC either.
 	NoOperator bool
+	// NoCRDs leaves installing the CRDs to the test.
+	NoCRDs bool
 }
 
 // Kind reports whether the scenarios run against a kind cluster.
@@ -105,13 +109,17 @@ func Setup(t *testing.T, ctx context.Context, opts Options) *Env {
 			t.Errorf("stopping the local cluster: %v", err)
 		}
 	})
-	if _, err := c.InstallCRDs(ctx, filepath.Join(root, "manifests", "crds")); err != nil {
-		t.Fatal(err)
+	if !opts.NoCRDs {
+		if _, err := c.InstallCRDs(ctx, filepath.Join(root, "manifests", "crds")); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := c.GrantClusterAdmin(ctx, localcluster.OperatorUser); err != nil {
-		t.Fatal(err)
+	if !opts.NoOperator {
+		if err := c.GrantClusterAdmin(ctx, localcluster.OperatorUser); err != nil {
+			t.Fatal(err)
+		}
 	}
-	e.Local, e.Config = c, c.RESTConfig()
+	e.Local, e.Config, e.bins = c, c.RESTConfig(), bins
 	e.Kube = kubernetes.NewForConfigOrDie(e.Config)
 	e.Flink = flinkclient.NewForConfigOrDie(e.Config)
 	if !opts.NoOperator {
@@ -237,3 +245,6 @@ func errText(err error) any {
 	}
 	return err
 }
+
+// OperatorBinary is the operator binary built for the local provider.
+func (e *Env) OperatorBinary() string { return filepath.Join(e.bins, "flink-operator") }

@@ -234,4 +234,3 @@ func LocalPath(t *testing.T, s string) string {
 func SameLocation(t *testing.T, a, b string) bool {
 	return LocalPath(t, a) == LocalPath(t, b)
 }
-

@@ -500,6 +500,10 @@ func (c *Cluster) KubectlInput(stdin io.Reader, args ...string) (string, error) 
 	return stdout.String(), nil
 }
 
+// WriteKubeconfig writes a kubeconfig for the cluster that authenticates
+// with token (a ServiceAccount token from the TokenRequest API, say).
+func (c *Cluster) WriteKubeconfig(path, token string) error { return c.writeKubeconfig(path, token) }
+
 func (c *Cluster) writeKubeconfig(path, token string) error {
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["local"] = &clientcmdapi.Cluster{Server: c.Host, CertificateAuthorityData: c.caPEM}
