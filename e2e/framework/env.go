@@ -26,6 +26,17 @@ import (
 const (
 	EnvProvider   = "FLINKOP_E2E_PROVIDER"   // "local" (default) or "kind"
 	EnvKubeconfig = "FLINKOP_E2E_KUBECONFIG" // the kind cluster's kubeconfig
+	// EnvDataDir is a host directory mounted at the same path in the kind
+	// node: Env.Base goes under it, so checkpoint and savepoint paths are
+	// the same on the host, the node and (hostPath) in Flink pods.
+	EnvDataDir = "FLINKOP_E2E_DATA_DIR"
+	// EnvFlinkImages maps pinned Flink versions to images on kind
+	// ("1.20.5=flinkops/flink-testjob:1.20,2.3.0=...").
+	EnvFlinkImages = "FLINKOP_E2E_FLINK_IMAGES"
+	// EnvHostAddress is the address at which pods and the in-cluster
+	// operator reach the test process on kind (the docker network's
+	// gateway, e.g. 172.18.0.1); locally everything is 127.0.0.1.
+	EnvHostAddress = "FLINKOP_E2E_HOST_ADDRESS"
 )
 
 // Env is one e2e environment, shared by the scenarios of a test.
@@ -83,9 +94,21 @@ func Setup(t *testing.T, ctx context.Context, opts Options) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base, err := os.MkdirTemp("", "flinkop-"+opts.Name+"-")
+	parent := ""
+	if Kind() {
+		if parent = os.Getenv(EnvDataDir); parent == "" {
+			t.Fatalf("%s=kind needs %s (e2e/kind/README.md)", EnvProvider, EnvDataDir)
+		}
+	}
+	base, err := os.MkdirTemp(parent, "flinkop-"+opts.Name+"-")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if Kind() {
+		// Flink runs as uid 9999 in the official image.
+		if err := os.Chmod(base, 0o777); err != nil {
+			t.Fatal(err)
+		}
 	}
 	t.Cleanup(func() { os.RemoveAll(base) }) // registered first: runs last
 	e := &Env{Ctx: ctx, Root: root, Base: base, OpLog: filepath.Join(base, "operator.log")}

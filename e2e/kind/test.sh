@@ -108,10 +108,17 @@ go_scenarios() {
 	if [[ ${#packages[@]} -eq 0 ]]; then
 		die "no e2e package uses e2e/framework (FLINKOP_E2E_PROVIDER) yet (README.md, \"Go scenarios\"); FLINKOP_KIND_SKIP_GO=1 runs the smoke test only"
 	fi
-	log "go test ${packages[*]} against kind cluster ${cluster_name}"
+	# Pods and the in-cluster operator reach the test process (e.g. the session jobs' jar server)
+	# at the kind network's gateway.
+	local host_address="${FLINKOP_E2E_HOST_ADDRESS:-}"
+	if [[ -z "${host_address}" ]]; then
+		host_address="$(docker network inspect kind -f '{{range .IPAM.Config}}{{if .Gateway}}{{.Gateway}} {{end}}{{end}}' | awk '{print $1}')"
+	fi
+	log "go test ${packages[*]} against kind cluster ${cluster_name} (test host at ${host_address})"
 	(
 		cd "${repo_root}"
 		FLINKOP_E2E_PROVIDER=kind \
+			FLINKOP_E2E_HOST_ADDRESS="${host_address}" \
 			FLINKOP_E2E_KUBECONFIG="${kubeconfig}" \
 			FLINKOP_E2E_OPERATOR_NAMESPACE="${operator_namespace}" \
 			FLINKOP_E2E_OPERATOR_DEPLOYMENT="${operator_deployment}" \

@@ -3,7 +3,6 @@ package sessionjobe2e
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -74,14 +73,7 @@ func serveJars(t *testing.T) string {
 		jar := d.TestJobJar
 		mux.HandleFunc("/"+v+"/testjob.jar", func(w http.ResponseWriter, r *http.Request) { http.ServeFile(w, r, jar) })
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(l) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	return "http://" + l.Addr().String()
+	return framework.ServeHTTP(t, mux)
 }
 
 type run struct {
@@ -106,7 +98,7 @@ func (r *run) scenario(examplePath string) {
 	// Flink version for 1.x, the jars (the test job, served by the test) and
 	// their entry class and arguments, and the options a stateful job needs
 	// (checkpoint and savepoint directories, enough slots for 4 + 2).
-	y = replaceOnce(t, y, "  image: flink:2.2\n", "  image: "+fl.image+"\n"+fmt.Sprintf(`  flinkConfiguration:
+	y = replaceOnce(t, y, "  image: flink:2.2\n", "  image: "+framework.FlinkImage(t, r.version)+"\n"+r.PodTemplateYAML()+fmt.Sprintf(`  flinkConfiguration:
     taskmanager.numberOfTaskSlots: "6"
     state.backend.type: hashmap
     execution.checkpointing.interval: 2 s
