@@ -2,9 +2,7 @@ package deployment
 
 import (
 	"context"
-	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -14,6 +12,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/cluster"
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/flink"
+	"github.com/flinkops/flink-operator/pkg/lifecycle"
 )
 
 // AnnotationFlinkVersion on the JobManager Deployment records the Flink
@@ -234,16 +233,7 @@ func (c *Controller) observeJob(ctx context.Context, sc *syncState, jobs []flink
 	}
 }
 
-func effectiveState(j *flink.JobOverview) v1beta1.JobStatusState {
-	if j.State == flink.JobRunning && !j.AllTasksRunning() {
-		return v1beta1.JobStatusCreated
-	}
-	return v1beta1.JobStatusState(j.State)
-}
-
-// notAddressable are Flink's pointers of checkpoints without external
-// storage (NonPersistentMetadataCheckpointStorageLocation).
-var notAddressable = []string{"<checkpoint-not-externally-addressable>", "<checkpoint-without-external-pointer>"}
+func effectiveState(j *flink.JobOverview) v1beta1.JobStatusState { return lifecycle.EffectiveState(j) }
 
 // latestState is the state to restart the job from: the newest restorable
 // checkpoint or savepoint Flink reports for it, else what the job itself
@@ -259,14 +249,5 @@ func (c *Controller) latestState(ctx context.Context, sc *syncState) (string, er
 	case err != nil:
 		return "", err
 	}
-	snap, ok := stats.LatestSnapshot()
-	if !ok {
-		return js.UpgradeSavepointPath, nil
-	}
-	for _, p := range notAddressable {
-		if strings.Contains(snap.ExternalPath, p) {
-			return "", fmt.Errorf("latest checkpoint %d is not externally addressable. Manual restore required", snap.ID)
-		}
-	}
-	return snap.ExternalPath, nil
+	return lifecycle.LatestStatePath(stats, js.UpgradeSavepointPath)
 }

@@ -1,63 +1,22 @@
 package deployment
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-	"fmt"
-	"reflect"
-	"strconv"
-
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/lifecycle"
 )
 
-// reconciledSpec is what status.reconciliationStatus.lastReconciledSpec (and
-// lastStableSpec) hold, in upstream's shape so an upstream operator can read
-// it: {"spec": <spec>, "resource_metadata": {"apiVersion": ..., "firstDeployment": ...}}.
-type reconciledSpec struct {
-	Spec v1beta1.FlinkDeploymentSpec `json:"spec"`
-	Meta reconciledMeta              `json:"resource_metadata"`
-}
+// reconciledSpec is lastReconciledSpec (pkg/lifecycle).
+type reconciledSpec = lifecycle.Reconciled[v1beta1.FlinkDeploymentSpec]
 
-type reconciledMeta struct {
-	APIVersion      string `json:"apiVersion"`
-	FirstDeployment bool   `json:"firstDeployment"`
-}
+type reconciledMeta = lifecycle.Meta
 
 func encodeSpec(spec v1beta1.FlinkDeploymentSpec, first bool) (string, error) {
-	b, err := json.Marshal(reconciledSpec{Spec: spec, Meta: reconciledMeta{
-		APIVersion: v1beta1.SchemeGroupVersion.String(), FirstDeployment: first,
-	}})
-	if err != nil {
-		return "", fmt.Errorf("encoding lastReconciledSpec: %w", err)
-	}
-	return string(b), nil
+	return lifecycle.Encode(spec, first)
 }
 
-// decodeSpec reads lastReconciledSpec; "" gives nil. Upstream's legacy
-// form (the spec itself plus apiVersion, no resource_metadata) is accepted.
+// decodeSpec reads lastReconciledSpec; "" gives nil.
 func decodeSpec(s string) (*reconciledSpec, error) {
-	if s == "" {
-		return nil, nil
-	}
-	var probe map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(s), &probe); err != nil {
-		return nil, fmt.Errorf("decoding lastReconciledSpec: %w", err)
-	}
-	out := &reconciledSpec{}
-	if _, ok := probe["resource_metadata"]; ok {
-		if err := json.Unmarshal([]byte(s), out); err != nil {
-			return nil, fmt.Errorf("decoding lastReconciledSpec: %w", err)
-		}
-		return out, nil
-	}
-	delete(probe, "apiVersion")
-	legacy, _ := json.Marshal(probe)
-	if err := json.Unmarshal(legacy, &out.Spec); err != nil {
-		return nil, fmt.Errorf("decoding lastReconciledSpec (legacy form): %w", err)
-	}
-	out.Meta.APIVersion = v1beta1.SchemeGroupVersion.String()
-	return out, nil
+	return lifecycle.Decode[v1beta1.FlinkDeploymentSpec](s)
 }
 
 // withoutNonces drops the fields that never need a redeploy: the manual
@@ -65,32 +24,12 @@ func decodeSpec(s string) (*reconciledSpec, error) {
 // nonce (no autoscaler here).
 func withoutNonces(spec v1beta1.FlinkDeploymentSpec) v1beta1.FlinkDeploymentSpec {
 	out := *spec.DeepCopy()
-	if out.Job != nil {
-		out.Job.SavepointTriggerNonce = nil
-		out.Job.CheckpointTriggerNonce = nil
-		out.Job.AutoscalerResetNonce = nil
-	}
+	out.Job = lifecycle.WithoutNonces(out.Job)
 	return out
 }
 
-// sameSpec compares two specs the way the API server would store them:
-// through JSON, so key order and spacing inside flinkConfiguration, or nil
-// versus empty lists, never count as a change.
-func sameSpec(a, b v1beta1.FlinkDeploymentSpec) bool {
-	return reflect.DeepEqual(normalized(a), normalized(b))
-}
-
-func normalized(spec v1beta1.FlinkDeploymentSpec) any {
-	b, err := json.Marshal(spec)
-	if err != nil {
-		return nil
-	}
-	var out any
-	if err := json.Unmarshal(b, &out); err != nil {
-		return nil
-	}
-	return out
-}
+// sameSpec compares two specs the way the API server would store them.
+func sameSpec(a, b v1beta1.FlinkDeploymentSpec) bool { return lifecycle.SameSpec(a, b) }
 
 // specChange classifies a spec change against the recorded one.
 type specChange int
@@ -135,12 +74,7 @@ func classify(recorded, current v1beta1.FlinkDeploymentSpec) specChange {
 	return changeUpgrade
 }
 
-func equalNonce(a, b *int64) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return *a == *b
-}
+func equalNonce(a, b *int64) bool { return lifecycle.EqualNonce(a, b) }
 
 // jobSuspended reports whether the spec asks for a suspended job.
 func jobSuspended(spec *v1beta1.FlinkDeploymentSpec) bool {
@@ -156,15 +90,7 @@ func upgradeMode(spec *v1beta1.FlinkDeploymentSpec) v1beta1.UpgradeMode {
 }
 
 // newJobID derives a fresh Flink job id from the resource, the job id it
-// replaces and the generation being deployed: deterministic (so logs and
-// tests can predict it) and never equal to the id it replaces. It is
-// written to status before any object carries it, so determinism is a
-// convenience, not what makes a crash safe.
+// replaces and the generation being deployed (pkg/lifecycle).
 func newJobID(uid, previous string, generation int64) string {
-	for salt := 0; ; salt++ {
-		sum := sha256.Sum256([]byte(uid + "/" + previous + "/" + strconv.FormatInt(generation, 10) + "/" + strconv.Itoa(salt)))
-		if id := hex.EncodeToString(sum[:16]); id != previous {
-			return id
-		}
-	}
+	return lifecycle.NewJobID("", uid, previous, generation)
 }

@@ -7,38 +7,29 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/lifecycle"
 )
 
 // manualRestore marks errors after which upstream reports the resource
 // FAILED: the operator will not act until a human says where to restart
 // from.
-const manualRestore = "Manual restore required"
+const manualRestore = lifecycle.ManualRestore
 
-// lifecycleOf derives status.lifecycleState the way upstream's
-// CommonStatus.getLifecycleState does.
+// lifecycleOf derives status.lifecycleState (pkg/lifecycle); "Manual
+// restore required" means FAILED while the JobManager is missing or in
+// error, as upstream.
 func lifecycleOf(d *v1beta1.FlinkDeployment, recorded *reconciledSpec) v1beta1.ResourceLifecycleState {
 	st := &d.Status
-	switch {
-	case d.DeletionTimestamp != nil:
-		return v1beta1.LifecycleDeleting
-	case recorded == nil || st.ReconciliationStatus.LastReconciledSpec == "":
-		if st.Error != "" {
-			return v1beta1.LifecycleFailed
-		}
-		return v1beta1.LifecycleCreated
-	case st.ReconciliationStatus.State == v1beta1.ReconciliationUpgrading:
-		return v1beta1.LifecycleUpgrading
-	case jobSuspended(&recorded.Spec):
-		return v1beta1.LifecycleSuspended
-	case st.JobStatus.State == v1beta1.JobStatusFailed:
-		return v1beta1.LifecycleFailed
-	case (st.JobManagerDeploymentStatus == v1beta1.JobManagerMissing || st.JobManagerDeploymentStatus == v1beta1.JobManagerError) &&
-		strings.Contains(st.Error, manualRestore):
-		return v1beta1.LifecycleFailed
-	case st.ReconciliationStatus.LastReconciledSpec == st.ReconciliationStatus.LastStableSpec:
-		return v1beta1.LifecycleStable
-	}
-	return v1beta1.LifecycleDeployed
+	return lifecycle.State(lifecycle.Observed{
+		Deleting:  d.DeletionTimestamp != nil,
+		Recorded:  recorded != nil,
+		Suspended: recorded != nil && jobSuspended(&recorded.Spec),
+		Status:    st.ReconciliationStatus,
+		JobState:  st.JobStatus.State,
+		Error:     st.Error,
+		ManualRestoreFails: st.JobManagerDeploymentStatus == v1beta1.JobManagerMissing ||
+			st.JobManagerDeploymentStatus == v1beta1.JobManagerError,
+	})
 }
 
 // setRunningCondition keeps the one condition upstream has: Running, true

@@ -15,6 +15,7 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/flink"
+	"github.com/flinkops/flink-operator/pkg/lifecycle"
 	"github.com/flinkops/flink-operator/pkg/snapshots"
 )
 
@@ -28,10 +29,6 @@ import (
 //     last-state instead (or, with the fallback disabled, retried later);
 //   - jobStatus.state SUSPENDED: the job is stopped (or about to be torn
 //     down) and upgradeSavepointPath holds the state to restart from.
-
-// historyTolerance allows for clock skew between operator and JobManager
-// when matching a forgotten trigger against Flink's checkpoint history.
-const historyTolerance = 2 * time.Second
 
 // stopJob takes the next step in stopping the old job with its state.
 func (c *Controller) stopJob(ctx context.Context, sc *syncState) error {
@@ -295,22 +292,11 @@ func (c *Controller) recoverStop(ctx context.Context, sc *syncState, triggered t
 	if err != nil && !flink.IsNotFound(err) {
 		return flink.SavepointResult{}, err
 	}
-	if stats != nil {
-		since := triggered.Add(-historyTolerance).UnixMilli()
-		if sp := stats.Latest.Savepoint; sp != nil && sp.TriggerTimestamp >= since && sp.ExternalPath != "" {
-			return flink.SavepointResult{State: flink.OperationSucceeded, Value: sp.ExternalPath}, nil
+	if path, found := lifecycle.SavepointSince(stats, triggered); found {
+		if path == "" {
+			return flink.SavepointResult{State: flink.OperationPending}, nil
 		}
-		for _, h := range stats.History {
-			if !h.IsSavepoint || h.TriggerTimestamp < since {
-				continue
-			}
-			switch h.Status {
-			case flink.CheckpointStatsCompleted:
-				return flink.SavepointResult{State: flink.OperationSucceeded, Value: h.ExternalPath}, nil
-			case flink.CheckpointStatsInProgress:
-				return flink.SavepointResult{State: flink.OperationPending}, nil
-			}
-		}
+		return flink.SavepointResult{State: flink.OperationSucceeded, Value: path}, nil
 	}
 	if c.jobHealthy(sc) {
 		sc.log.Info("Flink does not know the stop trigger id, sending it again", "triggerId", js.SavepointInfo.TriggerID)

@@ -2,12 +2,11 @@ package sessionjob
 
 import (
 	"context"
-	"fmt"
 	"strconv"
-	"strings"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/flink"
+	"github.com/flinkops/flink-operator/pkg/lifecycle"
 )
 
 // observe reads the session cluster's jobs overview when the cluster is
@@ -99,16 +98,7 @@ func (c *Controller) observeJob(ctx context.Context, sc *syncState) {
 	}
 }
 
-func effectiveState(j *flink.JobOverview) v1beta1.JobStatusState {
-	if j.State == flink.JobRunning && !j.AllTasksRunning() {
-		return v1beta1.JobStatusCreated
-	}
-	return v1beta1.JobStatusState(j.State)
-}
-
-// notAddressable are Flink's pointers of checkpoints without external
-// storage.
-var notAddressable = []string{"<checkpoint-not-externally-addressable>", "<checkpoint-without-external-pointer>"}
+func effectiveState(j *flink.JobOverview) v1beta1.JobStatusState { return lifecycle.EffectiveState(j) }
 
 // latestState is the state to restart the job from: the newest restorable
 // checkpoint or savepoint Flink reports for it, else what the job started
@@ -123,14 +113,5 @@ func (c *Controller) latestState(ctx context.Context, sc *syncState) (string, er
 	case err != nil:
 		return "", err
 	}
-	snap, ok := stats.LatestSnapshot()
-	if !ok {
-		return js.UpgradeSavepointPath, nil
-	}
-	for _, p := range notAddressable {
-		if strings.Contains(snap.ExternalPath, p) {
-			return "", fmt.Errorf("latest checkpoint %d is not externally addressable. %s", snap.ID, manualRestore)
-		}
-	}
-	return snap.ExternalPath, nil
+	return lifecycle.LatestStatePath(stats, js.UpgradeSavepointPath)
 }

@@ -1,0 +1,7 @@
+// Package lifecycle holds the pure rules of a Flink job's life that the
+// FlinkDeployment and FlinkSessionJob controllers share: the recorded spec
+// in upstream's lastReconciledSpec shape, fresh job ids, the job state the
+// operator reports for a Flink job, the lifecycle state of the resource,
+// and where a forgotten stop-with-savepoint left its savepoint. It does no
+// I/O: it takes objects and returns decisions (layout floor 3).
+package lifecycle
