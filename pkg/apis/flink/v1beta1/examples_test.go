@@ -23,7 +23,8 @@ import (
 	"github.com/flinkops/flink-operator/pkg/crdtest"
 )
 
-// example is one flink.apache.org object from the upstream samples.
+// example is one flink.apache.org object from the upstream samples or
+// manifests/examples.
 type example struct {
 	source string
 	object map[string]any
@@ -43,6 +44,12 @@ func upstreamExamples(t *testing.T) []example {
 		}
 		files = append(files, matches...)
 	}
+	// Ours too: manifests/examples must stay valid against the CRDs.
+	ours, err := filepath.Glob(filepath.Join("..", "..", "..", "..", "manifests", "examples", "*.yaml"))
+	if err != nil || len(ours) < 5 {
+		t.Fatalf("manifests/examples: %d files, %v", len(ours), err)
+	}
+	files = append(files, ours...)
 	var out []example
 	for _, f := range files {
 		data, err := os.ReadFile(f)
