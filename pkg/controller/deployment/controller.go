@@ -127,6 +127,8 @@ func New(client clientset.Interface, kube kubernetes.Interface, caches *flinkcac
 			UpdateFunc: c.deploymentUpdated,
 			DeleteFunc: c.enqueue,
 		},
+		// A session cluster being deleted waits for its session jobs.
+		SessionJobs: cache.ResourceEventHandlerFuncs{DeleteFunc: c.enqueueSessionCluster},
 	})
 	if err != nil {
 		return nil, err
@@ -161,6 +163,17 @@ func (c *Controller) deploymentUpdated(oldObj, newObj any) {
 		return
 	}
 	c.enqueue(newObj)
+}
+
+// enqueueSessionCluster wakes the session cluster of a removed
+// FlinkSessionJob.
+func (c *Controller) enqueueSessionCluster(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	if j, ok := obj.(*v1beta1.FlinkSessionJob); ok && j.Spec.DeploymentName != "" {
+		c.queue.Add(j.Namespace + "/" + j.Spec.DeploymentName)
+	}
 }
 
 // enqueueOwner maps an owned ConfigMap, Deployment or Service to the

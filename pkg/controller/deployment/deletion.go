@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,6 +29,12 @@ func (c *Controller) syncDeletion(ctx context.Context, key string, cached *v1bet
 		return 0, err
 	}
 	st := &sc.dep.Status
+	if blocked, err := c.sessionJobsBlockDeletion(sc); err != nil || blocked {
+		if err != nil {
+			return 0, err
+		}
+		return c.commit(ctx, sc)
+	}
 	onDeletion, _ := sc.cfg.Bool(config.KeyJobSavepointOnDeletion)
 	stoppable := sc.recorded != nil && sc.recorded.Spec.Job != nil && st.JobStatus.JobID != "" &&
 		st.JobStatus.State != v1beta1.JobStatusSuspended
@@ -102,5 +109,29 @@ func (c *Controller) stopOnDeletion(ctx context.Context, sc *syncState) (done bo
 		return false, nil
 	}
 	sc.event("Normal", ReasonCleanup, "Job %s is %s: no savepoint taken on deletion", js.JobID, describeJob(sc))
+	return true, nil
+}
+
+// sessionJobsBlockDeletion keeps a session cluster while FlinkSessionJobs
+// run on it, as upstream does: their own deletion must first stop their
+// jobs (with a savepoint on deletion, if configured) through this cluster's
+// REST API. A session job's removal wakes the cluster (controller.go).
+func (c *Controller) sessionJobsBlockDeletion(sc *syncState) (bool, error) {
+	if sc.recorded == nil || sc.recorded.Spec.Job != nil {
+		return false, nil
+	}
+	jobs, err := c.caches.SessionJobsOfCluster(sc.dep.Namespace, sc.dep.Name)
+	if err != nil || len(jobs) == 0 {
+		return false, err
+	}
+	names := make([]string, 0, len(jobs))
+	for _, j := range jobs {
+		names = append(names, j.Name)
+	}
+	slices.Sort(names)
+	msg := fmt.Sprintf("Session cluster %s is kept while FlinkSessionJobs run on it: %s; delete them first (their jobs are stopped through this cluster)",
+		sc.dep.Name, strings.Join(names, ", "))
+	sc.fail(ReasonCleanup, "%s", msg) // one Warning event while it stays the same
+	sc.after(sc.reconcileInterval())
 	return true, nil
 }

@@ -88,3 +88,40 @@ func TestDeletionSavepointBoundedByTimeout(t *testing.T) {
 		t.Errorf("path recorded without a savepoint: %s", statusString(got))
 	}
 }
+
+// A session cluster is kept while FlinkSessionJobs run on it (upstream's
+// rule): their deletion stops their jobs through it. Once they are gone, it
+// goes.
+func TestSessionClusterDeletionWaitsForSessionJobs(t *testing.T) {
+	f := newFixture(t)
+	session := f.application("session", v1beta1.UpgradeModeStateless)
+	session.Spec.Job = nil
+	f.create(session)
+	f.until("session", 10, "ready", func(d *v1beta1.FlinkDeployment) bool {
+		return d.Status.JobManagerDeploymentStatus == v1beta1.JobManagerReady
+	})
+	sj := &v1beta1.FlinkSessionJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "etl"},
+		Spec: v1beta1.FlinkSessionJobSpec{DeploymentName: "session", Job: &v1beta1.JobSpec{JarURI: "https://x/etl.jar"}}}
+	if _, err := f.client.FlinkV1beta1().FlinkSessionJobs(ns).Create(f.ctx, sj, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.events()
+	f.markDeleted("session")
+	for range 3 {
+		f.step("session")
+	}
+	got := f.get("session")
+	if finalized(got) || !strings.Contains(got.Status.Error, "FlinkSessionJobs run on it: etl") {
+		t.Fatalf("finalizers %v, %s: want the cluster kept with the reason", got.Finalizers, statusString(got))
+	}
+	if ev := f.events(); len(ev) != 1 || !strings.Contains(ev[0], "Warning Cleanup") {
+		t.Errorf("events %v, want one Cleanup Warning", ev)
+	}
+	if err := f.client.FlinkV1beta1().FlinkSessionJobs(ns).Delete(f.ctx, "etl", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.step("session")
+	if got := f.get("session"); !finalized(got) {
+		t.Errorf("finalizer kept after the session job went: %s", statusString(got))
+	}
+}

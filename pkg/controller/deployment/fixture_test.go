@@ -171,7 +171,8 @@ func (f *fixture) refresh() {
 	deps, _ := f.client.FlinkV1beta1().FlinkDeployments("").List(f.ctx, metav1.ListOptions{})
 	replace(v.FlinkStateSnapshots().Informer().GetIndexer(), items(snaps.Items))
 	replace(v.FlinkDeployments().Informer().GetIndexer(), items(deps.Items))
-	replace(v.FlinkSessionJobs().Informer().GetIndexer(), nil)
+	jobs, _ := f.client.FlinkV1beta1().FlinkSessionJobs("").List(f.ctx, metav1.ListOptions{})
+	replace(v.FlinkSessionJobs().Informer().GetIndexer(), items(jobs.Items))
 
 	ds, _ := f.kube.AppsV1().Deployments("").List(f.ctx, metav1.ListOptions{})
 	ss, _ := f.kube.CoreV1().Services("").List(f.ctx, metav1.ListOptions{})

@@ -128,10 +128,11 @@ func effectiveConfig(base config.Config, conf *v1beta1.Configuration) (config.Co
 }
 
 // clusterReady: the session cluster is deployed and its JobManager
-// answers REST calls, as its FlinkDeployment status says.
+// answers REST calls, as its FlinkDeployment status says. A cluster being
+// deleted still counts: it is kept until its session jobs are gone, so
+// that they can stop their jobs through it.
 func (sc *syncState) clusterReady() bool {
-	return sc.cluster != nil && sc.cluster.DeletionTimestamp == nil &&
-		sc.cluster.Status.JobManagerDeploymentStatus == v1beta1.JobManagerReady
+	return sc.cluster != nil && sc.cluster.Status.JobManagerDeploymentStatus == v1beta1.JobManagerReady
 }
 
 // flinkClient builds a REST client for the session cluster's JobManager.

@@ -63,12 +63,12 @@ func (c *Controller) syncDeletion(ctx context.Context, key string, cached *v1bet
 }
 
 // hasCluster resolves the session cluster for a deletion; a missing one
-// (or one being deleted itself) means there is no job left to stop.
+// means there is no job left to stop.
 func (c *Controller) hasCluster(sc *syncState) bool {
 	if sc.recorded == nil || sc.sj.Status.JobStatus.JobID == "" {
 		return false
 	}
-	if !c.resolveCluster(sc) || sc.cluster.DeletionTimestamp != nil {
+	if !c.resolveCluster(sc) {
 		sc.requeue = 0
 		return false
 	}

@@ -16,6 +16,14 @@ import (
 // reconcile moves the job toward the spec, one step per sync.
 func (c *Controller) reconcile(ctx context.Context, sc *syncState) error {
 	st := &sc.sj.Status
+	if sc.cluster != nil && sc.cluster.DeletionTimestamp != nil {
+		// Nothing new goes to a cluster on its way out; it waits for this
+		// session job to be deleted.
+		sc.fail(ReasonSessionCluster, "Session cluster FlinkDeployment %s/%s is being deleted; it is kept until its FlinkSessionJobs are deleted",
+			sc.cluster.Namespace, sc.cluster.Name)
+		sc.after(sc.reconcileInterval())
+		return nil
+	}
 	switch {
 	case sc.recorded == nil:
 		return c.firstDeploy(ctx, sc)

@@ -748,3 +748,28 @@ func TestSubmitFromSnapshotRef(t *testing.T) {
 		t.Errorf("runs %+v, status %s: want one submission from the snapshot", runs, statusString(got))
 	}
 }
+
+// A session job deleted while its session cluster is being deleted (a
+// namespace deletion) still cancels its job through the cluster, which the
+// FlinkDeployment controller keeps until its session jobs are gone; nothing
+// new is submitted to a cluster on its way out.
+func TestDeletionWhileClusterIsDeleted(t *testing.T) {
+	f := newFixture(t)
+	cluster := f.sessionCluster("session", nil)
+	before := f.deploy(f.sessionJob("job", v1beta1.UpgradeModeStateless))
+	now := metav1.NewTime(f.clock.Now())
+	cluster, _ = f.client.FlinkV1beta1().FlinkDeployments(ns).Get(f.ctx, cluster.Name, metav1.GetOptions{})
+	cluster.DeletionTimestamp = &now
+	if _, err := f.client.FlinkV1beta1().FlinkDeployments(ns).Update(f.ctx, cluster, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.step("job")
+	if got := f.get("job"); !strings.Contains(got.Status.Error, "is being deleted") {
+		t.Errorf("status %s, want the cluster's deletion reported", statusString(got))
+	}
+	f.delete("job")
+	f.until("job", 10, "finalizer removed", finalized)
+	if st := f.jobState(before.Status.JobStatus.JobID); st != flink.JobCanceled {
+		t.Errorf("job %s, want CANCELED through the cluster being deleted", st)
+	}
+}
