@@ -2,31 +2,24 @@ package deploymente2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	flinkjvm "github.com/flinkops/flink-operator/e2e/flink"
+	"github.com/flinkops/flink-operator/e2e/framework"
 	"github.com/flinkops/flink-operator/e2e/localcluster"
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/cluster"
-	flinkclient "github.com/flinkops/flink-operator/pkg/generated/clientset/versioned"
 )
 
 // flavours are the image and FlinkDeployment spelling of each pinned version.
@@ -49,14 +42,7 @@ const (
 )
 
 type suite struct {
-	ctx     context.Context
-	c       *localcluster.Cluster
-	kube    kubernetes.Interface
-	flink   flinkclient.Interface
-	op      *operatorProcess
-	opLog   string
-	base    string // host directory for checkpoints and savepoints
-	dumped  bool   // a failing run dumped the operator log already
+	*framework.Env
 	mu      sync.Mutex
 	timings []timing
 }
@@ -74,6 +60,9 @@ type timing struct {
 // Flink itself at every step (the restore path and the keyed counter); then
 // upstream's examples/basic.yaml runs with the test image and jar.
 func TestFlinkDeploymentLifecycle(t *testing.T) {
+	if framework.Kind() {
+		t.Skip("the node agent's process records and the local operator are the local provider's; e2e/sessionjobe2e runs on kind")
+	}
 	begin := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 19*time.Minute)
 	defer cancel()
@@ -81,55 +70,11 @@ func TestFlinkDeploymentLifecycle(t *testing.T) {
 		if _, ok := flavours[v]; !ok {
 			t.Fatalf("pinned Flink %s has no image in this test", v)
 		}
-		if _, err := flinkjvm.Ensure(ctx, v); err != nil { // Maven, before the clock starts
-			t.Fatal(err)
-		}
 	}
-	bins, err := localcluster.BuildCommands(ctx, "./cmd/flink-operator")
-	if err != nil {
-		t.Fatal(err)
-	}
-	base, err := os.MkdirTemp("", "flinkop-deploymente2e-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(base) // last: the JVMs writing there are gone by then
-
-	c, err := localcluster.Start(ctx, localcluster.Options{NodeAgent: true, Out: testWriter{t}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if t.Failed() {
-			dumpTail(t, c.NodeAgent.LogPath, 100)
-		}
-		if err := c.Stop(); err != nil {
-			t.Errorf("stopping the local cluster: %v", err)
-		}
-	}()
-	root, err := localcluster.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.InstallCRDs(ctx, filepath.Join(root, "manifests", "crds")); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.GrantClusterAdmin(ctx, localcluster.OperatorUser); err != nil {
-		t.Fatal(err)
-	}
-	s := &suite{ctx: ctx, c: c, base: base, opLog: filepath.Join(base, "operator.log"),
-		kube:  kubernetes.NewForConfigOrDie(c.RESTConfig()),
-		flink: flinkclient.NewForConfigOrDie(c.RESTConfig())}
-	s.op = startOperator(t, filepath.Join(bins, "flink-operator"), c.OperatorKubeconfig, s.opLog)
-	defer func() {
-		s.op.stop()
-		if t.Failed() && !s.dumped {
-			dumpTail(t, s.opLog, 200)
-		}
-	}()
+	s := &suite{Env: framework.Setup(t, ctx, framework.Options{Name: "deploymente2e"})}
 	t.Logf("local cluster, CRDs and operator up %s after the start", time.Since(begin).Round(time.Millisecond))
 
-	upstreamBasic := filepath.Join(root, "..", "shared", "upstream", "examples", "basic.yaml")
+	upstreamBasic := filepath.Join(s.Root, "..", "shared", "upstream", "examples", "basic.yaml")
 	for i, v := range flinkjvm.Versions() {
 		t.Run(v, func(t *testing.T) {
 			t.Run("lifecycle", func(t *testing.T) { s.newRun(t, v, fmt.Sprintf("deploy-%d", i)).lifecycle() })
@@ -155,7 +100,7 @@ type run struct {
 
 func (s *suite) newRun(t *testing.T, version, ns string) *run {
 	r := &run{suite: s, t: t, version: version, ns: ns}
-	r.createNamespace()
+	s.CreateNamespace(t, ns)
 	t.Cleanup(r.cleanup)
 	return r
 }
@@ -163,7 +108,7 @@ func (s *suite) newRun(t *testing.T, version, ns string) *run {
 func (r *run) lifecycle() {
 	t := r.t
 	fl := flavours[r.version]
-	data := filepath.Join(r.base, r.ns)
+	data := filepath.Join(r.Base, r.ns)
 	if err := os.MkdirAll(data, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -191,11 +136,11 @@ func (r *run) lifecycle() {
 	}
 	r.checkParallelism(rest, jobID, 2)
 	r.checkTaskManagers(1) // ceil(2 / 2 slots)
-	acc := r.waitAccumulators(rest, jobID, "max-count >= 5", func(a accumulators) bool { return a.MaxCount >= 5 })
+	acc := rest.WaitAccumulators(t, jobID, "max-count >= 5", func(a framework.Accumulators) bool { return a.MaxCount >= 5 })
 	if acc.Mismatches != 0 {
 		t.Errorf("mismatches before the upgrade: %+v", acc)
 	}
-	t.Logf("%s: job %s RUNNING at %s: %+v", r.version, jobID, rest, acc)
+	t.Logf("%s: job %s RUNNING at %s: %+v", r.version, jobID, rest.URL(), acc)
 	r.logKubectl("get", "flinkdeployment", "-n", r.ns)
 
 	// 2. parallelism 2 → 1: stop-with-savepoint, UPGRADE snapshot, restore.
@@ -227,7 +172,7 @@ func (r *run) lifecycle() {
 		r.version, upgradedID, upgradePath, snap.Name, acc, before)
 
 	// 3. Suspend: a savepoint, the pods and their JVMs gone.
-	acc = r.waitAccumulators(rest, upgradedID, "max-count above the restored value", func(a accumulators) bool { return a.MaxCount > acc.MaxCount })
+	acc = rest.WaitAccumulators(t, upgradedID, "max-count above the restored value", func(a framework.Accumulators) bool { return a.MaxCount > acc.MaxCount })
 	before = acc.MaxCount
 	pids := r.agentProcesses()
 	if len(pids) != 2 {
@@ -242,7 +187,7 @@ func (r *run) lifecycle() {
 	r.record("suspend (apply → SUSPENDED, pods gone)", time.Since(t0))
 	r.waitProcessesGone(pids)
 	suspendPath := dep.Status.JobStatus.UpgradeSavepointPath
-	if suspendPath == "" || localPath(t, suspendPath) == localPath(t, upgradePath) {
+	if suspendPath == "" || framework.SameLocation(t, suspendPath, upgradePath) {
 		t.Fatalf("suspended: upgradeSavepointPath %q, want a new savepoint (the upgrade's was %s)", suspendPath, upgradePath)
 	}
 	snaps = r.upgradeSnapshots()
@@ -263,7 +208,7 @@ func (r *run) lifecycle() {
 	resumedID := dep.Status.JobStatus.JobID
 	rest = r.waitJobRunning(resumedID)
 	r.record("resume (apply → RUNNING/STABLE)", time.Since(t0))
-	if got := dep.Status.JobStatus.UpgradeSavepointPath; localPath(t, got) != localPath(t, suspendPath) {
+	if got := dep.Status.JobStatus.UpgradeSavepointPath; !framework.SameLocation(t, got, suspendPath) {
 		t.Errorf("resumed: upgradeSavepointPath %q, want the suspend savepoint %s", got, suspendPath)
 	}
 	r.checkRestored(rest, resumedID, dep.Status.JobStatus.UpgradeSavepointPath)
@@ -277,8 +222,8 @@ func (r *run) lifecycle() {
 	}
 	t0 = time.Now()
 	r.kubectl("delete", "flinkdeployment", name, "-n", r.ns, "--wait=false")
-	r.waitFor(2*time.Minute, "FlinkDeployment "+name+" deleted", func() (bool, string) {
-		d, err := r.flink.FlinkV1beta1().FlinkDeployments(r.ns).Get(r.ctx, name, metav1.GetOptions{})
+	r.WaitFor(t, 2*time.Minute, "FlinkDeployment "+name+" deleted", func() (bool, string) {
+		d, err := r.Flink.FlinkV1beta1().FlinkDeployments(r.ns).Get(r.Ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return true, ""
 		}
@@ -328,7 +273,7 @@ func (r *run) basicExample(path string) {
 	}
 	// The example runs as serviceAccount flink, which upstream's Helm chart
 	// creates in every watched namespace; create it the same way.
-	if _, err := r.kube.CoreV1().ServiceAccounts(r.ns).Create(r.ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "flink"}}, metav1.CreateOptions{}); err != nil {
+	if _, err := r.Kube.CoreV1().ServiceAccounts(r.ns).Create(r.Ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "flink"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	const basic = "basic-example"
@@ -344,15 +289,15 @@ func (r *run) basicExample(path string) {
 		t.Errorf("basic-example: status.clusterInfo.flink-version = %q, want %s", got, r.version)
 	}
 	r.checkParallelism(rest, dep.Status.JobStatus.JobID, 2)
-	t.Logf("%s: upstream basic.yaml (image %s, test job jar) RUNNING as job %s at %s", r.version, fl.image, dep.Status.JobStatus.JobID, rest)
+	t.Logf("%s: upstream basic.yaml (image %s, test job jar) RUNNING as job %s at %s", r.version, fl.image, dep.Status.JobStatus.JobID, rest.URL())
 	r.logKubectl("get", "flinkdeployment", "-n", r.ns)
 
 	// Free its memory before the next version.
 	pids := r.agentProcesses()
 	t0 = time.Now()
 	r.kubectl("delete", "flinkdeployment", basic, "-n", r.ns, "--wait=false")
-	r.waitFor(2*time.Minute, "every pod of "+r.ns+" gone", func() (bool, string) {
-		l, err := r.kube.CoreV1().Pods(r.ns).List(r.ctx, metav1.ListOptions{})
+	r.WaitFor(t, 2*time.Minute, "every pod of "+r.ns+" gone", func() (bool, string) {
+		l, err := r.Kube.CoreV1().Pods(r.ns).List(r.Ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
@@ -409,60 +354,16 @@ func (r *run) record(what string, d time.Duration) {
 	r.timings = append(r.timings, timing{r.version, what, d})
 }
 
-func (r *run) createNamespace() {
-	if _, err := r.kube.CoreV1().Namespaces().Create(r.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: r.ns}}, metav1.CreateOptions{}); err != nil {
-		r.t.Fatal(err)
-	}
-	// Pods are admitted once the namespace's default ServiceAccount exists.
-	r.waitFor(time.Minute, "ServiceAccount default in "+r.ns, func() (bool, string) {
-		_, err := r.kube.CoreV1().ServiceAccounts(r.ns).Get(r.ctx, "default", metav1.GetOptions{})
-		return err == nil, fmt.Sprint(err)
-	})
-}
-
 // cleanup dumps what explains a failure, then deletes the namespace (its
 // JVMs stop; the cluster's Stop would stop them anyway).
 func (r *run) cleanup() {
 	if !r.t.Failed() {
 		return
 	}
-	r.dump()
-	if _, err := r.c.Kubectl("delete", "namespace", r.ns, "--wait=false"); err != nil {
+	r.Dump(r.t, r.ns)
+	if _, err := r.Kubectl("delete", "namespace", r.ns, "--wait=false"); err != nil {
 		r.t.Logf("cleanup: %v", err)
 	}
-}
-
-func (r *run) dump() {
-	t := r.t
-	for _, args := range [][]string{
-		{"get", "flinkdeployment,flinkstatesnapshot,deployment,replicaset,pod,service,configmap", "-n", r.ns, "-o", "wide"},
-		{"get", "flinkdeployment", "-n", r.ns, "-o", "yaml"},
-		{"get", "events", "-n", r.ns, "--sort-by=.lastTimestamp"},
-	} {
-		out, err := r.c.Kubectl(args...)
-		t.Logf("--- kubectl %s\n%s%v", strings.Join(args, " "), out, errOrEmpty(err))
-	}
-	pods := filepath.Join(r.c.NodeAgentDir, "pods", r.ns+"_*")
-	logs, _ := filepath.Glob(filepath.Join(pods, "logs", "*.log"))
-	flinkLogs, _ := filepath.Glob(filepath.Join(pods, "containers", "*", "log", "*.log"))
-	for _, l := range logs {
-		dumpTail(t, l, 60)
-	}
-	for _, l := range flinkLogs {
-		dumpTail(t, l, 80)
-	}
-	if len(logs)+len(flinkLogs) == 0 {
-		t.Logf("no pod logs left under %s", pods)
-	}
-	dumpTail(t, r.opLog, 200)
-	r.dumped = true
-}
-
-func errOrEmpty(err error) any {
-	if err == nil {
-		return ""
-	}
-	return err
 }
 
 func (r *run) apply(manifest string) {
@@ -471,7 +372,7 @@ func (r *run) apply(manifest string) {
 
 func (r *run) kubectlInput(stdin string, args ...string) {
 	r.t.Helper()
-	out, err := r.c.KubectlInput(strings.NewReader(stdin), args...)
+	out, err := r.KubectlInput(strings.NewReader(stdin), args...)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -480,7 +381,7 @@ func (r *run) kubectlInput(stdin string, args ...string) {
 
 func (r *run) kubectl(args ...string) {
 	r.t.Helper()
-	out, err := r.c.Kubectl(args...)
+	out, err := r.Kubectl(args...)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -488,36 +389,12 @@ func (r *run) kubectl(args ...string) {
 }
 
 func (r *run) logKubectl(args ...string) {
-	out, err := r.c.Kubectl(args...)
+	out, err := r.Kubectl(args...)
 	if err != nil {
 		r.t.Errorf("%v", err)
 		return
 	}
 	r.t.Logf("%s: kubectl %s\n%s", r.version, strings.Join(args, " "), strings.TrimRight(out, "\n"))
-}
-
-// waitFor polls cond until it holds; it fails with the last observation on
-// timeout, or at once if the operator exits.
-func (r *run) waitFor(timeout time.Duration, what string, cond func() (bool, string)) {
-	r.t.Helper()
-	deadline := time.Now().Add(timeout)
-	last := ""
-	for {
-		ok, seen := cond()
-		if seen != "" {
-			last = seen
-		}
-		if ok {
-			return
-		}
-		if err := r.op.exited(); err != nil {
-			r.t.Fatalf("%s: waiting for %s: %v (last seen: %s)", r.version, what, err, last)
-		}
-		if time.Now().After(deadline) || r.ctx.Err() != nil {
-			r.t.Fatalf("%s: timed out after %s waiting for %s; last seen: %s", r.version, timeout, what, last)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
 }
 
 func (r *run) waitDeployment(timeout time.Duration, what string, ok func(*v1beta1.FlinkDeployment) bool) *v1beta1.FlinkDeployment {
@@ -530,8 +407,8 @@ func (r *run) waitDeploymentNamed(dep string, timeout time.Duration, what string
 	var got *v1beta1.FlinkDeployment
 	var steps []string // lifecycleState/jobStatus.state as they changed
 	stableEarly := ""
-	r.waitFor(timeout, "FlinkDeployment "+r.ns+"/"+dep+": "+what, func() (bool, string) {
-		d, err := r.flink.FlinkV1beta1().FlinkDeployments(r.ns).Get(r.ctx, dep, metav1.GetOptions{})
+	r.WaitFor(r.t, timeout, "FlinkDeployment "+r.ns+"/"+dep+": "+what, func() (bool, string) {
+		d, err := r.Flink.FlinkV1beta1().FlinkDeployments(r.ns).Get(r.Ctx, dep, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
@@ -557,7 +434,7 @@ func (r *run) waitDeploymentNamed(dep string, timeout time.Duration, what string
 
 // checkTaskManagers checks the TaskManager Deployment's replicas.
 func (r *run) checkTaskManagers(want int32) {
-	d, err := r.kube.AppsV1().Deployments(r.ns).Get(r.ctx, cluster.TaskManagerDeploymentName(name), metav1.GetOptions{})
+	d, err := r.Kube.AppsV1().Deployments(r.ns).Get(r.Ctx, cluster.TaskManagerDeploymentName(name), metav1.GetOptions{})
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -573,109 +450,39 @@ func summary(d *v1beta1.FlinkDeployment) string {
 		st.JobStatus.State, st.JobStatus.UpgradeSavepointPath, st.JobStatus.SavepointInfo, st.Error)
 }
 
-// restURL is the REST endpoint of the one Ready, not terminating JobManager
-// pod of deployment dep, as the operator finds it with --flink-endpoint=pod-ip.
-func (r *run) restURL(dep string) (string, string) {
-	l, err := r.kube.CoreV1().Pods(r.ns).List(r.ctx, metav1.ListOptions{LabelSelector: cluster.JobManagerSelector(dep)})
-	if err != nil {
-		return "", err.Error()
-	}
-	var urls []string
-	for _, p := range l.Items {
-		if p.DeletionTimestamp == nil && podReady(&p) && p.Status.PodIP != "" {
-			urls = append(urls, "http://"+p.Status.PodIP+":8081")
-		}
-	}
-	if len(urls) != 1 {
-		return "", fmt.Sprintf("%d Ready JobManager pods (%s)", len(urls), podNames(l.Items))
-	}
-	return urls[0], ""
-}
-
 // waitJobRunning waits until Flink itself reports the job RUNNING with every
-// task running, and returns the JobManager's REST URL.
-func (r *run) waitJobRunning(jobID string) string {
+// task running, and returns the JobManager's REST API.
+func (r *run) waitJobRunning(jobID string) *framework.Flink {
 	r.t.Helper()
 	return r.waitJobRunningNamed(name, jobID)
 }
 
-func (r *run) waitJobRunningNamed(dep, jobID string) string {
+func (r *run) waitJobRunningNamed(dep, jobID string) *framework.Flink {
 	r.t.Helper()
-	var rest string
-	r.waitFor(2*time.Minute, "Flink job "+jobID+" RUNNING with all tasks running", func() (bool, string) {
-		u, why := r.restURL(dep)
-		if u == "" {
-			return false, why
-		}
-		var job struct {
-			State    string `json:"state"`
-			Vertices []struct {
-				Name   string `json:"name"`
-				Status string `json:"status"`
-			} `json:"vertices"`
-		}
-		if err := getJSON(r.ctx, u+"/jobs/"+jobID, &job); err != nil {
-			return false, err.Error()
-		}
-		seen := fmt.Sprintf("%s: job %s, vertices %+v", u, job.State, job.Vertices)
-		if job.State != "RUNNING" || len(job.Vertices) == 0 {
-			return false, seen
-		}
-		for _, v := range job.Vertices {
-			if v.Status != "RUNNING" {
-				return false, seen
-			}
-		}
-		rest = u
-		return true, ""
-	})
+	rest := r.FlinkREST(r.t, r.ns, dep)
+	rest.WaitJobRunning(r.t, jobID)
 	return rest
 }
 
 // checkParallelism checks the job's highest vertex parallelism (the source
 // always has 1).
-func (r *run) checkParallelism(rest, jobID string, want int) {
-	var job struct {
-		Vertices []struct {
-			Name        string `json:"name"`
-			Parallelism int    `json:"parallelism"`
-		} `json:"vertices"`
-	}
-	if err := getJSON(r.ctx, rest+"/jobs/"+jobID, &job); err != nil {
+func (r *run) checkParallelism(rest *framework.Flink, jobID string, want int) {
+	var job framework.JobDetails
+	if err := rest.Get(r.Ctx, "/jobs/"+jobID, &job); err != nil {
 		r.t.Fatal(err)
 	}
-	got := 0
-	for _, v := range job.Vertices {
-		got = max(got, v.Parallelism)
-	}
-	if got != want {
+	if got := job.MaxParallelism(); got != want {
 		r.t.Errorf("job %s runs with parallelism %d, want %d: %+v", jobID, got, want, job.Vertices)
 	}
 }
 
 // checkRestored checks Flink's own record of where the job restored from.
-func (r *run) checkRestored(rest, jobID, want string) {
+func (r *run) checkRestored(rest *framework.Flink, jobID, want string) {
 	t := r.t
 	t.Helper()
-	type restored struct {
-		IsSavepoint  bool   `json:"is_savepoint"`
-		ExternalPath string `json:"external_path"`
-	}
-	var got *restored
-	r.waitFor(30*time.Second, "latest.restored of job "+jobID, func() (bool, string) {
-		var cps struct {
-			Latest struct {
-				Restored *restored `json:"restored"`
-			} `json:"latest"`
-		}
-		if err := getJSON(r.ctx, rest+"/jobs/"+jobID+"/checkpoints", &cps); err != nil {
-			return false, err.Error()
-		}
-		got = cps.Latest.Restored
-		return got != nil, "no latest.restored"
-	})
-	if !got.IsSavepoint || localPath(t, got.ExternalPath) != localPath(t, want) {
-		t.Fatalf("job %s: latest.restored = %+v, want the savepoint %s", jobID, *got, want)
+	got := rest.WaitRestored(t, jobID)
+	if !got.IsSavepoint || !framework.SameLocation(t, got.ExternalPath, want) {
+		t.Fatalf("job %s: latest.restored = %+v, want the savepoint %s", jobID, got, want)
 	}
 	t.Logf("%s: job %s latest.restored: %s (savepoint)", r.version, jobID, got.ExternalPath)
 }
@@ -683,8 +490,8 @@ func (r *run) checkRestored(rest, jobID, want string) {
 // checkCounterContinued checks that the keyed counter continued from the
 // savepoint: a fresh start could never count above ceil(records/keys), and
 // the savepoint was taken after max-count was before.
-func (r *run) checkCounterContinued(rest, jobID string, before int64) accumulators {
-	acc := r.waitAccumulators(rest, jobID, "records >= 5", func(a accumulators) bool { return a.Records >= 5 })
+func (r *run) checkCounterContinued(rest *framework.Flink, jobID string, before int64) framework.Accumulators {
+	acc := rest.WaitAccumulators(r.t, jobID, "records >= 5", func(a framework.Accumulators) bool { return a.Records >= 5 })
 	if acc.Mismatches != 0 {
 		r.t.Errorf("job %s: state mismatches after the restore: %+v", jobID, acc)
 	}
@@ -694,48 +501,10 @@ func (r *run) checkCounterContinued(rest, jobID string, before int64) accumulato
 	return acc
 }
 
-// accumulators are the test job's user accumulators (see e2e/flink).
-type accumulators struct {
-	Records, MaxCount, Mismatches int64
-}
-
-func (r *run) waitAccumulators(rest, jobID, what string, ok func(accumulators) bool) accumulators {
-	r.t.Helper()
-	var a accumulators
-	r.waitFor(2*time.Minute, "accumulators of job "+jobID+": "+what, func() (bool, string) {
-		var resp struct {
-			User []struct {
-				Name  string `json:"name"`
-				Value string `json:"value"`
-			} `json:"user-task-accumulators"`
-		}
-		if err := getJSON(r.ctx, rest+"/jobs/"+jobID+"/accumulators", &resp); err != nil {
-			return false, err.Error()
-		}
-		seen := 0
-		for _, u := range resp.User {
-			n, err := strconv.ParseInt(u.Value, 10, 64)
-			if err != nil {
-				continue
-			}
-			switch u.Name {
-			case "records":
-				a.Records, seen = n, seen+1
-			case "max-count":
-				a.MaxCount, seen = n, seen+1
-			case "mismatches":
-				a.Mismatches, seen = n, seen+1
-			}
-		}
-		return seen == 3 && ok(a), fmt.Sprintf("%+v", resp.User)
-	})
-	return a
-}
-
 // upgradeSnapshots are the UPGRADE FlinkStateSnapshots of the job, oldest
 // first (their names end in the trigger time in milliseconds).
 func (r *run) upgradeSnapshots() []v1beta1.FlinkStateSnapshot {
-	l, err := r.flink.FlinkV1beta1().FlinkStateSnapshots(r.ns).List(r.ctx, metav1.ListOptions{
+	l, err := r.Flink.FlinkV1beta1().FlinkStateSnapshots(r.ns).List(r.Ctx, metav1.ListOptions{
 		LabelSelector: v1beta1.LabelSnapshotTriggerType + "=" + string(v1beta1.SnapshotTriggerUpgrade) + "," + v1beta1.LabelJobReferenceName + "=" + name,
 	})
 	if err != nil {
@@ -762,8 +531,8 @@ func (r *run) checkUpgradeSnapshot(snapName, statusPath, savepointDir string) *v
 		t.Errorf("UPGRADE snapshot named %s, want %s-savepoint-upgrade-<millis>", snapName, name)
 	}
 	var snap *v1beta1.FlinkStateSnapshot
-	r.waitFor(time.Minute, "FlinkStateSnapshot "+snapName+" COMPLETED", func() (bool, string) {
-		s, err := r.flink.FlinkV1beta1().FlinkStateSnapshots(r.ns).Get(r.ctx, snapName, metav1.GetOptions{})
+	r.WaitFor(t, time.Minute, "FlinkStateSnapshot "+snapName+" COMPLETED", func() (bool, string) {
+		s, err := r.Flink.FlinkV1beta1().FlinkStateSnapshots(r.ns).Get(r.Ctx, snapName, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
@@ -776,11 +545,11 @@ func (r *run) checkUpgradeSnapshot(snapName, statusPath, savepointDir string) *v
 	if snap.Spec.Savepoint == nil || snap.Spec.Savepoint.Path == "" {
 		t.Fatalf("snapshot %s: spec.savepoint %+v has no path", snapName, snap.Spec.Savepoint)
 	}
-	dir := localPath(t, snap.Status.Path)
-	if localPath(t, snap.Spec.Savepoint.Path) != dir {
+	dir := framework.LocalPath(t, snap.Status.Path)
+	if framework.LocalPath(t, snap.Spec.Savepoint.Path) != dir {
 		t.Errorf("snapshot %s: spec.savepoint.path %s, status.path %s", snapName, snap.Spec.Savepoint.Path, snap.Status.Path)
 	}
-	if dir != localPath(t, statusPath) {
+	if dir != framework.LocalPath(t, statusPath) {
 		t.Errorf("snapshot %s has path %s, status.jobStatus.upgradeSavepointPath is %s", snapName, snap.Status.Path, statusPath)
 	}
 	if !strings.HasPrefix(dir, savepointDir+"/") {
@@ -796,36 +565,36 @@ func (r *run) checkUpgradeSnapshot(snapName, statusPath, savepointDir string) *v
 // their ReplicaSets and pods are gone, and with all also the Services and the
 // ConfigMap.
 func (r *run) waitClusterGone(timeout time.Duration, all bool) {
-	ctx, ns := r.ctx, r.ns
+	ctx, ns := r.Ctx, r.ns
 	what := "JobManager and TaskManager Deployments and pods gone"
 	if all {
 		what = "Deployments, ReplicaSets, Services, ConfigMap and pods gone"
 	}
-	r.waitFor(timeout, what, func() (bool, string) {
+	r.WaitFor(r.t, timeout, what, func() (bool, string) {
 		var left []string
 		for _, d := range []string{cluster.JobManagerDeploymentName(name), cluster.TaskManagerDeploymentName(name)} {
-			if _, err := r.kube.AppsV1().Deployments(ns).Get(ctx, d, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			if _, err := r.Kube.AppsV1().Deployments(ns).Get(ctx, d, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 				left = append(left, "deployment/"+d)
 			}
 		}
 		sel := metav1.ListOptions{LabelSelector: cluster.LabelApp + "=" + name}
-		if rs, err := r.kube.AppsV1().ReplicaSets(ns).List(ctx, sel); err != nil || len(rs.Items) > 0 {
+		if rs, err := r.Kube.AppsV1().ReplicaSets(ns).List(ctx, sel); err != nil || len(rs.Items) > 0 {
 			left = append(left, "replicasets")
 		}
-		pods, err := r.kube.CoreV1().Pods(ns).List(ctx, sel)
+		pods, err := r.Kube.CoreV1().Pods(ns).List(ctx, sel)
 		if err != nil || len(pods.Items) > 0 {
 			left = append(left, "pods "+podNamesOrErr(pods, err))
 		}
 		if all {
 			for _, s := range []string{cluster.RPCServiceName(name), cluster.RESTServiceName(name)} {
-				if _, err := r.kube.CoreV1().Services(ns).Get(ctx, s, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				if _, err := r.Kube.CoreV1().Services(ns).Get(ctx, s, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 					left = append(left, "service/"+s)
 				}
 			}
-			if _, err := r.kube.CoreV1().ConfigMaps(ns).Get(ctx, cluster.ConfigMapName(name), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			if _, err := r.Kube.CoreV1().ConfigMaps(ns).Get(ctx, cluster.ConfigMapName(name), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 				left = append(left, "configmap/"+cluster.ConfigMapName(name))
 			}
-			if l, err := r.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{}); err != nil || len(l.Items) > 0 {
+			if l, err := r.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{}); err != nil || len(l.Items) > 0 {
 				left = append(left, "pods of the namespace "+podNamesOrErr(l, err))
 			}
 		}
@@ -856,7 +625,7 @@ func podNames(pods []corev1.Pod) string {
 // namespace (names namespace/pod/container).
 func (r *run) agentProcesses() []localcluster.RecordedProcess {
 	r.t.Helper()
-	_, procs, err := localcluster.ReadRecord(r.c.NodeAgentRecord)
+	_, procs, err := localcluster.ReadRecord(r.Local.NodeAgentRecord)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -875,7 +644,7 @@ func (r *run) agentProcesses() []localcluster.RecordedProcess {
 // the namespace.
 func (r *run) waitProcessesGone(pids []localcluster.RecordedProcess) {
 	r.t.Helper()
-	r.waitFor(15*time.Second, "the JVMs of "+r.ns+" stopped", func() (bool, string) {
+	r.WaitFor(r.t, 15*time.Second, "the JVMs of "+r.ns+" stopped", func() (bool, string) {
 		var alive []string
 		for _, p := range pids {
 			if p.Alive() {
@@ -889,15 +658,6 @@ func (r *run) waitProcessesGone(pids []localcluster.RecordedProcess) {
 	})
 }
 
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 // replaceOnce replaces old, which must occur exactly once in s (else the
 // upstream example changed and the test must be looked at).
 func replaceOnce(t *testing.T, s, old, repl string) string {
@@ -906,104 +666,4 @@ func replaceOnce(t *testing.T, s, old, repl string) string {
 		t.Fatalf("upstream basic.yaml has %q %d times, want once", old, n)
 	}
 	return strings.Replace(s, old, repl, 1)
-}
-
-// operatorProcess is the operator binary running outside the cluster.
-type operatorProcess struct {
-	cmd  *exec.Cmd
-	done chan struct{}
-	err  error
-}
-
-func startOperator(t *testing.T, bin, kubeconfig, logPath string) *operatorProcess {
-	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--flink-endpoint=pod-ip",
-		"--metrics-bind-address=0", "--health-probe-bind-address=0")
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &operatorProcess{cmd: cmd, done: make(chan struct{})}
-	go func() { p.err = cmd.Wait(); logFile.Close(); close(p.done) }()
-	return p
-}
-
-// exited returns an error once the operator has exited.
-func (p *operatorProcess) exited() error {
-	select {
-	case <-p.done:
-		return fmt.Errorf("the operator exited: %v", p.err)
-	default:
-		return nil
-	}
-}
-
-func (p *operatorProcess) stop() {
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(15 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
-}
-
-var httpClient = &http.Client{Timeout: 5 * time.Second}
-
-func getJSON(ctx context.Context, url string, into any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	return json.NewDecoder(resp.Body).Decode(into)
-}
-
-// localPath turns a file: URI (file:/a, file:///a) or a path into a clean path.
-func localPath(t *testing.T, s string) string {
-	t.Helper()
-	u, err := url.Parse(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if u.Scheme != "" && u.Scheme != "file" {
-		t.Fatalf("%s is not a local path", s)
-	}
-	return filepath.Clean(u.Path)
-}
-
-func dumpTail(t *testing.T, path string, n int) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Logf("--- %s: %v", path, err)
-		return
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	t.Logf("--- last %d lines of %s\n%s", len(lines), path, strings.Join(lines, "\n"))
-}
-
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
 }

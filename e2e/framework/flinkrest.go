@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 
 	"github.com/flinkops/flink-operator/pkg/cluster"
 )
@@ -74,19 +75,30 @@ func (f *Flink) Get(ctx context.Context, path string, into any) error {
 		}
 		return json.Unmarshal(raw, into)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.podURL+path, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := f.httpClient.Do(req)
+	resp, err := f.podDo(ctx, http.MethodGet, path, http.StatusOK)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", f.podURL+path, resp.Status)
-	}
 	return json.NewDecoder(resp.Body).Decode(into)
+}
+
+// podDo sends a request without a body to the JobManager pod (local
+// provider); a response with another status than want is an error.
+func (f *Flink) podDo(ctx context.Context, method, pathQuery string, want int) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, f.podURL+pathQuery, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := f.httpClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != want {
+		resp.Body.Close()
+		return nil, fmt.Errorf("%s %s: %s", method, f.podURL+pathQuery, resp.Status)
+	}
+	return resp, nil
 }
 
 // JobDetails is what the scenarios read of GET /jobs/{id}.
@@ -233,4 +245,23 @@ func LocalPath(t *testing.T, s string) string {
 // SameLocation compares two snapshot locations as paths.
 func SameLocation(t *testing.T, a, b string) bool {
 	return LocalPath(t, a) == LocalPath(t, b)
+}
+
+// Cancel asks Flink to cancel the job: PATCH /jobs/{id}?mode=cancel, which
+// Flink accepts with 202 and carries out asynchronously.
+func (f *Flink) Cancel(ctx context.Context, jobID string) error {
+	path := "/jobs/" + jobID
+	if f.podURL == "" {
+		_, err := f.e.Kube.CoreV1().RESTClient().Verb(http.MethodPatch).Namespace(f.ns).Resource("services").SubResource("proxy").
+			Name(utilnet.JoinSchemeNamePort("http", f.name+"-rest", strconv.Itoa(f.restPort))).Suffix(path).Param("mode", "cancel").DoRaw(ctx)
+		if err != nil {
+			return fmt.Errorf("PATCH %s?mode=cancel via the service proxy: %w", path, err)
+		}
+		return nil
+	}
+	resp, err := f.podDo(ctx, http.MethodPatch, path+"?mode=cancel", http.StatusAccepted)
+	if err != nil {
+		return err
+	}
+	return resp.Body.Close()
 }

@@ -21,9 +21,20 @@ type Operator struct {
 // metrics/probe servers, logging to logPath.
 func StartOperator(t *testing.T, bin, kubeconfig, logPath string, extra ...string) *Operator {
 	t.Helper()
+	return StartOperatorWithEnv(t, nil, bin, kubeconfig, logPath, extra...)
+}
+
+// StartOperatorWithEnv is StartOperator with extra environment variables
+// (NAME=value) for the operator process only, such as a test fault point
+// (pkg/operator.FaultEnv).
+func StartOperatorWithEnv(t *testing.T, env []string, bin, kubeconfig, logPath string, extra ...string) *Operator {
+	t.Helper()
 	args := append([]string{"--kubeconfig", kubeconfig, "--flink-endpoint=pod-ip",
 		"--metrics-bind-address=0", "--health-probe-bind-address=0"}, extra...)
 	cmd := exec.Command(bin, args...)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		t.Fatal(err)

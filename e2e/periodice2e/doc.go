@@ -1,5 +1,6 @@
 // Package periodice2e is the end-to-end acceptance test of issue 8
-// (periodic, manual and legacy-mode savepoints): a real control plane
+// (periodic, manual and legacy-mode savepoints), on the shared e2e
+// framework's local provider (e2e/framework): a real control plane
 // (e2e/localcluster), the node agent running the pods as real Flink
 // JobManager and TaskManager JVMs (e2e/flink), and the operator binary
 // running outside the cluster (--flink-endpoint=pod-ip), driven by kubectl.
@@ -12,7 +13,10 @@
 // the operator restarted (legacy mode: the CRD-missing log line, a
 // SnapshotResourcesDisabled Warning), a parallelism change upgrades the job
 // through a savepoint recorded in status.jobStatus.savepointInfo; finally the
-// CRD is reinstalled (the operator exits by design and is started again).
+// CRD is reinstalled and the same operator process switches back to
+// snapshot resources (it does not exit), so a FlinkStateSnapshot of the job
+// completes again. With FLINKOP_E2E_PROVIDER=kind it skips: it stops and
+// restarts the operator process.
 //
 // Run it with
 //

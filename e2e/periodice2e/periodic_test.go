@@ -14,12 +14,10 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	flinkjvm "github.com/flinkops/flink-operator/e2e/flink"
-	"github.com/flinkops/flink-operator/e2e/localcluster"
+	"github.com/flinkops/flink-operator/e2e/framework"
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
-	flinkclient "github.com/flinkops/flink-operator/pkg/generated/clientset/versioned"
 )
 
 // flavours are the image and FlinkDeployment spelling of each pinned version.
@@ -50,18 +48,9 @@ const (
 )
 
 type suite struct {
-	ctx       context.Context
-	c         *localcluster.Cluster
-	kube      kubernetes.Interface
-	flink     flinkclient.Interface
-	bin       string // operator binary
-	op        *operatorProcess
-	opMayExit bool // the operator is stopped on purpose or expected to exit
-	opLog     string
-	base      string // host directory for checkpoints and savepoints
-	dumped    bool   // a failing run dumped the operator log already
-	mu        sync.Mutex
-	timings   []timing
+	*framework.Env
+	mu      sync.Mutex
+	timings []timing
 }
 
 type timing struct {
@@ -78,6 +67,9 @@ type timing struct {
 // operator restarted, the job runs in legacy mode and a savepoint upgrade
 // goes through status.jobStatus.savepointInfo.
 func TestPeriodicSavepoints(t *testing.T) {
+	if framework.Kind() {
+		t.Skip("the test stops and restarts the operator process, which is the local provider's")
+	}
 	begin := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 19*time.Minute)
 	defer cancel()
@@ -91,57 +83,12 @@ func TestPeriodicSavepoints(t *testing.T) {
 	if !pinned {
 		t.Fatalf("Flink %s is not pinned (pinned: %v)", version, flinkjvm.Versions())
 	}
-	if _, err := flinkjvm.Ensure(ctx, version); err != nil { // Maven, before the clock starts
-		t.Fatal(err)
-	}
-	bins, err := localcluster.BuildCommands(ctx, "./cmd/flink-operator")
-	if err != nil {
-		t.Fatal(err)
-	}
-	base, err := os.MkdirTemp("", "flinkop-periodice2e-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(base) // last: the JVMs writing there are gone by then
-
-	c, err := localcluster.Start(ctx, localcluster.Options{NodeAgent: true, Out: testWriter{t}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if t.Failed() {
-			dumpTail(t, c.NodeAgent.LogPath, 100)
-		}
-		if err := c.Stop(); err != nil {
-			t.Errorf("stopping the local cluster: %v", err)
-		}
-	}()
-	root, err := localcluster.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	crds := filepath.Join(root, "manifests", "crds")
-	if _, err := c.InstallCRDs(ctx, crds); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.GrantClusterAdmin(ctx, localcluster.OperatorUser); err != nil {
-		t.Fatal(err)
-	}
-	s := &suite{ctx: ctx, c: c, base: base, opLog: filepath.Join(base, "operator.log"),
-		bin:   filepath.Join(bins, "flink-operator"),
-		kube:  kubernetes.NewForConfigOrDie(c.RESTConfig()),
-		flink: flinkclient.NewForConfigOrDie(c.RESTConfig())}
-	s.op = startOperator(t, s.bin, c.OperatorKubeconfig, s.opLog)
-	defer func() {
-		s.op.stop()
-		if t.Failed() && !s.dumped {
-			dumpTail(t, s.opLog, 200)
-		}
-	}()
+	s := &suite{Env: framework.Setup(t, ctx, framework.Options{Name: "periodice2e"})}
 	t.Logf("local cluster, CRDs and operator up %s after the start", time.Since(begin).Round(time.Millisecond))
 
 	// A subtest, so that the run's cleanup (a dump on failure) runs while
 	// the cluster and the operator are still up.
+	crds := filepath.Join(s.Root, "manifests", "crds")
 	t.Run(version, func(t *testing.T) { s.newRun(t, version, "periodic-0").scenario(crds) })
 
 	var table strings.Builder
@@ -162,7 +109,7 @@ type run struct {
 
 func (s *suite) newRun(t *testing.T, version, ns string) *run {
 	r := &run{suite: s, t: t, version: version, ns: ns}
-	r.createNamespace()
+	s.CreateNamespace(t, ns)
 	t.Cleanup(r.cleanup)
 	return r
 }
@@ -170,7 +117,7 @@ func (s *suite) newRun(t *testing.T, version, ns string) *run {
 func (r *run) scenario(crds string) {
 	t := r.t
 	fl := flavours[r.version]
-	data := filepath.Join(r.base, r.ns)
+	data := filepath.Join(r.Base, r.ns)
 	if err := os.MkdirAll(data, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +134,7 @@ func (r *run) scenario(crds string) {
 	jobID := dep.Status.JobStatus.JobID
 	rest := r.waitJobRunning(jobID)
 	r.record("apply → RUNNING/STABLE", time.Since(t0))
-	t.Logf("%s: job %s RUNNING at %s", r.version, jobID, rest)
+	t.Logf("%s: job %s RUNNING at %s", r.version, jobID, rest.URL())
 
 	// 2. Periodic savepoints: one in flight at a time, history trimmed to 2,
 	// the deleted ones' data disposed.
@@ -206,7 +153,7 @@ func (r *run) scenario(crds string) {
 // periodicSnapshots are the job's PERIODIC savepoint snapshots, oldest first
 // (their names end in the slot time in milliseconds).
 func (r *run) snapshots(trigger v1beta1.SnapshotTriggerType) ([]v1beta1.FlinkStateSnapshot, error) {
-	l, err := r.flink.FlinkV1beta1().FlinkStateSnapshots(r.ns).List(r.ctx, metav1.ListOptions{
+	l, err := r.Flink.FlinkV1beta1().FlinkStateSnapshots(r.ns).List(r.Ctx, metav1.ListOptions{
 		LabelSelector: v1beta1.LabelSnapshotTriggerType + "=" + string(trigger) + "," + v1beta1.LabelJobReferenceName + "=" + name,
 	})
 	if err != nil {
@@ -247,7 +194,7 @@ func (r *run) periodic(t *testing.T, savepointDir, jobID string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := r.op.exited(); err != nil {
+		if err := r.OperatorExited(); err != nil {
 			t.Fatal(err)
 		}
 		polls++
@@ -325,7 +272,7 @@ func (r *run) periodic(t *testing.T, savepointDir, jobID string) {
 	r.logKubectl("get", "flinkstatesnapshot", "-n", r.ns, "-o", "wide")
 
 	// The job never restarted.
-	d, err := r.flink.FlinkV1beta1().FlinkDeployments(r.ns).Get(r.ctx, name, metav1.GetOptions{})
+	d, err := r.Flink.FlinkV1beta1().FlinkDeployments(r.ns).Get(r.Ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +292,7 @@ func (r *run) periodic(t *testing.T, savepointDir, jobID string) {
 			continue
 		}
 		kept[s.Name] = true
-		dir := localPath(t, s.Status.Path)
+		dir := framework.LocalPath(t, s.Status.Path)
 		if !strings.HasPrefix(dir, savepointDir+"/") {
 			t.Errorf("kept snapshot %s: %s is not under %s", s.Name, dir, savepointDir)
 		}
@@ -364,8 +311,8 @@ func (r *run) periodic(t *testing.T, savepointDir, jobID string) {
 			continue
 		}
 		deleted = append(deleted, n)
-		dir := localPath(t, x.path)
-		r.waitFor(30*time.Second, "savepoint of deleted "+n+" disposed ("+dir+")", func() (bool, string) {
+		dir := framework.LocalPath(t, x.path)
+		r.WaitFor(t, 30*time.Second, "savepoint of deleted "+n+" disposed ("+dir+")", func() (bool, string) {
 			_, err := os.Stat(dir)
 			return os.IsNotExist(err), fmt.Sprint(err)
 		})
@@ -400,8 +347,8 @@ func (r *run) manual(t *testing.T, savepointDir, jobID string) {
 	r.kubectl("patch", "flinkdeployment", name, "-n", r.ns, "--type=merge", "-p", `{"spec":{"job":{"savepointTriggerNonce":1}}}`)
 	snapName := name + "-savepoint-manual-1"
 	var snap *v1beta1.FlinkStateSnapshot
-	r.waitFor(2*time.Minute, "FlinkStateSnapshot "+snapName+" COMPLETED", func() (bool, string) {
-		s, err := r.flink.FlinkV1beta1().FlinkStateSnapshots(r.ns).Get(r.ctx, snapName, metav1.GetOptions{})
+	r.WaitFor(t, 2*time.Minute, "FlinkStateSnapshot "+snapName+" COMPLETED", func() (bool, string) {
+		s, err := r.Flink.FlinkV1beta1().FlinkStateSnapshots(r.ns).Get(r.Ctx, snapName, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
@@ -415,7 +362,7 @@ func (r *run) manual(t *testing.T, savepointDir, jobID string) {
 	if snap.Status.Path == "" {
 		t.Fatalf("MANUAL snapshot %s COMPLETED without a path: %+v", snapName, snap.Status)
 	}
-	dir := localPath(t, snap.Status.Path)
+	dir := framework.LocalPath(t, snap.Status.Path)
 	if !strings.HasPrefix(dir, savepointDir+"/") {
 		t.Errorf("MANUAL snapshot %s: %s is not under %s", snapName, dir, savepointDir)
 	}
@@ -431,7 +378,7 @@ func (r *run) manual(t *testing.T, savepointDir, jobID string) {
 	if len(manual) != 1 || manual[0].Name != snapName {
 		t.Errorf("MANUAL savepoint snapshots %v, want exactly [%s]", snapshotNames(manual), snapName)
 	}
-	d, err := r.flink.FlinkV1beta1().FlinkDeployments(r.ns).Get(r.ctx, name, metav1.GetOptions{})
+	d, err := r.Flink.FlinkV1beta1().FlinkDeployments(r.ns).Get(r.Ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -448,10 +395,16 @@ func (r *run) legacy(t *testing.T, crds, jobID string) {
 	// Stop the operator; take the finalizers off the snapshots (nobody
 	// would remove them now) and delete the CRD.
 	t0 := time.Now()
-	r.opMayExit = true
-	r.op.stop()
-	t.Logf("operator stopped: %v", r.op.exited())
-	all, err := r.flink.FlinkV1beta1().FlinkStateSnapshots(r.ns).List(r.ctx, metav1.ListOptions{})
+	stopped := r.Op
+	r.Op = nil // stopped on purpose: WaitFor does not fail on its exit
+	defer func() {
+		if r.Op == nil {
+			r.Op = stopped // for framework.Setup's cleanup, which stops r.Op
+		}
+	}()
+	stopped.Stop()
+	t.Logf("operator stopped: %v", stopped.Exited())
+	all, err := r.Flink.FlinkV1beta1().FlinkStateSnapshots(r.ns).List(r.Ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -461,8 +414,8 @@ func (r *run) legacy(t *testing.T, crds, jobID string) {
 		}
 	}
 	r.kubectl("delete", "crd", snapshotCRD, "--wait=false")
-	r.waitFor(2*time.Minute, "CRD "+snapshotCRD+" gone", func() (bool, string) {
-		out, err := r.c.Kubectl("get", "crd", snapshotCRD, "-o", "name")
+	r.WaitFor(t, 2*time.Minute, "CRD "+snapshotCRD+" gone", func() (bool, string) {
+		out, err := r.Kubectl("get", "crd", snapshotCRD, "-o", "name")
 		if err != nil && strings.Contains(err.Error(), "NotFound") {
 			return true, ""
 		}
@@ -471,19 +424,18 @@ func (r *run) legacy(t *testing.T, crds, jobID string) {
 	r.record("operator stopped, CRD deleted", time.Since(t0))
 
 	// Restart the operator: it starts, logs the CRD-missing line, runs the job.
-	logStart := fileSize(r.opLog)
+	logStart := fileSize(r.OpLog)
 	t0 = time.Now()
-	r.op = startOperator(t, r.bin, r.c.OperatorKubeconfig, r.opLog)
-	r.opMayExit = false
+	r.Op = framework.StartOperator(t, r.OperatorBinary(), r.Local.OperatorKubeconfig, r.OpLog)
 	var line string
-	r.waitFor(time.Minute, "the operator's CRD-missing log line", func() (bool, string) {
-		line = findLine(r.opLog, logStart, crdMissingLog)
+	r.WaitFor(t, time.Minute, "the operator's CRD-missing log line", func() (bool, string) {
+		line = findLine(r.OpLog, logStart, crdMissingLog)
 		return line != "", "not logged yet"
 	})
 	r.record("operator restart → CRD-missing log line", time.Since(t0))
 	t.Logf("operator without the CRD logged: %s", line)
-	r.waitFor(time.Minute, "a SnapshotResourcesDisabled Warning event on "+name, func() (bool, string) {
-		l, err := r.kube.CoreV1().Events(r.ns).List(r.ctx, metav1.ListOptions{
+	r.WaitFor(t, time.Minute, "a SnapshotResourcesDisabled Warning event on "+name, func() (bool, string) {
+		l, err := r.Kube.CoreV1().Events(r.ns).List(r.Ctx, metav1.ListOptions{
 			FieldSelector: "reason=SnapshotResourcesDisabled,involvedObject.name=" + name})
 		if err != nil {
 			return false, err.Error()
@@ -496,7 +448,7 @@ func (r *run) legacy(t *testing.T, crds, jobID string) {
 		}
 		return false, fmt.Sprintf("%d matching events", len(l.Items))
 	})
-	d, err := r.flink.FlinkV1beta1().FlinkDeployments(r.ns).Get(r.ctx, name, metav1.GetOptions{})
+	d, err := r.Flink.FlinkV1beta1().FlinkDeployments(r.ns).Get(r.Ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -520,10 +472,10 @@ func (r *run) legacy(t *testing.T, crds, jobID string) {
 	rest := r.waitJobRunning(newID)
 	r.record("legacy upgrade parallelism 2→1 (patch → RUNNING/STABLE)", time.Since(t0))
 	path := dep.Status.JobStatus.UpgradeSavepointPath
-	if path == "" || localPath(t, path) != localPath(t, upgrade.Location) {
+	if path == "" || !framework.SameLocation(t, path, upgrade.Location) {
 		t.Errorf("upgradeSavepointPath %q, want the UPGRADE savepoint of savepointInfo %s", path, upgrade.Location)
 	}
-	if _, err := os.Stat(filepath.Join(localPath(t, upgrade.Location), "_metadata")); err != nil {
+	if _, err := os.Stat(filepath.Join(framework.LocalPath(t, upgrade.Location), "_metadata")); err != nil {
 		t.Errorf("UPGRADE savepoint: %v", err)
 	}
 	r.checkRestored(rest, newID, upgrade.Location)
@@ -534,18 +486,18 @@ func (r *run) legacy(t *testing.T, crds, jobID string) {
 	// Reinstall the CRD; the operator notices it and switches to snapshot
 	// resources in-process (no restart), so it stays up.
 	t0 = time.Now()
-	if _, err := r.c.InstallCRDs(r.ctx, crds); err != nil {
+	if _, err := r.Local.InstallCRDs(r.Ctx, crds); err != nil {
 		t.Fatal(err)
 	}
 	switched := ""
 	for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline) && switched == ""; time.Sleep(time.Second) {
-		switched = findLine(r.opLog, logStart, "Restarting the controllers with FlinkStateSnapshot resources enabled")
+		switched = findLine(r.OpLog, logStart, "Restarting the controllers with FlinkStateSnapshot resources enabled")
 	}
 	if switched == "" {
 		t.Fatalf("the operator did not switch to snapshot resources within 90 s of the CRD's reinstall")
 	}
 	r.record("CRD reinstalled → snapshot resources on (same process)", time.Since(t0))
-	if err := r.op.exited(); err != nil {
+	if err := r.OperatorExited(); err != nil {
 		t.Errorf("operator exited after the CRD came back: %v", err)
 	}
 	// Snapshot resources work again: a savepoint of the job completes.
@@ -556,26 +508,26 @@ func (r *run) legacy(t *testing.T, crds, jobID string) {
 			Savepoint:    &v1beta1.SavepointSpec{},
 		},
 	}
-	if _, err := r.flink.FlinkV1beta1().FlinkStateSnapshots(r.ns).Create(r.ctx, snap, metav1.CreateOptions{}); err != nil {
+	if _, err := r.Flink.FlinkV1beta1().FlinkStateSnapshots(r.ns).Create(r.Ctx, snap, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var after *v1beta1.FlinkStateSnapshot
 	for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(time.Second) {
-		if after, err = r.flink.FlinkV1beta1().FlinkStateSnapshots(r.ns).Get(r.ctx, "after-crd", metav1.GetOptions{}); err == nil && after.Status.State.IsTerminal() {
+		if after, err = r.Flink.FlinkV1beta1().FlinkStateSnapshots(r.ns).Get(r.Ctx, "after-crd", metav1.GetOptions{}); err == nil && after.Status.State.IsTerminal() {
 			break
 		}
 	}
 	if after == nil || after.Status.State != v1beta1.SnapshotCompleted {
 		t.Errorf("savepoint after the CRD came back: %+v", after)
 	}
-	d, err = r.flink.FlinkV1beta1().FlinkDeployments(r.ns).Get(r.ctx, name, metav1.GetOptions{})
+	d, err = r.Flink.FlinkV1beta1().FlinkDeployments(r.ns).Get(r.Ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if d.Status.JobStatus.JobID != newID || d.Status.JobStatus.State != v1beta1.JobStatusRunning {
 		t.Errorf("after the restart into snapshot-resource mode: %s, want job %s RUNNING", summary(d), newID)
 	}
-	if _, err := r.flink.FlinkV1beta1().FlinkStateSnapshots(r.ns).List(r.ctx, metav1.ListOptions{}); err != nil && !apierrors.IsNotFound(err) {
+	if _, err := r.Flink.FlinkV1beta1().FlinkStateSnapshots(r.ns).List(r.Ctx, metav1.ListOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		t.Errorf("listing FlinkStateSnapshots after the reinstall: %v", err)
 	}
 	r.logKubectl("get", "flinkdeployment,flinkstatesnapshot", "-n", r.ns)

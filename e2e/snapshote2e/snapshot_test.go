@@ -2,30 +2,23 @@ package snapshote2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
 	flinkjvm "github.com/flinkops/flink-operator/e2e/flink"
+	"github.com/flinkops/flink-operator/e2e/framework"
 	"github.com/flinkops/flink-operator/e2e/localcluster"
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/cluster"
 	"github.com/flinkops/flink-operator/pkg/config"
-	flinkclient "github.com/flinkops/flink-operator/pkg/generated/clientset/versioned"
 )
 
 var flavours = map[string]struct {
@@ -37,45 +30,26 @@ var flavours = map[string]struct {
 }
 
 type suite struct {
-	t        *testing.T
-	ctx      context.Context
-	c        *localcluster.Cluster
-	kube     kubernetes.Interface
-	flink    flinkclient.Interface
-	operator string // binary
+	*framework.Env
 }
 
 func TestSnapshotsWithRealFlink(t *testing.T) {
+	if framework.Kind() {
+		t.Skip("the test kills and restarts the operator process, which is the local provider's")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
 	for _, v := range flinkjvm.Versions() {
 		if _, ok := flavours[v]; !ok {
 			t.Fatalf("pinned Flink %s has no image here", v)
 		}
-		if _, err := flinkjvm.Ensure(ctx, v); err != nil {
-			t.Fatal(err)
-		}
 	}
-	bins, err := localcluster.BuildCommands(ctx, "./cmd/flink-operator")
-	if err != nil {
+	// The test runs the operator itself, with the snapshot controller only.
+	e := framework.Setup(t, ctx, framework.Options{Name: "snapshote2e", NoOperator: true})
+	if err := e.Local.GrantClusterAdmin(ctx, localcluster.OperatorUser); err != nil {
 		t.Fatal(err)
 	}
-	c, err := localcluster.Start(ctx, localcluster.Options{NodeAgent: true, Out: testWriter{t}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Stop()
-	root, _ := localcluster.ModuleRoot()
-	if _, err := c.InstallCRDs(ctx, filepath.Join(root, "manifests", "crds")); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.GrantClusterAdmin(ctx, localcluster.OperatorUser); err != nil {
-		t.Fatal(err)
-	}
-	s := &suite{t: t, ctx: ctx, c: c,
-		kube:     kubernetes.NewForConfigOrDie(c.RESTConfig()),
-		flink:    flinkclient.NewForConfigOrDie(c.RESTConfig()),
-		operator: filepath.Join(bins, "flink-operator")}
+	s := &suite{Env: e}
 
 	for i, v := range flinkjvm.Versions() {
 		t.Run(v, func(t *testing.T) { s.run(t, v, fmt.Sprintf("snap-%d", i)) })
@@ -83,14 +57,19 @@ func TestSnapshotsWithRealFlink(t *testing.T) {
 }
 
 func (s *suite) run(t *testing.T, version, ns string) {
-	ctx := s.ctx
+	ctx := s.Ctx
+	t.Cleanup(func() {
+		if t.Failed() {
+			s.Dump(t, ns)
+		}
+	})
 	job := s.deployJob(t, version, ns)
 	op := s.startOperator(t, nil)
 
 	// A savepoint reaches COMPLETED with a path whose _metadata exists.
 	sp := s.createSnapshot(t, ns, "sp", true)
 	done := s.waitState(t, ns, sp, v1beta1.SnapshotCompleted, 2*time.Minute)
-	if _, err := os.Stat(filepath.Join(localPath(done.Status.Path), "_metadata")); err != nil {
+	if _, err := os.Stat(filepath.Join(framework.LocalPath(t, done.Status.Path), "_metadata")); err != nil {
 		t.Fatalf("savepoint %s has no _metadata: %v", done.Status.Path, err)
 	}
 	t.Logf("%s: savepoint COMPLETED at %s", version, done.Status.Path)
@@ -104,7 +83,7 @@ func (s *suite) run(t *testing.T, version, ns string) {
 	t.Logf("%s: checkpoint COMPLETED at %s", version, cpDone.Status.Path)
 
 	// kubectl get flinksnp shows the columns people need.
-	out, err := s.c.Kubectl("get", "flinksnp", "-n", ns)
+	out, err := s.Kubectl("get", "flinksnp", "-n", ns)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,26 +97,24 @@ func (s *suite) run(t *testing.T, version, ns string) {
 	t.Logf("%s: kubectl get flinksnp:\n%s", version, out)
 
 	// Deleting a disposeOnDelete savepoint removes its files, then the resource.
-	if err := s.flink.FlinkV1beta1().FlinkStateSnapshots(ns).Delete(ctx, sp, metav1.DeleteOptions{}); err != nil {
+	if err := s.Flink.FlinkV1beta1().FlinkStateSnapshots(ns).Delete(ctx, sp, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	s.waitGone(t, ns, sp, 2*time.Minute)
-	if _, err := os.Stat(localPath(done.Status.Path)); !os.IsNotExist(err) {
+	if _, err := os.Stat(framework.LocalPath(t, done.Status.Path)); !os.IsNotExist(err) {
 		t.Fatalf("savepoint files still at %s after deleting the snapshot (%v)", done.Status.Path, err)
 	}
 
 	// Crash test: kill -9 right after the IN_PROGRESS write; the restarted
 	// operator completes it with exactly one savepoint directory.
-	stopOperator(t, op)
+	op.Stop()
 	before := savepointDirs(t, job.savepointDir)
 	crashing := s.startOperator(t, []string{"FLINKOP_TEST_FAULT=exit-after-snapshot-intent"})
 	crash := s.createSnapshot(t, ns, "crash", false)
-	select {
-	case <-crashing.done:
-	case <-time.After(2 * time.Minute):
-		t.Fatal("operator did not hit the fault point")
-	}
-	mid, err := s.flink.FlinkV1beta1().FlinkStateSnapshots(ns).Get(ctx, crash, metav1.GetOptions{})
+	s.WaitFor(t, 2*time.Minute, "the operator to hit the fault point", func() (bool, string) {
+		return crashing.Exited() != nil, "the operator is running"
+	})
+	mid, err := s.Flink.FlinkV1beta1().FlinkStateSnapshots(ns).Get(ctx, crash, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +133,7 @@ func (s *suite) run(t *testing.T, version, ns string) {
 	t.Logf("%s: crash after the intent write: completed with one savepoint %s", version, crashDone.Status.Path)
 
 	// A snapshot of a job that is then stopped ends ABANDONED.
-	stopOperator(t, op)
+	op.Stop()
 	abandoned := s.createSnapshot(t, ns, "abandon", true)
 	s.cancelJob(t, job)
 	op = s.startOperator(t, nil)
@@ -164,26 +141,28 @@ func (s *suite) run(t *testing.T, version, ns string) {
 	if !strings.Contains(a.Status.Error, "is not running") {
 		t.Errorf("abandoned with %q", a.Status.Error)
 	}
-	stopOperator(t, op)
+	op.Stop()
 
 	// Tear the Flink cluster down.
-	if err := s.kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+	if err := s.Kube.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // deployedJob is a Flink application created by hand.
 type deployedJob struct {
-	ns, name, jobID, rest string
-	savepointDir          string
+	ns, name, jobID string
+	rest            *framework.Flink
+	savepointDir    string
 }
 
 func (s *suite) deployJob(t *testing.T, version, ns string) *deployedJob {
-	ctx := s.ctx
-	if _, err := s.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+	ctx := s.Ctx
+	s.CreateNamespace(t, ns)
+	data := filepath.Join(s.Base, ns)
+	if err := os.MkdirAll(data, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	data := t.TempDir()
 	fl := flavours[version]
 	dep := &v1beta1.FlinkDeployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "job", Namespace: ns},
@@ -210,7 +189,7 @@ func (s *suite) deployJob(t *testing.T, version, ns string) *deployedJob {
 			},
 		},
 	}
-	created, err := s.flink.FlinkV1beta1().FlinkDeployments(ns).Create(ctx, dep, metav1.CreateOptions{})
+	created, err := s.Flink.FlinkV1beta1().FlinkDeployments(ns).Create(ctx, dep, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,22 +199,22 @@ func (s *suite) deployJob(t *testing.T, version, ns string) *deployedJob {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	if _, err := s.kube.CoreV1().ConfigMaps(ns).Create(ctx, built.ConfigMap, metav1.CreateOptions{}); err != nil {
+	if _, err := s.Kube.CoreV1().ConfigMaps(ns).Create(ctx, built.ConfigMap, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, svc := range built.Services() {
-		if _, err := s.kube.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		if _, err := s.Kube.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.kube.AppsV1().Deployments(ns).Create(ctx, built.JobManager, metav1.CreateOptions{}); err != nil {
+	if _, err := s.Kube.AppsV1().Deployments(ns).Create(ctx, built.JobManager, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.kube.AppsV1().Deployments(ns).Create(ctx, built.TaskManager, metav1.CreateOptions{}); err != nil {
+	if _, err := s.Kube.AppsV1().Deployments(ns).Create(ctx, built.TaskManager, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	rest := s.waitJobManager(t, ns, "job")
-	waitFor(t, 3*time.Minute, "job RUNNING", func() (bool, error) {
+	rest := s.FlinkREST(t, ns, "job")
+	s.WaitFor(t, 3*time.Minute, "job RUNNING", func() (bool, string) {
 		// RUNNING with every task running: Flink refuses savepoints before.
 		var overview struct {
 			Jobs []struct {
@@ -244,60 +223,36 @@ func (s *suite) deployJob(t *testing.T, version, ns string) *deployedJob {
 				Tasks map[string]int `json:"tasks"`
 			} `json:"jobs"`
 		}
-		if err := getJSON(ctx, rest+"/jobs/overview", &overview); err != nil {
-			return false, nil
+		if err := rest.Get(ctx, "/jobs/overview", &overview); err != nil {
+			return false, err.Error()
 		}
 		for _, j := range overview.Jobs {
 			if j.JID == jobID && j.State == "RUNNING" && j.Tasks["total"] > 0 && j.Tasks["running"] == j.Tasks["total"] {
-				return true, nil
+				return true, ""
 			}
 		}
-		return false, nil
+		return false, fmt.Sprintf("%+v", overview.Jobs)
 	})
 	t.Logf("%s: job RUNNING %s after its objects were created", version, time.Since(start).Round(time.Second))
 	// No deployment controller runs here: record what it would observe.
 	created.Status.JobStatus = v1beta1.JobStatus{JobID: jobID, State: v1beta1.JobStatusRunning, JobName: "counting"}
 	created.Status.JobManagerDeploymentStatus = v1beta1.JobManagerReady
-	if _, err := s.flink.FlinkV1beta1().FlinkDeployments(ns).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+	if _, err := s.Flink.FlinkV1beta1().FlinkDeployments(ns).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	return &deployedJob{ns: ns, name: "job", jobID: jobID, rest: rest, savepointDir: filepath.Join(data, "savepoints")}
 }
 
-// waitJobManager waits for a Ready JobManager pod and returns its REST URL.
-func (s *suite) waitJobManager(t *testing.T, ns, name string) string {
-	var url string
-	waitFor(t, 3*time.Minute, "JobManager pod Ready", func() (bool, error) {
-		pods, err := s.kube.CoreV1().Pods(ns).List(s.ctx, metav1.ListOptions{LabelSelector: "app=" + name + ",component=jobmanager"})
-		if err != nil {
-			return false, err
-		}
-		for _, p := range pods.Items {
-			for _, c := range p.Status.Conditions {
-				if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue && p.Status.PodIP != "" {
-					url = "http://" + p.Status.PodIP + ":8081"
-					return true, nil
-				}
-			}
-		}
-		return false, nil
-	})
-	return url
-}
-
 func (s *suite) cancelJob(t *testing.T, j *deployedJob) {
-	req, _ := http.NewRequestWithContext(s.ctx, http.MethodPatch, j.rest+"/jobs/"+j.jobID+"?mode=cancel", nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
+	if err := j.rest.Cancel(s.Ctx, j.jobID); err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
-	dep, err := s.flink.FlinkV1beta1().FlinkDeployments(j.ns).Get(s.ctx, j.name, metav1.GetOptions{})
+	dep, err := s.Flink.FlinkV1beta1().FlinkDeployments(j.ns).Get(s.Ctx, j.name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	dep.Status.JobStatus.State = v1beta1.JobStatusCanceled
-	if _, err := s.flink.FlinkV1beta1().FlinkDeployments(j.ns).UpdateStatus(s.ctx, dep, metav1.UpdateOptions{}); err != nil {
+	if _, err := s.Flink.FlinkV1beta1().FlinkDeployments(j.ns).UpdateStatus(s.Ctx, dep, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -318,73 +273,43 @@ func (s *suite) createSnapshot(t *testing.T, ns, name string, savepoint bool) st
 			snap.Spec.Savepoint, snap.Spec.Checkpoint = nil, &v1beta1.CheckpointSpec{}
 		}
 	}
-	if _, err := s.flink.FlinkV1beta1().FlinkStateSnapshots(ns).Create(s.ctx, snap, metav1.CreateOptions{}); err != nil {
+	if _, err := s.Flink.FlinkV1beta1().FlinkStateSnapshots(ns).Create(s.Ctx, snap, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	return name
 }
 
 func (s *suite) waitState(t *testing.T, ns, name string, want v1beta1.SnapshotState, timeout time.Duration) *v1beta1.FlinkStateSnapshot {
+	t.Helper()
 	var got *v1beta1.FlinkStateSnapshot
-	waitFor(t, timeout, name+" "+string(want), func() (bool, error) {
-		snap, err := s.flink.FlinkV1beta1().FlinkStateSnapshots(ns).Get(s.ctx, name, metav1.GetOptions{})
+	s.WaitFor(t, timeout, name+" "+string(want), func() (bool, string) {
+		snap, err := s.Flink.FlinkV1beta1().FlinkStateSnapshots(ns).Get(s.Ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return false, err
+			return false, err.Error()
 		}
 		got = snap
 		if snap.Status.State.IsTerminal() && snap.Status.State != want {
-			return false, fmt.Errorf("%s ended %s: %s", name, snap.Status.State, snap.Status.Error)
+			t.Fatalf("waiting for %s %s: %s ended %s: %s", name, want, name, snap.Status.State, snap.Status.Error)
 		}
-		return snap.Status.State == want, nil
+		return snap.Status.State == want, fmt.Sprintf("%+v", snap.Status)
 	})
 	return got
 }
 
 func (s *suite) waitGone(t *testing.T, ns, name string, timeout time.Duration) {
-	waitFor(t, timeout, name+" deleted", func() (bool, error) {
-		_, err := s.flink.FlinkV1beta1().FlinkStateSnapshots(ns).Get(s.ctx, name, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
+	t.Helper()
+	s.WaitFor(t, timeout, name+" deleted", func() (bool, string) {
+		_, err := s.Flink.FlinkV1beta1().FlinkStateSnapshots(ns).Get(s.Ctx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
 }
 
-// operatorProcess is the operator binary running outside the cluster.
-type operatorProcess struct {
-	cmd  *exec.Cmd
-	done chan struct{}
-}
-
-func (s *suite) startOperator(t *testing.T, env []string) *operatorProcess {
-	cmd := exec.Command(s.operator, "--kubeconfig", s.c.OperatorKubeconfig, "--flink-endpoint=pod-ip",
-		"--controllers=flinkstatesnapshot", "--metrics-bind-address=0", "--health-probe-bind-address=0")
-	cmd.Env = append(os.Environ(), env...)
-	logFile, err := os.OpenFile(filepath.Join(s.c.Dir, "operator.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &operatorProcess{cmd: cmd, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); logFile.Close(); close(p.done) }()
-	t.Cleanup(func() { stopOperator(t, p) })
+// startOperator runs the operator with the snapshot controller only, the
+// environment variables env added; it is stopped at the end of the test.
+func (s *suite) startOperator(t *testing.T, env []string) *framework.Operator {
+	p := framework.StartOperatorWithEnv(t, env, s.OperatorBinary(), s.Local.OperatorKubeconfig, s.OpLog, "--controllers=flinkstatesnapshot")
+	t.Cleanup(p.Stop)
 	return p
-}
-
-func stopOperator(t *testing.T, p *operatorProcess) {
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(15 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
 }
 
 func savepointDirs(t *testing.T, dir string) []string {
@@ -399,48 +324,4 @@ func savepointDirs(t *testing.T, dir string) []string {
 		}
 	}
 	return out
-}
-
-func localPath(p string) string {
-	p = strings.TrimPrefix(p, "file://")
-	return strings.TrimPrefix(p, "file:")
-}
-
-func getJSON(ctx context.Context, url string, into any) error {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(resp.Body)
-		return fmt.Errorf("GET %s: %s %s", url, resp.Status, body)
-	}
-	return json.NewDecoder(resp.Body).Decode(into)
-}
-
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, err := cond()
-		if err != nil {
-			t.Fatalf("waiting for %s: %v", what, err)
-		}
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(300 * time.Millisecond)
-	}
-}
-
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
 }
