@@ -81,21 +81,21 @@ func (c *Controller) stopOnDeletion(ctx context.Context, sc *syncState) (done bo
 	if info := js.SavepointInfo; info != nil && info.TriggerType == v1beta1.SnapshotTriggerUpgrade && info.TriggerID != "" {
 		o := c.checkStop(ctx, sc)
 		switch {
-		case o.pending:
+		case o.Pending:
 			return false, nil
-		case o.lost:
+		case o.Lost:
 			sc.event("Warning", ReasonSavepointError, "Job %s finished after stop-with-savepoint but its savepoint's path is unknown; deleting", js.JobID)
 			clearUpgradeTrigger(js)
 			return true, nil
-		case o.failure != "":
-			sc.event("Warning", ReasonSavepointError, "%s; deleting without a savepoint", o.failure)
+		case o.Failure != "":
+			sc.event("Warning", ReasonSavepointError, "%s; deleting without a savepoint", o.Failure)
 			clearUpgradeTrigger(js)
 			return true, nil
 		}
-		if err := c.recordSavepoint(sc, o.path); err != nil {
+		if err := c.recordSavepoint(sc, o.Path); err != nil {
 			return false, err
 		}
-		js.UpgradeSavepointPath = o.path
+		js.UpgradeSavepointPath = o.Path
 		js.State = v1beta1.JobStatusSuspended
 		clearUpgradeTrigger(js)
 		return true, nil

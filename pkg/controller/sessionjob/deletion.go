@@ -82,20 +82,20 @@ func (c *Controller) stopOnDeletion(ctx context.Context, sc *syncState) bool {
 	if info := js.SavepointInfo; info != nil && info.TriggerType == v1beta1.SnapshotTriggerUpgrade && info.TriggerID != "" {
 		o := c.checkStop(ctx, sc)
 		switch {
-		case o.pending:
+		case o.Pending:
 			return false
-		case o.lost:
+		case o.Lost:
 			sc.event("Warning", ReasonSavepointError, "Job %s finished after stop-with-savepoint but its savepoint's path is unknown; deleting", js.JobID)
 			clearUpgradeTrigger(js)
-		case o.failure != "":
-			sc.event("Warning", ReasonSavepointError, "%s; cancelling the job instead", o.failure)
+		case o.Failure != "":
+			sc.event("Warning", ReasonSavepointError, "%s; cancelling the job instead", o.Failure)
 			clearUpgradeTrigger(js)
 			return c.ensureEnded(sc)
 		default:
-			if err := c.recordSavepoint(sc, o.path); err != nil {
+			if err := c.recordSavepoint(sc, o.Path); err != nil {
 				sc.event("Warning", ReasonSavepointError, "%v", err)
 			}
-			js.UpgradeSavepointPath = o.path
+			js.UpgradeSavepointPath = o.Path
 			js.State = v1beta1.JobStatusSuspended
 			clearUpgradeTrigger(js)
 		}

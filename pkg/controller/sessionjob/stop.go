@@ -11,8 +11,8 @@ import (
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/controller/jobstop"
 	"github.com/flinkops/flink-operator/pkg/flink"
-	"github.com/flinkops/flink-operator/pkg/lifecycle"
 	"github.com/flinkops/flink-operator/pkg/snapshots"
 )
 
@@ -177,117 +177,54 @@ func stopTimeout(cfg config.Config) time.Duration {
 	return 10 * time.Minute
 }
 
-// stopOutcome is what Flink says about the stop-with-savepoint in flight.
-type stopOutcome struct {
-	pending bool
-	path    string // set on success
-	failure string // set on failure (including timeout)
-	lost    bool   // the stop completed but its savepoint path is unknown
-}
-
 // pollStop follows the stop-with-savepoint recorded in status.
 func (c *Controller) pollStop(ctx context.Context, sc *syncState) bool {
 	o := c.checkStop(ctx, sc)
 	js := &sc.sj.Status.JobStatus
 	switch {
-	case o.pending:
+	case o.Pending:
 		return false
-	case o.lost:
+	case o.Lost:
 		dir, _ := config.SavepointDir(sc.cfg)
 		sc.fail(ReasonUpgradeFailed, "Job %s finished after stop-with-savepoint (trigger id %s) but the savepoint's path is unknown (%v). "+
 			"%s: find the newest savepoint of job %s under %s, set spec.job.initialSavepointPath to it and change spec.job.savepointRedeployNonce",
 			js.JobID, js.SavepointInfo.TriggerID, errSavepointLost, manualRestore, js.JobID, dir)
 		sc.after(retryFailed)
 		return false
-	case o.failure != "":
-		return c.stopFailed(ctx, sc, o.failure)
+	case o.Failure != "":
+		return c.stopFailed(ctx, sc, o.Failure)
 	}
-	if err := c.recordSavepoint(sc, o.path); err != nil {
+	if err := c.recordSavepoint(sc, o.Path); err != nil {
 		sc.fail(ReasonUpgradeFailed, "%v", err)
 		sc.after(retryFailed)
 		return false
 	}
-	return c.finishStop(sc, o.path)
+	return c.finishStop(sc, o.Path)
 }
 
-// checkStop asks Flink about the stop-with-savepoint in flight, bounded by
-// the job's checkpoint timeout, and schedules the next poll while pending.
-func (c *Controller) checkStop(ctx context.Context, sc *syncState) stopOutcome {
+// checkStop asks Flink about the stop-with-savepoint in flight
+// (pkg/controller/jobstop), bounded by the job's checkpoint timeout; it
+// schedules the next poll while pending and re-sends the same stop when
+// Flink forgot an id the running job never acted on.
+func (c *Controller) checkStop(ctx context.Context, sc *syncState) jobstop.Outcome {
 	js := &sc.sj.Status.JobStatus
-	info := js.SavepointInfo
-	triggered := time.UnixMilli(derefInt64(info.TriggerTimestamp))
-	elapsed := sc.now.Sub(triggered)
-	timeout := stopTimeout(sc.cfg)
-	timedOut := stopOutcome{failure: fmt.Sprintf("Timed out stopping the job %s with savepoint, please configure a larger timeout via '%s'",
-		js.JobID, config.FlinkCheckpointTimeout)}
-	if sc.client == nil {
-		if path := c.upgradeSnapshotPath(sc); path != "" {
-			return stopOutcome{path: path}
-		}
-		if elapsed > timeout {
-			return timedOut
-		}
-		sc.after(snapshots.PollDelay(elapsed))
-		return stopOutcome{pending: true}
+	q := jobstop.Query{
+		Client: sc.client, JobID: js.JobID, TriggerID: js.SavepointInfo.TriggerID,
+		Triggered: time.UnixMilli(derefInt64(js.SavepointInfo.TriggerTimestamp)), Now: sc.now,
+		Timeout: stopTimeout(sc.cfg), Recorded: c.upgradeSnapshotPath(sc),
 	}
-	res, err := sc.client.SavepointStatus(ctx, js.JobID, info.TriggerID)
-	if flink.IsNotFound(err) {
-		res, err = c.recoverStop(ctx, sc, triggered)
+	if sc.job != nil {
+		q.JobState = effectiveState(sc.job)
 	}
-	switch {
-	case err != nil && flink.IsRetryable(err), err == nil && res.Pending():
-		if elapsed > timeout {
-			return timedOut
-		}
-		sc.after(snapshots.PollDelay(elapsed))
-		return stopOutcome{pending: true}
-	case errors.Is(err, errSavepointLost):
-		return stopOutcome{lost: true}
-	case err != nil:
-		return stopOutcome{failure: fmt.Sprintf("Stop-with-savepoint of job %s failed: %v", js.JobID, err)}
-	case res.Failed():
-		msg := "unknown cause"
-		if res.Failure != nil {
-			msg = res.Failure.Message()
-		}
-		return stopOutcome{failure: fmt.Sprintf("Stop-with-savepoint of job %s failed: %s", js.JobID, msg)}
+	o := jobstop.Check(ctx, q)
+	if o.Resend {
+		sc.log.Info("Flink does not know the stop trigger id, sending it again", "triggerId", q.TriggerID)
+		c.postStop(sc, q.JobID, q.TriggerID)
 	}
-	return stopOutcome{path: res.Value}
-}
-
-// recoverStop handles a trigger id Flink does not know (forgotten after
-// rest.async.store-duration or a JobManager restart, or never received
-// because of a crash right after the intent was written): the savepoint may
-// already be recorded (the UPGRADE snapshot) or be in the job's checkpoint
-// history; else, while the job still runs, no stop can have completed, so
-// the same id is sent again.
-func (c *Controller) recoverStop(ctx context.Context, sc *syncState, triggered time.Time) (flink.SavepointResult, error) {
-	js := &sc.sj.Status.JobStatus
-	if path := c.upgradeSnapshotPath(sc); path != "" {
-		return flink.SavepointResult{State: flink.OperationSucceeded, Value: path}, nil
+	if o.Pending {
+		sc.after(o.PollAfter)
 	}
-	stats, err := sc.client.Checkpoints(ctx, js.JobID)
-	if err != nil && !flink.IsNotFound(err) {
-		return flink.SavepointResult{}, err
-	}
-	if path, found := lifecycle.SavepointSince(stats, triggered); found {
-		if path == "" {
-			return flink.SavepointResult{State: flink.OperationPending}, nil
-		}
-		return flink.SavepointResult{State: flink.OperationSucceeded, Value: path}, nil
-	}
-	if jobHealthy(sc) {
-		sc.log.Info("Flink does not know the stop trigger id, sending it again", "triggerId", js.SavepointInfo.TriggerID)
-		c.postStop(sc, js.JobID, js.SavepointInfo.TriggerID)
-		return flink.SavepointResult{State: flink.OperationPending}, nil
-	}
-	if sc.job != nil && effectiveState(sc.job) == v1beta1.JobStatusFinished {
-		return flink.SavepointResult{}, errSavepointLost
-	}
-	return flink.SavepointResult{State: flink.OperationFailed, Failure: &flink.FailureCause{
-		Class: fmt.Sprintf("Flink does not know trigger id %s (results are forgotten after %s and on JobManager restart) and no savepoint taken after it is in the job's checkpoint history",
-			js.SavepointInfo.TriggerID, config.FlinkRestAsyncStoreDuration),
-	}}, nil
+	return o
 }
 
 var errSavepointLost = errors.New("the job finished after stop-with-savepoint but Flink no longer knows the savepoint's path")
