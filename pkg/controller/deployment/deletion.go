@@ -11,6 +11,7 @@ import (
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/lifecycle"
 )
 
 // syncDeletion handles a deleted FlinkDeployment. With
@@ -40,12 +41,12 @@ func (c *Controller) syncDeletion(ctx context.Context, key string, cached *v1bet
 		st.JobStatus.State != v1beta1.JobStatusSuspended
 	done := true
 	if onDeletion && stoppable {
-		timeout := stopTimeout(sc.cfg)
+		timeout := lifecycle.StopTimeout(sc.cfg)
 		deadline := sc.dep.DeletionTimestamp.Add(timeout)
 		if !sc.now.Before(deadline) {
 			sc.event("Warning", ReasonSavepointError, "No savepoint of job %s within %s of the deletion (%s); deleting without one",
 				st.JobStatus.JobID, timeout, config.FlinkCheckpointTimeout)
-			clearUpgradeTrigger(&st.JobStatus)
+			lifecycle.ClearStopTrigger(&st.JobStatus)
 		} else {
 			done, err = c.stopOnDeletion(ctx, sc)
 			if err != nil {
@@ -85,11 +86,11 @@ func (c *Controller) stopOnDeletion(ctx context.Context, sc *syncState) (done bo
 			return false, nil
 		case o.Lost:
 			sc.event("Warning", ReasonSavepointError, "Job %s finished after stop-with-savepoint but its savepoint's path is unknown; deleting", js.JobID)
-			clearUpgradeTrigger(js)
+			lifecycle.ClearStopTrigger(js)
 			return true, nil
 		case o.Failure != "":
 			sc.event("Warning", ReasonSavepointError, "%s; deleting without a savepoint", o.Failure)
-			clearUpgradeTrigger(js)
+			lifecycle.ClearStopTrigger(js)
 			return true, nil
 		}
 		if err := c.recordSavepoint(sc, o.Path); err != nil {
@@ -97,7 +98,7 @@ func (c *Controller) stopOnDeletion(ctx context.Context, sc *syncState) (done bo
 		}
 		js.UpgradeSavepointPath = o.Path
 		js.State = v1beta1.JobStatusSuspended
-		clearUpgradeTrigger(js)
+		lifecycle.ClearStopTrigger(js)
 		return true, nil
 	}
 	if c.jobHealthy(sc) {

@@ -8,6 +8,7 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/flink"
+	"github.com/flinkops/flink-operator/pkg/lifecycle"
 	"github.com/flinkops/flink-operator/pkg/snapshots"
 )
 
@@ -146,7 +147,7 @@ func (c *Controller) triggerLegacySavepoint(sc *syncState, trigger v1beta1.Snaps
 	if js.SavepointInfo == nil {
 		js.SavepointInfo = &v1beta1.SavepointInfo{}
 	}
-	format := v1beta1.SavepointFormatType(savepointFormat(sc.cfg))
+	format := v1beta1.SavepointFormatType(lifecycle.SavepointFormat(sc.cfg))
 	id := c.newTriggerID()
 	snapshots.SetLegacySavepointTrigger(js.SavepointInfo, id, trigger, format, sc.now)
 	sc.log.Info("Triggering savepoint (legacy status fields)", "jobId", js.JobID, "triggerId", id, "triggerType", trigger)

@@ -14,6 +14,7 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/cluster"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/lifecycle"
 	"github.com/flinkops/flink-operator/pkg/snapshots"
 )
 
@@ -93,7 +94,7 @@ func (c *Controller) startUpgrade(ctx context.Context, sc *syncState, v *validat
 	st.ReconciliationStatus.State = v1beta1.ReconciliationUpgrading
 	st.ReconciliationStatus.LastReconciledSpec = encoded
 	st.ReconciliationStatus.ReconciliationTimestamp = sc.now.UnixMilli()
-	clearUpgradeTrigger(&st.JobStatus)
+	lifecycle.ClearStopTrigger(&st.JobStatus)
 	// A legacy savepoint/checkpoint in flight belongs to the job being
 	// stopped: drop it (with its failure event) before the stop reuses the
 	// trigger fields.

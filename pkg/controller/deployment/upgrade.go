@@ -16,6 +16,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/controller/jobstop"
 	"github.com/flinkops/flink-operator/pkg/flink"
+	"github.com/flinkops/flink-operator/pkg/lifecycle"
 	"github.com/flinkops/flink-operator/pkg/snapshots"
 )
 
@@ -75,7 +76,7 @@ func (c *Controller) stopJob(ctx context.Context, sc *syncState) error {
 	case fallback:
 		sc.log.Info("Job cannot take a savepoint, falling back to its last checkpoint", "state", js.State,
 			"jobManager", sc.dep.Status.JobManagerDeploymentStatus)
-		markFailedAttempt(js, sc.now)
+		lifecycle.MarkFailedStop(js, sc.now)
 		return c.stopLastState(ctx, sc)
 	default:
 		sc.fail(ReasonUpgradeFailed, "Job %s is %s and cannot be stopped with a savepoint; the last-state fallback is disabled (%s: false), "+
@@ -145,7 +146,7 @@ func (c *Controller) jobStarting(sc *syncState) bool {
 // as the same request.
 func (c *Controller) triggerStop(sc *syncState) {
 	js := &sc.dep.Status.JobStatus
-	format := savepointFormat(sc.cfg)
+	format := lifecycle.SavepointFormat(sc.cfg)
 	ts := sc.now.UnixMilli()
 	if js.SavepointInfo == nil {
 		js.SavepointInfo = &v1beta1.SavepointInfo{}
@@ -165,7 +166,7 @@ func (c *Controller) postStop(sc *syncState, jobID, triggerID string) {
 	client, cfg := sc.client, sc.cfg
 	dir, _ := config.SavepointDir(cfg)
 	drain, _ := cfg.Bool(config.KeyJobDrainOnSavepointDeletion)
-	req := flink.StopRequest{TargetDirectory: dir, FormatType: flink.SavepointFormatType(savepointFormat(cfg)), TriggerID: triggerID}
+	req := flink.StopRequest{TargetDirectory: dir, FormatType: flink.SavepointFormatType(lifecycle.SavepointFormat(cfg)), TriggerID: triggerID}
 	if sc.dep.DeletionTimestamp != nil {
 		req.Drain = drain
 	}
@@ -179,23 +180,6 @@ func (c *Controller) postStop(sc *syncState, jobID, triggerID string) {
 		}
 		return nil
 	})
-}
-
-func savepointFormat(cfg config.Config) string {
-	f, err := cfg.Enum(config.KeySavepointFormatType)
-	if err != nil || f == "" {
-		return string(v1beta1.SavepointFormatCanonical)
-	}
-	return f
-}
-
-// stopTimeout bounds a stop-with-savepoint as upstream: the job's
-// execution.checkpointing.timeout (Flink's default 10 min).
-func stopTimeout(cfg config.Config) time.Duration {
-	if d, ok, err := cfg.OptionalDuration(config.FlinkCheckpointTimeout); err == nil && ok && d > 0 {
-		return d
-	}
-	return 10 * time.Minute
 }
 
 // pollStop follows the stop-with-savepoint recorded in status.
@@ -230,7 +214,7 @@ func (c *Controller) checkStop(ctx context.Context, sc *syncState) jobstop.Outco
 	q := jobstop.Query{
 		Client: sc.client, JobID: js.JobID, TriggerID: js.SavepointInfo.TriggerID,
 		Triggered: time.UnixMilli(derefInt64(js.SavepointInfo.TriggerTimestamp)), Now: sc.now,
-		Timeout: stopTimeout(sc.cfg), Recorded: c.upgradeSnapshotPath(sc),
+		Timeout: lifecycle.StopTimeout(sc.cfg), Recorded: c.upgradeSnapshotPath(sc),
 	}
 	if sc.job != nil {
 		q.JobState = effectiveState(sc.job)
@@ -286,7 +270,7 @@ func (c *Controller) recordSavepoint(sc *syncState, path string) error {
 func (c *Controller) stopFailed(ctx context.Context, sc *syncState, msg string) {
 	js := &sc.dep.Status.JobStatus
 	sc.log.Info("Stop-with-savepoint failed", "jobId", js.JobID, "triggerId", js.SavepointInfo.TriggerID, "reason", msg)
-	markFailedAttempt(js, sc.now)
+	lifecycle.MarkFailedStop(js, sc.now)
 	sc.event("Warning", ReasonSavepointError, "%s", msg)
 	fallback, _ := sc.cfg.Bool(config.KeyJobUpgradeLastStateFallbackEnabled)
 	if fallback {
@@ -366,7 +350,7 @@ func (c *Controller) finishStop(sc *syncState, path string) {
 	js := &sc.dep.Status.JobStatus
 	js.UpgradeSavepointPath = path
 	js.State = v1beta1.JobStatusSuspended
-	clearUpgradeTrigger(js)
+	lifecycle.ClearStopTrigger(js)
 	c.teardown(sc)
 }
 
@@ -427,29 +411,6 @@ func haEnabled(cfg map[string]string) bool {
 		t = strings.TrimSpace(cfg["high-availability"])
 	}
 	return t != "" && !strings.EqualFold(t, "NONE")
-}
-
-func markFailedAttempt(js *v1beta1.JobStatus, now time.Time) {
-	if js.SavepointInfo == nil {
-		js.SavepointInfo = &v1beta1.SavepointInfo{}
-	}
-	ts := now.UnixMilli()
-	js.SavepointInfo.TriggerID = ""
-	js.SavepointInfo.TriggerTimestamp = &ts
-	js.SavepointInfo.TriggerType = v1beta1.SnapshotTriggerUpgrade
-}
-
-// clearUpgradeTrigger forgets a finished stop-with-savepoint; legacy
-// savepoint history is kept.
-func clearUpgradeTrigger(js *v1beta1.JobStatus) {
-	info := js.SavepointInfo
-	if info == nil || info.TriggerType != v1beta1.SnapshotTriggerUpgrade {
-		return
-	}
-	info.TriggerID, info.TriggerTimestamp, info.TriggerType, info.FormatType = "", nil, "", ""
-	if info.LastSavepoint == nil && len(info.SavepointHistory) == 0 && info.LastPeriodicSavepointTimestamp == 0 {
-		js.SavepointInfo = nil
-	}
 }
 
 func derefInt64(p *int64) int64 {

@@ -10,6 +10,7 @@ import (
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/lifecycle"
 )
 
 // syncDeletion handles a deleted FlinkSessionJob: its job is stopped on the
@@ -34,7 +35,7 @@ func (c *Controller) syncDeletion(ctx context.Context, key string, cached *v1bet
 		if err := c.observe(ctx, sc); err != nil {
 			return 0, err
 		}
-		deadline := sc.sj.DeletionTimestamp.Add(stopTimeout(sc.cfg))
+		deadline := sc.sj.DeletionTimestamp.Add(lifecycle.StopTimeout(sc.cfg))
 		if sc.now.Before(deadline) {
 			done = c.stopOnDeletion(ctx, sc)
 			if !done && sc.requeue > deadline.Sub(sc.now) {
@@ -42,8 +43,8 @@ func (c *Controller) syncDeletion(ctx context.Context, key string, cached *v1bet
 			}
 		} else {
 			sc.event("Warning", ReasonCleanup, "Job %s could not be stopped within %s of the deletion (%s); removing the FlinkSessionJob anyway",
-				sc.sj.Status.JobStatus.JobID, stopTimeout(sc.cfg), config.FlinkCheckpointTimeout)
-			clearUpgradeTrigger(&sc.sj.Status.JobStatus)
+				sc.sj.Status.JobStatus.JobID, lifecycle.StopTimeout(sc.cfg), config.FlinkCheckpointTimeout)
+			lifecycle.ClearStopTrigger(&sc.sj.Status.JobStatus)
 		}
 	}
 	sc.errs = nil // a deleted job's status errors no longer matter
@@ -86,10 +87,10 @@ func (c *Controller) stopOnDeletion(ctx context.Context, sc *syncState) bool {
 			return false
 		case o.Lost:
 			sc.event("Warning", ReasonSavepointError, "Job %s finished after stop-with-savepoint but its savepoint's path is unknown; deleting", js.JobID)
-			clearUpgradeTrigger(js)
+			lifecycle.ClearStopTrigger(js)
 		case o.Failure != "":
 			sc.event("Warning", ReasonSavepointError, "%s; cancelling the job instead", o.Failure)
-			clearUpgradeTrigger(js)
+			lifecycle.ClearStopTrigger(js)
 			return c.ensureEnded(sc)
 		default:
 			if err := c.recordSavepoint(sc, o.Path); err != nil {
@@ -97,7 +98,7 @@ func (c *Controller) stopOnDeletion(ctx context.Context, sc *syncState) bool {
 			}
 			js.UpgradeSavepointPath = o.Path
 			js.State = v1beta1.JobStatusSuspended
-			clearUpgradeTrigger(js)
+			lifecycle.ClearStopTrigger(js)
 		}
 		return c.ensureEnded(sc)
 	}

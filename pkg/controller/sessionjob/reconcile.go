@@ -9,6 +9,7 @@ import (
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/lifecycle"
 	"github.com/flinkops/flink-operator/pkg/snapshots"
 	"github.com/flinkops/flink-operator/pkg/validation"
 )
@@ -133,7 +134,7 @@ func (c *Controller) startUpgrade(ctx context.Context, sc *syncState, change spe
 	st.ReconciliationStatus.State = v1beta1.ReconciliationUpgrading
 	st.ReconciliationStatus.LastReconciledSpec = encoded
 	st.ReconciliationStatus.ReconciliationTimestamp = sc.now.UnixMilli()
-	clearUpgradeTrigger(&st.JobStatus)
+	lifecycle.ClearStopTrigger(&st.JobStatus)
 
 	mode := upgradeMode(&spec)
 	js := &st.JobStatus

@@ -13,6 +13,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/controller/jobstop"
 	"github.com/flinkops/flink-operator/pkg/flink"
+	"github.com/flinkops/flink-operator/pkg/lifecycle"
 	"github.com/flinkops/flink-operator/pkg/snapshots"
 )
 
@@ -77,7 +78,7 @@ func (c *Controller) stopJob(ctx context.Context, sc *syncState) bool {
 		return c.finishStop(sc, js.UpgradeSavepointPath)
 	case fallback:
 		sc.log.Info("Job cannot take a savepoint, falling back to its last checkpoint", "state", js.State)
-		markFailedAttempt(js, sc.now)
+		lifecycle.MarkFailedStop(js, sc.now)
 		return c.stopLastState(ctx, sc)
 	default:
 		sc.fail(ReasonUpgradeFailed, "Job %s is %s and cannot be stopped with a savepoint; the last-state fallback is disabled (%s: false), "+
@@ -137,7 +138,7 @@ func (c *Controller) triggerStop(sc *syncState) {
 	js.SavepointInfo.TriggerID = c.newTriggerID()
 	js.SavepointInfo.TriggerTimestamp = &ts
 	js.SavepointInfo.TriggerType = v1beta1.SnapshotTriggerUpgrade
-	js.SavepointInfo.FormatType = v1beta1.SavepointFormatType(savepointFormat(sc.cfg))
+	js.SavepointInfo.FormatType = v1beta1.SavepointFormatType(lifecycle.SavepointFormat(sc.cfg))
 	sc.log.Info("Stopping the job with a savepoint", "jobId", js.JobID, "triggerId", js.SavepointInfo.TriggerID)
 	c.postStop(sc, js.JobID, js.SavepointInfo.TriggerID)
 	sc.after(snapshots.MinPollDelay)
@@ -148,7 +149,7 @@ func (c *Controller) triggerStop(sc *syncState) {
 func (c *Controller) postStop(sc *syncState, jobID, triggerID string) {
 	client, cfg, log := sc.client, sc.cfg, sc.log
 	dir, _ := config.SavepointDir(cfg)
-	req := flink.StopRequest{TargetDirectory: dir, FormatType: flink.SavepointFormatType(savepointFormat(cfg)), TriggerID: triggerID}
+	req := flink.StopRequest{TargetDirectory: dir, FormatType: flink.SavepointFormatType(lifecycle.SavepointFormat(cfg)), TriggerID: triggerID}
 	if sc.sj.DeletionTimestamp != nil {
 		req.Drain, _ = cfg.Bool(config.KeyJobDrainOnSavepointDeletion)
 	}
@@ -158,23 +159,6 @@ func (c *Controller) postStop(sc *syncState, jobID, triggerID string) {
 		}
 		return nil
 	})
-}
-
-func savepointFormat(cfg config.Config) string {
-	f, err := cfg.Enum(config.KeySavepointFormatType)
-	if err != nil || f == "" {
-		return string(v1beta1.SavepointFormatCanonical)
-	}
-	return f
-}
-
-// stopTimeout bounds a stop-with-savepoint as upstream: the job's
-// execution.checkpointing.timeout (Flink's default 10 min).
-func stopTimeout(cfg config.Config) time.Duration {
-	if d, ok, err := cfg.OptionalDuration(config.FlinkCheckpointTimeout); err == nil && ok && d > 0 {
-		return d
-	}
-	return 10 * time.Minute
 }
 
 // pollStop follows the stop-with-savepoint recorded in status.
@@ -211,7 +195,7 @@ func (c *Controller) checkStop(ctx context.Context, sc *syncState) jobstop.Outco
 	q := jobstop.Query{
 		Client: sc.client, JobID: js.JobID, TriggerID: js.SavepointInfo.TriggerID,
 		Triggered: time.UnixMilli(derefInt64(js.SavepointInfo.TriggerTimestamp)), Now: sc.now,
-		Timeout: stopTimeout(sc.cfg), Recorded: c.upgradeSnapshotPath(sc),
+		Timeout: lifecycle.StopTimeout(sc.cfg), Recorded: c.upgradeSnapshotPath(sc),
 	}
 	if sc.job != nil {
 		q.JobState = effectiveState(sc.job)
@@ -235,7 +219,7 @@ var errSavepointLost = errors.New("the job finished after stop-with-savepoint bu
 func (c *Controller) stopFailed(ctx context.Context, sc *syncState, msg string) bool {
 	js := &sc.sj.Status.JobStatus
 	sc.log.Info("Stop-with-savepoint failed", "jobId", js.JobID, "reason", msg)
-	markFailedAttempt(js, sc.now)
+	lifecycle.MarkFailedStop(js, sc.now)
 	sc.event("Warning", ReasonSavepointError, "%s", msg)
 	if fallback, _ := sc.cfg.Bool(config.KeyJobUpgradeLastStateFallbackEnabled); fallback {
 		return c.stopLastState(ctx, sc)
@@ -301,7 +285,7 @@ func (c *Controller) finishStop(sc *syncState, path string) bool {
 	js := &sc.sj.Status.JobStatus
 	js.UpgradeSavepointPath = path
 	js.State = v1beta1.JobStatusSuspended
-	clearUpgradeTrigger(js)
+	lifecycle.ClearStopTrigger(js)
 	return true
 }
 
@@ -359,29 +343,6 @@ func (c *Controller) recordSavepoint(sc *syncState, path string) error {
 	sc.log.Info("Job stopped with a savepoint", "jobId", js.JobID, "triggerId", info.TriggerID, "path", path)
 	sc.event("Normal", ReasonSuspended, "Job %s stopped with savepoint %s", js.JobID, path)
 	return nil
-}
-
-func markFailedAttempt(js *v1beta1.JobStatus, now time.Time) {
-	if js.SavepointInfo == nil {
-		js.SavepointInfo = &v1beta1.SavepointInfo{}
-	}
-	ts := now.UnixMilli()
-	js.SavepointInfo.TriggerID = ""
-	js.SavepointInfo.TriggerTimestamp = &ts
-	js.SavepointInfo.TriggerType = v1beta1.SnapshotTriggerUpgrade
-}
-
-// clearUpgradeTrigger forgets a finished stop-with-savepoint; the legacy
-// savepoint history is kept.
-func clearUpgradeTrigger(js *v1beta1.JobStatus) {
-	info := js.SavepointInfo
-	if info == nil || info.TriggerType != v1beta1.SnapshotTriggerUpgrade {
-		return
-	}
-	info.TriggerID, info.TriggerTimestamp, info.TriggerType, info.FormatType = "", nil, "", ""
-	if info.LastSavepoint == nil && len(info.SavepointHistory) == 0 && info.LastPeriodicSavepointTimestamp == 0 {
-		js.SavepointInfo = nil
-	}
 }
 
 func derefInt64(p *int64) int64 {
