@@ -54,3 +54,14 @@ func SavepointFormat(cfg config.Config) string {
 	}
 	return f
 }
+
+// RecordLegacySavepoint records a stop's savepoint in the legacy
+// savepointInfo (when snapshot resources are off): lastSavepoint, and the
+// history unless its newest entry is that path already (a repeated sync).
+func RecordLegacySavepoint(info *v1beta1.SavepointInfo, path string, now time.Time) {
+	sp := v1beta1.Savepoint{TimeStamp: now.UnixMilli(), Location: path, TriggerType: v1beta1.SnapshotTriggerUpgrade, FormatType: info.FormatType}
+	info.LastSavepoint = &sp
+	if n := len(info.SavepointHistory); n == 0 || info.SavepointHistory[n-1].Location != path {
+		info.SavepointHistory = append(info.SavepointHistory, sp)
+	}
+}

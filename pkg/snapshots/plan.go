@@ -260,3 +260,34 @@ func UpgradeSnapshotWithFormat(job JobView, path string, triggered time.Time, fo
 	}
 	return s, nil
 }
+
+// HandledNonces are the nonces to record as reconciled after a plan: a
+// created snapshot's nonce, nil for a nonce removed from the spec, and a
+// checkpoint nonce this Flink version cannot honour (consumed once, with a
+// warning: unsupportedCheckpoint, as upstream). Unhandled nonces keep their
+// reconciled value.
+func HandledNonces(view JobView, plan Plan) (savepoint, checkpoint *int64, unsupportedCheckpoint bool) {
+	savepoint, checkpoint = view.ReconciledSavepointNonce, view.ReconciledCheckpointNonce
+	switch {
+	case plan.SavepointNonce != nil:
+		savepoint = plan.SavepointNonce
+	case view.SavepointNonce == nil:
+		savepoint = nil
+	}
+	switch {
+	case plan.CheckpointNonce != nil:
+		checkpoint = plan.CheckpointNonce
+	case view.CheckpointNonce == nil:
+		checkpoint = nil
+	case !view.CheckpointsSupported && !nonceEqual(view.CheckpointNonce, view.ReconciledCheckpointNonce):
+		checkpoint, unsupportedCheckpoint = view.CheckpointNonce, true
+	}
+	return savepoint, checkpoint, unsupportedCheckpoint
+}
+
+func nonceEqual(a, b *int64) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}

@@ -218,3 +218,32 @@ func TestBadIntervalOnlyWarns(t *testing.T) {
 		t.Errorf("create %s, delete %s", names(p.Create), names(p.Delete))
 	}
 }
+
+func TestHandledNonces(t *testing.T) {
+	n := func(v int64) *int64 { return &v }
+	for _, tc := range []struct {
+		name                 string
+		view                 JobView
+		plan                 Plan
+		wantSP, wantCP       *int64
+		wantUnsupportedWarns bool
+	}{
+		{"created snapshots record their nonces",
+			JobView{SavepointNonce: n(2), ReconciledSavepointNonce: n(1), CheckpointNonce: n(5), CheckpointsSupported: true},
+			Plan{SavepointNonce: n(2), CheckpointNonce: n(5)}, n(2), n(5), false},
+		{"removed nonces are recorded as removed",
+			JobView{ReconciledSavepointNonce: n(1), ReconciledCheckpointNonce: n(3), CheckpointsSupported: true},
+			Plan{}, nil, nil, false},
+		{"a nonce waiting for its snapshot keeps the old value",
+			JobView{SavepointNonce: n(2), ReconciledSavepointNonce: n(1), CheckpointNonce: n(3), ReconciledCheckpointNonce: n(3), CheckpointsSupported: true},
+			Plan{}, n(1), n(3), false},
+		{"an unsupported checkpoint nonce is consumed with a warning",
+			JobView{CheckpointNonce: n(4), ReconciledCheckpointNonce: n(3)},
+			Plan{}, nil, n(4), true},
+	} {
+		sp, cp, warn := HandledNonces(tc.view, tc.plan)
+		if !nonceEqual(sp, tc.wantSP) || !nonceEqual(cp, tc.wantCP) || warn != tc.wantUnsupportedWarns {
+			t.Errorf("%s: %v %v %v", tc.name, sp, cp, warn)
+		}
+	}
+}

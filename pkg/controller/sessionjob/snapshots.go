@@ -125,21 +125,9 @@ func (c *Controller) reconcileSnapshots(ctx context.Context, sc *syncState, runn
 	if !nonces {
 		return nil
 	}
-	sp, cp := view.ReconciledSavepointNonce, view.ReconciledCheckpointNonce
-	switch {
-	case plan.SavepointNonce != nil:
-		sp = plan.SavepointNonce
-	case view.SavepointNonce == nil:
-		sp = nil
-	}
-	switch {
-	case plan.CheckpointNonce != nil:
-		cp = plan.CheckpointNonce
-	case view.CheckpointNonce == nil:
-		cp = nil
-	case !view.CheckpointsSupported && !equalNonce(view.CheckpointNonce, view.ReconciledCheckpointNonce):
+	sp, cp, unsupported := snapshots.HandledNonces(view, plan)
+	if unsupported {
 		sc.event("Warning", ReasonCheckpointError, "Checkpoint failed for checkpointTriggerNonce: %d: manual checkpoints need Flink 1.17+", *view.CheckpointNonce)
-		cp = view.CheckpointNonce
 	}
 	return c.recordNonces(sc, sp, cp)
 }

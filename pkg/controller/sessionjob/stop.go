@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/controller/jobstop"
@@ -326,19 +323,9 @@ func (c *Controller) recordSavepoint(sc *syncState, path string) error {
 		if err != nil {
 			return fmt.Errorf("recording the savepoint %s of job %s: %w", path, js.JobID, err)
 		}
-		sc.before("create snapshot "+snap.Name, func(ctx context.Context) error {
-			_, err := c.client.FlinkV1beta1().FlinkStateSnapshots(snap.Namespace).Create(ctx, snap, metav1.CreateOptions{})
-			if err != nil && !apierrors.IsAlreadyExists(err) {
-				return fmt.Errorf("creating UPGRADE snapshot %s/%s: %w", snap.Namespace, snap.Name, err)
-			}
-			return nil
-		})
+		c.createSnapshot(sc, snap) // before the status that refers to it
 	} else {
-		sp := v1beta1.Savepoint{TimeStamp: sc.now.UnixMilli(), Location: path, TriggerType: v1beta1.SnapshotTriggerUpgrade, FormatType: info.FormatType}
-		info.LastSavepoint = &sp
-		if n := len(info.SavepointHistory); n == 0 || info.SavepointHistory[n-1].Location != path {
-			info.SavepointHistory = append(info.SavepointHistory, sp)
-		}
+		lifecycle.RecordLegacySavepoint(info, path, sc.now)
 	}
 	sc.log.Info("Job stopped with a savepoint", "jobId", js.JobID, "triggerId", info.TriggerID, "path", path)
 	sc.event("Normal", ReasonSuspended, "Job %s stopped with savepoint %s", js.JobID, path)
