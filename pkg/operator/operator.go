@@ -85,7 +85,7 @@ func run(ctx context.Context, cancel context.CancelCauseFunc, opts Options) erro
 		return err
 	}
 	// The webhook takes its listers now, before the factories start.
-	webhookSrv, webhookCerts, err := newWebhook(ctx, kube, inf, opts)
+	webhookSrv, webhookCerts, err := newWebhook(ctx, kube, flink, inf, opts)
 	if err != nil {
 		closeListeners(probes, metricsSrv)
 		return err

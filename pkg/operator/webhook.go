@@ -12,12 +12,18 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
+	"github.com/flinkops/flink-operator/pkg/generated/clientset/versioned"
 	"github.com/flinkops/flink-operator/pkg/webhook"
 )
 
 // webhookStartTimeout bounds creating or adopting the self-managed
 // certificate at start-up (a few API calls).
 const webhookStartTimeout = 30 * time.Second
+
+// webhookLiveLookupTimeout bounds the API server read of a target the
+// informer cache does not hold yet; the API server gives the whole webhook
+// call 10 s (the configuration's timeoutSeconds).
+const webhookLiveLookupTimeout = 3 * time.Second
 
 // certificateRunner is a certificate source that keeps itself current
 // (re-reading files, or renewing the self-managed certificate).
@@ -35,7 +41,7 @@ type certificateRunner interface {
 // The webhook serves on every replica, leader or not: the API server may
 // call any of them, and answering needs only the caches. It is not part
 // of /readyz, which is about the caches the controllers need.
-func newWebhook(ctx context.Context, kube kubernetes.Interface, inf *Informers, opts Options) (*server, certificateRunner, error) {
+func newWebhook(ctx context.Context, kube kubernetes.Interface, flink versioned.Interface, inf *Informers, opts Options) (*server, certificateRunner, error) {
 	w := opts.Webhook
 	if w.BindAddress == "" || w.BindAddress == "0" {
 		return nil, nil, nil
@@ -55,7 +61,7 @@ func newWebhook(ctx context.Context, kube kubernetes.Interface, inf *Informers, 
 	}
 	validator := webhook.NewValidator(webhook.Options{
 		Config:        opts.Config,
-		Lookup:        webhook.NewListerLookup(inf.Flink),
+		Lookup:        webhook.NewListerLookup(inf.Flink).WithLiveFallback(flink, webhookLiveLookupTimeout),
 		AccessReviews: kube.AuthorizationV1().SubjectAccessReviews(),
 	})
 	srv := webhook.NewServer(ctx, validator, certs)

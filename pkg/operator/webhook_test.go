@@ -26,7 +26,7 @@ import (
 
 func TestWebhookDisabledByDefault(t *testing.T) {
 	inf := NewInformers(kubefake.NewClientset(), flinkfake.NewSimpleClientset(), nil, 0)
-	srv, certs, err := newWebhook(t.Context(), kubefake.NewClientset(), inf, DefaultOptions())
+	srv, certs, err := newWebhook(t.Context(), kubefake.NewClientset(), flinkfake.NewSimpleClientset(), inf, DefaultOptions())
 	if srv != nil || certs != nil || err != nil {
 		t.Errorf("default options: server %v, certs %v, err %v; want the webhook off", srv, certs, err)
 	}
@@ -52,7 +52,7 @@ func TestWebhookOptionErrors(t *testing.T) {
 			}
 			opts.Webhook = tc.opts
 			inf := NewInformers(kubefake.NewClientset(), flinkfake.NewSimpleClientset(), nil, 0)
-			_, _, err := newWebhook(t.Context(), kubefake.NewClientset(), inf, opts)
+			_, _, err := newWebhook(t.Context(), kubefake.NewClientset(), flinkfake.NewSimpleClientset(), inf, opts)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err %v, want one mentioning %q", err, tc.want)
 			}
@@ -79,7 +79,7 @@ func TestWebhookServesFromTheInformers(t *testing.T) {
 	opts.Webhook.BindAddress = "127.0.0.1:0"
 	opts.Webhook.Namespace = "flink"
 	opts.Webhook.ExtraHosts = []string{"127.0.0.1"}
-	srv, certs, err := newWebhook(ctx, kube, inf, opts)
+	srv, certs, err := newWebhook(ctx, kube, flink, inf, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

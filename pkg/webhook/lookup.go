@@ -1,11 +1,15 @@
 package webhook
 
 import (
+	"context"
+	"time"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/generated/clientset/versioned"
 	flinkinformers "github.com/flinkops/flink-operator/pkg/generated/informers/externalversions"
 	listers "github.com/flinkops/flink-operator/pkg/generated/listers/flink/v1beta1"
 )
@@ -29,10 +33,18 @@ type syncer interface {
 // webhook reads the same caches as the controllers and costs the API server
 // no extra watch. Objects in namespaces the operator does not watch are not
 // found, as for the controllers, which would never act on them.
+//
+// With a live client (WithLiveFallback), an object the cache does not hold
+// yet in a watched namespace is read from the API server: a manifest that
+// creates a FlinkDeployment and, right after it, its FlinkStateSnapshot
+// (one kubectl apply) must not be refused because the watch event of the
+// first has not reached the cache when the second is admitted.
 type ListerLookup struct {
 	all         *namespaceListers
 	byNamespace map[string]*namespaceListers
 	synced      []cache.InformerSynced
+	live        versioned.Interface
+	liveTimeout time.Duration
 }
 
 type namespaceListers struct {
@@ -59,6 +71,13 @@ func NewListerLookup(factories map[string]flinkinformers.SharedInformerFactory) 
 	return l
 }
 
+// WithLiveFallback makes cache misses in watched namespaces a GET from the
+// API server, bounded by timeout (the webhook's own deadline is short).
+func (l *ListerLookup) WithLiveFallback(client versioned.Interface, timeout time.Duration) *ListerLookup {
+	l.live, l.liveTimeout = client, timeout
+	return l
+}
+
 func (l *ListerLookup) forNamespace(ns string) *namespaceListers {
 	if l.all != nil {
 		return l.all
@@ -72,7 +91,16 @@ func (l *ListerLookup) Deployment(namespace, name string) (*v1beta1.FlinkDeploym
 	if nl == nil {
 		return nil, apierrors.NewNotFound(v1beta1.Resource("flinkdeployments"), name)
 	}
-	return nl.deployments.FlinkDeployments(namespace).Get(name)
+	dep, err := nl.deployments.FlinkDeployments(namespace).Get(name)
+	if apierrors.IsNotFound(err) && l.live != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), l.liveTimeout)
+		defer cancel()
+		// The typed client returns an empty object with its error.
+		if dep, err = l.live.FlinkV1beta1().FlinkDeployments(namespace).Get(ctx, name, metav1.GetOptions{}); err != nil {
+			return nil, err
+		}
+	}
+	return dep, err
 }
 
 // SessionJob returns the cached FlinkSessionJob (read-only).
@@ -81,7 +109,15 @@ func (l *ListerLookup) SessionJob(namespace, name string) (*v1beta1.FlinkSession
 	if nl == nil {
 		return nil, apierrors.NewNotFound(v1beta1.Resource("flinksessionjobs"), name)
 	}
-	return nl.sessionJobs.FlinkSessionJobs(namespace).Get(name)
+	job, err := nl.sessionJobs.FlinkSessionJobs(namespace).Get(name)
+	if apierrors.IsNotFound(err) && l.live != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), l.liveTimeout)
+		defer cancel()
+		if job, err = l.live.FlinkV1beta1().FlinkSessionJobs(namespace).Get(ctx, name, metav1.GetOptions{}); err != nil {
+			return nil, err
+		}
+	}
+	return job, err
 }
 
 // HasSynced reports whether every informer has synced.
