@@ -18,6 +18,7 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	flinkcache "github.com/flinkops/flink-operator/pkg/cache"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/controller/legacysnapshots"
 	"github.com/flinkops/flink-operator/pkg/controller/workers"
 	"github.com/flinkops/flink-operator/pkg/endpoints"
 	"github.com/flinkops/flink-operator/pkg/flink"
@@ -75,7 +76,7 @@ type Controller struct {
 
 	snapshotCRDMissing bool
 	crdWarned          sync.Map // UIDs that got SnapshotResourcesDisabled
-	legacyDisposals    sync.Map // "<key>\x00<path>" → disposal trigger id
+	legacy             *legacysnapshots.Runner
 }
 
 // New creates the controller and registers its event handlers: on the
@@ -115,6 +116,7 @@ func New(client clientset.Interface, kube kubernetes.Interface, caches *flinkcac
 		httpClient:   opts.HTTPClient,
 		newTriggerID: opts.NewTriggerID,
 		faultPoint:   opts.FaultPoint,
+		legacy:       legacysnapshots.NewRunner(opts.NewTriggerID),
 
 		snapshotCRDMissing: opts.SnapshotCRDMissing,
 	}

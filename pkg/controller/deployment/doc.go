@@ -159,9 +159,6 @@
 // bounded by kubernetes.operator.flink.client.timeout.
 //
 // Not here yet: native mode (rejected with an error; an unset spec.mode
-// means standalone until native exists), the legacy
-// "pending savepoint delays the upgrade" rule
-// (kubernetes.operator.job.upgrade.ignore-pending-savepoint: an upgrade
-// drops the pending legacy trigger instead), rollbacks, and restart of failed jobs
-// (kubernetes.operator.job.restart.failed).
+// means standalone until native exists), rollbacks, and restart of failed
+// jobs (kubernetes.operator.job.restart.failed).
 package deployment

@@ -1,6 +1,7 @@
 package deployment
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -279,26 +280,58 @@ func TestSnapshotCRDMissingWarnsOnce(t *testing.T) {
 	}
 }
 
-// An upgrade while a legacy savepoint is in flight drops it (with its
-// failure event) before the stop-with-savepoint reuses the trigger fields.
-func TestLegacyPendingSavepointDroppedByUpgrade(t *testing.T) {
-	f := legacyFixture(t)
-	f.jm("job").SetCompletion(1000, 0) // the manual savepoint never completes
-	f.edit("job", func(s *v1beta1.FlinkDeploymentSpec) { s.Job.SavepointTriggerNonce = ptr.To[int64](6) })
-	f.step("job")
-	f.step("job")
-	if info := savepointInfo(f.get("job")); info.TriggerType != v1beta1.SnapshotTriggerManual || info.TriggerID == "" {
-		t.Fatalf("no manual savepoint in flight: %+v", info)
-	}
-	f.events()
-	f.jm("job").SetCompletion(1, 0)
-	f.edit("job", newArgs)
-	after := f.until("job", 30, "savepoint upgrade", upgradedTo(3))
-	info := after.Status.JobStatus.SavepointInfo
-	if info == nil || info.LastSavepoint == nil || info.LastSavepoint.TriggerType != v1beta1.SnapshotTriggerUpgrade || info.TriggerID != "" {
-		t.Fatalf("savepointInfo %+v", info)
-	}
-	if ev := f.events(); countEvents(ev, "Savepoint failed for savepointTriggerNonce: 6") != 1 {
-		t.Errorf("events %v", ev)
+// ApplicationReconcilerTest.testJobUpgradeIgnorePendingSavepointLegacy: a
+// spec change waits while a legacy savepoint is in flight, and goes ahead
+// once it completed (the savepoint kept in the history); with
+// kubernetes.operator.job.upgrade.ignore-pending-savepoint set in the
+// changed spec it goes ahead at once, dropping the pending savepoint with
+// its failure event before the stop-with-savepoint reuses the trigger
+// fields.
+func TestJobUpgradeIgnorePendingSavepointLegacy(t *testing.T) {
+	for _, ignore := range []bool{false, true} {
+		t.Run(fmt.Sprintf("ignore=%v", ignore), func(t *testing.T) {
+			f := legacyFixture(t)
+			f.jm("job").SetCompletion(1000, 0) // the manual savepoint does not complete yet
+			f.edit("job", func(s *v1beta1.FlinkDeploymentSpec) { s.Job.SavepointTriggerNonce = ptr.To[int64](6) })
+			f.step("job")
+			f.step("job")
+			manual := savepointInfo(f.get("job"))
+			if manual.TriggerType != v1beta1.SnapshotTriggerManual || manual.TriggerID == "" {
+				t.Fatalf("no manual savepoint in flight: %+v", manual)
+			}
+			f.events()
+			f.edit("job", func(s *v1beta1.FlinkDeploymentSpec) {
+				newArgs(s)
+				if ignore {
+					setConf(s, config.KeyJobUpgradeIgnorePendingSavepoint, "true")
+				}
+			})
+			if !ignore {
+				for range 5 {
+					f.step("job")
+				}
+				d := f.get("job")
+				if d.Status.ReconciliationStatus.State != v1beta1.ReconciliationDeployed || f.stops() != 0 || savepointInfo(d).TriggerID != manual.TriggerID {
+					t.Fatalf("the upgrade did not wait for the pending savepoint: stops %d, status %s", f.stops(), statusString(d))
+				}
+			}
+			f.jm("job").SetCompletion(1, 0)
+			after := f.until("job", 30, "savepoint upgrade", upgradedTo(3))
+			info := after.Status.JobStatus.SavepointInfo
+			if info == nil || info.LastSavepoint == nil || info.LastSavepoint.TriggerType != v1beta1.SnapshotTriggerUpgrade || info.TriggerID != "" {
+				t.Fatalf("savepointInfo %+v", info)
+			}
+			manualKept := false
+			for _, sp := range info.SavepointHistory {
+				manualKept = manualKept || sp.TriggerType == v1beta1.SnapshotTriggerManual
+			}
+			failed := countEvents(f.events(), "Savepoint failed for savepointTriggerNonce: 6")
+			switch {
+			case ignore && (failed != 1 || manualKept):
+				t.Errorf("ignore-pending-savepoint: %d failure events, manual savepoint in history %v; want it dropped with one event", failed, manualKept)
+			case !ignore && (failed != 0 || !manualKept):
+				t.Errorf("waited: %d failure events, manual savepoint in history %v; want it completed and kept", failed, manualKept)
+			}
+		})
 	}
 }

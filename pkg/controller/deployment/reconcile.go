@@ -14,6 +14,7 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/cluster"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/controller/legacysnapshots"
 	"github.com/flinkops/flink-operator/pkg/lifecycle"
 	"github.com/flinkops/flink-operator/pkg/snapshots"
 )
@@ -98,7 +99,7 @@ func (c *Controller) startUpgrade(ctx context.Context, sc *syncState, v *validat
 	// A legacy savepoint/checkpoint in flight belongs to the job being
 	// stopped: drop it (with its failure event) before the stop reuses the
 	// trigger fields.
-	c.resetLegacyTriggers(sc)
+	legacysnapshots.ResetTriggers(c.legacyJob(sc))
 
 	mode := upgradeMode(&spec)
 	js := &st.JobStatus

@@ -15,6 +15,7 @@ import (
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/controller/legacysnapshots"
 	"github.com/flinkops/flink-operator/pkg/flink"
 )
 
@@ -212,7 +213,11 @@ func (c *Controller) reconcile(ctx context.Context, sc *syncState) error {
 				break
 			}
 			sc.refPath = path
-			return c.startUpgrade(ctx, sc, v, change)
+			if !c.upgradeWaitsForSavepoint(sc, v, change) {
+				return c.startUpgrade(ctx, sc, v, change)
+			}
+		case c.upgradeWaitsForSavepoint(sc, v, change):
+			// steady keeps following the savepoint; the upgrade comes after.
 		default:
 			return c.startUpgrade(ctx, sc, v, change)
 		}
@@ -220,6 +225,18 @@ func (c *Controller) reconcile(ctx context.Context, sc *syncState) error {
 		sc.dep.Status.ObservedGeneration = sc.dep.Generation
 	}
 	return c.steady(ctx, sc)
+}
+
+// upgradeWaitsForSavepoint: a pending legacy savepoint of the running job
+// delays a spec change (upstream's rule) unless
+// kubernetes.operator.job.upgrade.ignore-pending-savepoint is set, read from
+// the new spec so that the change itself can say so.
+func (c *Controller) upgradeWaitsForSavepoint(sc *syncState, v *validated, change specChange) bool {
+	if change == changeSuspended || !c.jobHealthy(sc) || !legacysnapshots.UpgradeBlocked(v.cfg, &sc.dep.Status.JobStatus) {
+		return false
+	}
+	sc.log.Info(legacysnapshots.DelayMessage, "triggerId", sc.dep.Status.JobStatus.SavepointInfo.TriggerID)
+	return true
 }
 
 // commit writes the status if it changed, then emits events and runs the

@@ -15,6 +15,7 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	flinkcache "github.com/flinkops/flink-operator/pkg/cache"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/controller/legacysnapshots"
 	"github.com/flinkops/flink-operator/pkg/controller/workers"
 	"github.com/flinkops/flink-operator/pkg/endpoints"
 	clientset "github.com/flinkops/flink-operator/pkg/generated/clientset/versioned"
@@ -74,6 +75,8 @@ type Controller struct {
 	faultPoint     func(key, point string)
 
 	snapshotCRDMissing bool
+	legacy             *legacysnapshots.Runner
+	crdWarned          sync.Map // UIDs that got SnapshotResourcesDisabled
 	// clusterMisses counts consecutive syncs of a key that found no usable
 	// session cluster, for the retry backoff (memory only: a restart
 	// retries at once, which is harmless).
@@ -117,6 +120,7 @@ func New(client clientset.Interface, caches *flinkcache.Caches, recorder record.
 		newTriggerID:       opts.NewTriggerID,
 		faultPoint:         opts.FaultPoint,
 		snapshotCRDMissing: opts.SnapshotCRDMissing,
+		legacy:             legacysnapshots.NewRunner(opts.NewTriggerID),
 	}
 	err := caches.AddEventHandlers(flinkcache.Handlers{
 		SessionJobs: cache.ResourceEventHandlerFuncs{

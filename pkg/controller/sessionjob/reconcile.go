@@ -9,6 +9,7 @@ import (
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/controller/legacysnapshots"
 	"github.com/flinkops/flink-operator/pkg/lifecycle"
 	"github.com/flinkops/flink-operator/pkg/snapshots"
 	"github.com/flinkops/flink-operator/pkg/validation"
@@ -45,11 +46,28 @@ func (c *Controller) reconcile(ctx context.Context, sc *syncState) error {
 			// A bad spec is reported; the last good job keeps running.
 			sc.fail(ReasonValidationError, "%v", err)
 			sc.after(sc.progressInterval())
-		} else if sc.cluster != nil {
+		} else if sc.cluster != nil && !c.upgradeWaitsForSavepoint(sc, change) {
 			return c.startUpgrade(ctx, sc, change)
 		}
 	}
 	return c.steady(ctx, sc)
+}
+
+// upgradeWaitsForSavepoint: a pending legacy savepoint of the running job
+// delays a spec change (upstream's rule) unless
+// kubernetes.operator.job.upgrade.ignore-pending-savepoint is set in the
+// new spec's configuration; steady keeps following the savepoint.
+func (c *Controller) upgradeWaitsForSavepoint(sc *syncState, change specChange) bool {
+	running := sc.job != nil && sc.sj.Status.JobStatus.State == v1beta1.JobStatusRunning
+	if change == changeSuspended || !running {
+		return false
+	}
+	cfg, err := effectiveConfig(sc.cfg, sc.sj.Spec.FlinkConfiguration)
+	if err != nil || !legacysnapshots.UpgradeBlocked(cfg, &sc.sj.Status.JobStatus) {
+		return false
+	}
+	sc.log.Info(legacysnapshots.DelayMessage, "triggerId", sc.sj.Status.JobStatus.SavepointInfo.TriggerID)
+	return true
 }
 
 // validate applies the rules the webhook applies (pkg/validation), against
@@ -135,6 +153,10 @@ func (c *Controller) startUpgrade(ctx context.Context, sc *syncState, change spe
 	st.ReconciliationStatus.LastReconciledSpec = encoded
 	st.ReconciliationStatus.ReconciliationTimestamp = sc.now.UnixMilli()
 	lifecycle.ClearStopTrigger(&st.JobStatus)
+	// A legacy savepoint/checkpoint in flight belongs to the job being
+	// stopped: drop it (with its failure event) before the stop reuses the
+	// trigger fields.
+	legacysnapshots.ResetTriggers(c.legacyJob(sc))
 
 	mode := upgradeMode(&spec)
 	js := &st.JobStatus

@@ -2,6 +2,8 @@ package sessionjob
 
 import (
 	"encoding/json"
+	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -690,18 +692,163 @@ func TestPeriodicSavepoints(t *testing.T) {
 	}
 }
 
-// Without snapshot resources, periodic and manual snapshots of session
-// jobs are reported, not silently ignored.
-func TestLegacyNonceReported(t *testing.T) {
+func legacyFixture(t *testing.T) *fixture {
 	f := newFixture(t)
 	f.crdMissing = true
 	f.restart()
 	f.sessionCluster("session", nil)
 	f.deploy(f.sessionJob("job", v1beta1.UpgradeModeSavepoint))
-	f.edit("job", func(s *v1beta1.FlinkSessionJobSpec) { s.Job.SavepointTriggerNonce = ptr.To[int64](1) })
-	f.step("job")
-	if got := f.get("job"); !strings.Contains(got.Status.Error, "need FlinkStateSnapshot resources") {
-		t.Errorf("status error %q, want the unsupported legacy snapshot reported", got.Status.Error)
+	return f
+}
+
+// SessionJobReconcilerTest.testTriggerSavepointLegacyLegacy (and its
+// checkpoint twin): without snapshot resources a nonce triggers a legacy
+// savepoint or checkpoint whose trigger id is in the status before Flink is
+// asked; its completion is recorded in savepointInfo/checkpointInfo with
+// the nonce, and the nonce in lastReconciledSpec. Nothing else is stopped.
+func TestTriggerSavepointLegacy(t *testing.T) {
+	f := legacyFixture(t)
+	jobID := f.get("job").Status.JobStatus.JobID
+	f.edit("job", func(s *v1beta1.FlinkSessionJobSpec) {
+		s.Job.SavepointTriggerNonce = ptr.To[int64](4)
+		s.Job.CheckpointTriggerNonce = ptr.To[int64](5)
+	})
+	f.mustSync("job")
+	js := f.get("job").Status.JobStatus
+	if js.SavepointInfo == nil || js.SavepointInfo.TriggerID == "" || js.SavepointInfo.TriggerType != v1beta1.SnapshotTriggerManual ||
+		js.CheckpointInfo == nil || js.CheckpointInfo.TriggerID == "" || js.CheckpointInfo.TriggerType != v1beta1.SnapshotTriggerManual {
+		t.Fatalf("after the nonce changes: savepointInfo %+v checkpointInfo %+v; want both manual triggers recorded", js.SavepointInfo, js.CheckpointInfo)
+	}
+	// The POSTs carried the recorded ids (a repeat after a crash is the
+	// same operation to Flink).
+	if got := f.jm.RequestsTo(fakejm.RouteSavepointTrigger); len(got) != 1 || !strings.Contains(string(got[0].Body), js.SavepointInfo.TriggerID) {
+		t.Fatalf("savepoint triggers %+v, want one carrying %s", got, js.SavepointInfo.TriggerID)
+	}
+	got := f.until("job", 10, "legacy snapshots completed", func(j *v1beta1.FlinkSessionJob) bool {
+		sp, cp := j.Status.JobStatus.SavepointInfo, j.Status.JobStatus.CheckpointInfo
+		return sp.TriggerID == "" && sp.LastSavepoint != nil && cp.TriggerID == "" && cp.LastCheckpoint != nil
+	})
+	sp, cp := got.Status.JobStatus.SavepointInfo, got.Status.JobStatus.CheckpointInfo
+	if sp.LastSavepoint.Location == "" || sp.LastSavepoint.TriggerType != v1beta1.SnapshotTriggerManual || derefInt64(sp.LastSavepoint.TriggerNonce) != 4 || len(sp.SavepointHistory) != 1 {
+		t.Errorf("lastSavepoint %+v, history %d; want the manual savepoint of nonce 4", sp.LastSavepoint, len(sp.SavepointHistory))
+	}
+	if cp.LastCheckpoint.TriggerType != v1beta1.SnapshotTriggerManual || derefInt64(cp.LastCheckpoint.TriggerNonce) != 5 {
+		t.Errorf("lastCheckpoint %+v, want the manual checkpoint of nonce 5", cp.LastCheckpoint)
+	}
+	rec, err := decodeSpec(got.Status.ReconciliationStatus.LastReconciledSpec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if derefInt64(rec.Spec.Job.SavepointTriggerNonce) != 4 || derefInt64(rec.Spec.Job.CheckpointTriggerNonce) != 5 {
+		t.Errorf("recorded nonces %v/%v, want 4/5", rec.Spec.Job.SavepointTriggerNonce, rec.Spec.Job.CheckpointTriggerNonce)
+	}
+	if len(f.snapshots()) != 0 || f.stops() != 0 || got.Status.JobStatus.JobID != jobID || got.Status.Error != "" {
+		t.Errorf("snapshots %d, stops %d, job %s (was %s), error %q; want legacy snapshots only, the job untouched",
+			len(f.snapshots()), f.stops(), got.Status.JobStatus.JobID, jobID, got.Status.Error)
+	}
+	for range 3 {
+		f.step("job")
+	}
+	if n := len(f.jm.RequestsTo(fakejm.RouteSavepointTrigger)); n != 1 {
+		t.Errorf("%d savepoint triggers, want 1 (the nonce is handled once)", n)
+	}
+	warned := 0
+	for _, e := range f.events() {
+		if strings.HasPrefix(e, "Warning SnapshotResourcesDisabled ") {
+			warned++
+		}
+	}
+	if warned != 1 {
+		t.Errorf("%d SnapshotResourcesDisabled events, want 1 however many syncs", warned)
+	}
+}
+
+// Legacy periodic savepoints of a session job go to its own savepoint
+// directory and record lastPeriodicSavepointTimestamp.
+func TestPeriodicSavepointsLegacy(t *testing.T) {
+	f := newFixture(t)
+	f.crdMissing = true
+	f.restart()
+	f.sessionCluster("session", nil)
+	own := "file:" + filepath.Join(f.dir, "own-savepoints")
+	j := f.sessionJob("job", v1beta1.UpgradeModeSavepoint)
+	j.Spec.FlinkConfiguration = &v1beta1.Configuration{Raw: []byte(`{"` + config.KeyPeriodicSavepointInterval + `":"1 min","` +
+		config.FlinkSavepointDir + `":"` + own + `"}`)}
+	f.deploy(j)
+	got := f.until("job", 40, "periodic legacy savepoint", func(j *v1beta1.FlinkSessionJob) bool {
+		sp := j.Status.JobStatus.SavepointInfo
+		return sp != nil && sp.LastSavepoint != nil && sp.LastPeriodicSavepointTimestamp > 0
+	})
+	if sp := got.Status.JobStatus.SavepointInfo; sp.LastSavepoint.TriggerType != v1beta1.SnapshotTriggerPeriodic || !strings.HasPrefix(sp.LastSavepoint.Location, own) {
+		t.Errorf("lastSavepoint %+v, want a periodic one under %s", sp.LastSavepoint, own)
+	}
+	if len(f.snapshots()) != 0 {
+		t.Errorf("%d snapshot resources in legacy mode", len(f.snapshots()))
+	}
+}
+
+// SessionJobReconcilerTest.testJobUpgradeIgnorePendingSavepoint: a spec
+// change waits while a legacy savepoint is in flight and goes ahead once it
+// completed; with kubernetes.operator.job.upgrade.ignore-pending-savepoint
+// in the changed spec it goes ahead at once, dropping the pending one with
+// its failure event.
+func TestJobUpgradeIgnorePendingSavepoint(t *testing.T) {
+	for _, ignore := range []bool{false, true} {
+		t.Run(fmt.Sprintf("ignore=%v", ignore), func(t *testing.T) {
+			f := legacyFixture(t)
+			oldID := f.get("job").Status.JobStatus.JobID
+			f.jm.SetCompletion(1000, 0) // the manual savepoint does not complete yet
+			f.edit("job", func(s *v1beta1.FlinkSessionJobSpec) { s.Job.SavepointTriggerNonce = ptr.To[int64](6) })
+			f.step("job")
+			f.step("job")
+			manual := f.get("job").Status.JobStatus.SavepointInfo
+			if manual == nil || manual.TriggerType != v1beta1.SnapshotTriggerManual || manual.TriggerID == "" {
+				t.Fatalf("no manual savepoint in flight: %+v", manual)
+			}
+			f.events()
+			f.edit("job", func(s *v1beta1.FlinkSessionJobSpec) {
+				s.Job.Parallelism = ptr.To[int32](1)
+				if ignore {
+					s.FlinkConfiguration = &v1beta1.Configuration{Raw: []byte(`{"` + config.KeyJobUpgradeIgnorePendingSavepoint + `":"true"}`)}
+				}
+			})
+			if !ignore {
+				for range 5 {
+					f.step("job")
+				}
+				j := f.get("job")
+				if j.Status.LifecycleState == v1beta1.LifecycleUpgrading || f.stops() != 0 || j.Status.JobStatus.SavepointInfo.TriggerID != manual.TriggerID {
+					t.Fatalf("the upgrade did not wait for the pending savepoint: stops %d, status %s", f.stops(), statusString(j))
+				}
+			}
+			f.jm.SetCompletion(1, 0)
+			after := f.until("job", 30, "upgraded", func(j *v1beta1.FlinkSessionJob) bool {
+				return stable(j) && j.Status.JobStatus.JobID != oldID
+			})
+			info := after.Status.JobStatus.SavepointInfo
+			if info == nil || info.LastSavepoint == nil || info.LastSavepoint.TriggerType != v1beta1.SnapshotTriggerUpgrade || info.TriggerID != "" {
+				t.Fatalf("savepointInfo %+v, want the upgrade savepoint last", info)
+			}
+			manualKept := false
+			for _, sp := range info.SavepointHistory {
+				manualKept = manualKept || sp.TriggerType == v1beta1.SnapshotTriggerManual
+			}
+			failed := 0
+			for _, e := range f.events() {
+				if strings.Contains(e, "Savepoint failed for savepointTriggerNonce: 6") {
+					failed++
+				}
+			}
+			switch {
+			case ignore && (failed != 1 || manualKept):
+				t.Errorf("ignore-pending-savepoint: %d failure events, manual savepoint in history %v; want it dropped with one event", failed, manualKept)
+			case !ignore && (failed != 0 || !manualKept):
+				t.Errorf("waited: %d failure events, manual savepoint in history %v; want it completed and kept", failed, manualKept)
+			}
+			if f.stops() != 1 {
+				t.Errorf("%d stop-with-savepoint requests, want 1", f.stops())
+			}
+		})
 	}
 }
 

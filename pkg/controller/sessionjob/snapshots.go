@@ -11,6 +11,7 @@ import (
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/controller/legacysnapshots"
 	"github.com/flinkops/flink-operator/pkg/snapshots"
 )
 
@@ -92,10 +93,6 @@ func (c *Controller) reconcileSnapshots(ctx context.Context, sc *syncState, runn
 	if sc.recorded.Spec.Job == nil || sc.sj.Spec.Job == nil {
 		return nil
 	}
-	if !c.snapshotResources(sc) {
-		c.warnLegacySnapshots(sc)
-		return nil
-	}
 	view, err := c.jobView(sc, running)
 	if err != nil {
 		return err
@@ -106,6 +103,16 @@ func (c *Controller) reconcileSnapshots(ctx context.Context, sc *syncState, runn
 		// Reported by reconcile; the nonces wait for a valid spec.
 		view.SavepointNonce, view.CheckpointNonce = view.ReconciledSavepointNonce, view.ReconciledCheckpointNonce
 		nonces = false
+	}
+	// Legacy triggers in flight are observed, and the legacy history
+	// cleaned, in both modes; new legacy snapshots only without resources.
+	resources := c.snapshotResources(sc)
+	handled := c.legacy.Reconcile(ctx, c.legacyJob(sc), view, resources, nonces)
+	if !resources {
+		if handled.Record {
+			return c.recordNonces(sc, handled.Savepoint, handled.Checkpoint)
+		}
+		return nil
 	}
 	plan, err := snapshots.PlanSnapshots(view, sc.now)
 	if err != nil {
@@ -132,17 +139,39 @@ func (c *Controller) reconcileSnapshots(ctx context.Context, sc *syncState, runn
 	return c.recordNonces(sc, sp, cp)
 }
 
-// warnLegacySnapshots: without snapshot resources, session jobs take no
-// periodic or manual snapshots (only applications have the legacy
-// savepointInfo triggers); say so once per spec, not silently.
-func (c *Controller) warnLegacySnapshots(sc *syncState) {
-	job := sc.sj.Spec.Job
-	rec := sc.recorded.Spec.Job
-	periodic := strings.TrimSpace(sc.cfg[config.KeyPeriodicSavepointInterval]) + strings.TrimSpace(sc.cfg[config.KeyPeriodicCheckpointInterval])
-	nonce := !equalNonce(job.SavepointTriggerNonce, rec.SavepointTriggerNonce) || !equalNonce(job.CheckpointTriggerNonce, rec.CheckpointTriggerNonce)
-	if (periodic != "" && periodic != "0" && periodic != "00") || nonce {
-		sc.fail(ReasonValidationError, "Periodic and manual snapshots of session jobs need FlinkStateSnapshot resources (%s: true)", config.KeySnapshotResourceEnabled)
+// warnSnapshotCRDMissing emits SnapshotResourcesDisabled once per job (per
+// operator process) while the CRD is missing, as for applications.
+func (c *Controller) warnSnapshotCRDMissing(sc *syncState) {
+	if !c.snapshotCRDMissing {
+		return
 	}
+	if _, seen := c.crdWarned.LoadOrStore(sc.sj.UID, struct{}{}); seen {
+		return
+	}
+	sc.event("Warning", legacysnapshots.ReasonSnapshotResourcesDisabled, "%s", legacysnapshots.CRDMissingMessage)
+}
+
+// legacyJob is this sync's job as legacysnapshots sees it (legacy mode:
+// savepointInfo/checkpointInfo, as for applications).
+func (c *Controller) legacyJob(sc *syncState) legacysnapshots.Job {
+	j := legacysnapshots.Job{
+		Key:        sc.key,
+		Status:     &sc.sj.Status.JobStatus,
+		Config:     sc.cfg,
+		Now:        sc.now,
+		Client:     sc.client,
+		Healthy:    sc.client != nil && sc.job != nil && sc.sj.Status.JobStatus.State == v1beta1.JobStatusRunning,
+		RetryAfter: sc.reconcileInterval(),
+		Log:        sc.log,
+		Event:      sc.event,
+		Fail:       sc.fail,
+		After:      sc.after,
+		Then:       sc.then,
+	}
+	if sc.recorded != nil {
+		j.Recorded = sc.recorded.Spec.Job
+	}
+	return j
 }
 
 func (c *Controller) createSnapshot(sc *syncState, s *v1beta1.FlinkStateSnapshot) {

@@ -134,6 +134,7 @@ func (c *Controller) Sync(ctx context.Context, key string) (time.Duration, error
 	if err != nil {
 		return 0, err
 	}
+	c.warnSnapshotCRDMissing(sc)
 	if c.resolveCluster(sc) {
 		if err := c.observe(ctx, sc); err != nil {
 			return 0, err
