@@ -213,13 +213,17 @@ func runWithLeaderElection(ctx context.Context, kube kubernetes.Interface, opts 
 		Client:     kube.CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: identity},
 	}
+	timings, err := leaderElectionTimings(opts.Config)
+	if err != nil {
+		return fmt.Errorf("configuring leader election: %w", err)
+	}
 	var wg sync.WaitGroup
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock:            lock,
 		ReleaseOnCancel: true,
-		LeaseDuration:   leaseDuration,
-		RenewDeadline:   renewDeadline,
-		RetryPeriod:     retryPeriod,
+		LeaseDuration:   timings.lease,
+		RenewDeadline:   timings.renew,
+		RetryPeriod:     timings.retry,
 		Name:            opts.LeaderElectionID,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(ctx context.Context) {
