@@ -288,7 +288,11 @@ func (r *run) periodic(t *testing.T, savepointDir, jobID string) {
 	}
 	kept := map[string]bool{}
 	for _, s := range snaps {
-		if s.Status.State != v1beta1.SnapshotCompleted {
+		// A snapshot the cleanup is deleting (the one in flight when the
+		// watch settled may have completed since, pushing out the oldest)
+		// has its savepoint disposed before the finalizer lets it go: it is
+		// not kept.
+		if s.Status.State != v1beta1.SnapshotCompleted || s.DeletionTimestamp != nil {
 			continue
 		}
 		kept[s.Name] = true
