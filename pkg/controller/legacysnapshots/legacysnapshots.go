@@ -307,11 +307,28 @@ const (
 	outcomeUnknown // Flink does not know the trigger id
 )
 
+// inFlight is a legacy trigger in flight: what following it needs, the
+// same for savepoints and checkpoints but for these parts.
+type inFlight struct {
+	typ         string // v1beta1.SnapshotTypeSavepoint or SnapshotTypeCheckpoint
+	reason      string // event reason of a failure
+	graceKey    string
+	id          *string // the status' triggerId
+	triggerType v1beta1.SnapshotTriggerType
+	triggered   time.Time
+	nonce       *int64 // of a MANUAL trigger
+	post        func(id string)
+	// poll asks Flink; value is the savepoint path or the checkpoint id.
+	poll     func(ctx context.Context, id string) (o outcome, cause string, value any)
+	complete func(value any)
+	giveUp   func()
+	reset    func()
+}
+
 // observeSavepoint follows the legacy savepoint in flight (PERIODIC or
 // MANUAL; an UPGRADE trigger is the stop-with-savepoint's).
 func (r *Runner) observeSavepoint(ctx context.Context, j Job) {
-	js := j.Status
-	info := js.SavepointInfo
+	info := j.Status.SavepointInfo
 	if !snapshots.LegacySavepointPending(info) {
 		return
 	}
@@ -319,55 +336,25 @@ func (r *Runner) observeSavepoint(ctx context.Context, j Job) {
 	if info.TriggerType == v1beta1.SnapshotTriggerManual && j.Recorded != nil {
 		nonce = j.Recorded.SavepointTriggerNonce
 	}
-	msg := snapshots.LegacyFailureMessage(v1beta1.SnapshotTypeSavepoint, info.TriggerType, nonce)
-	triggered := time.UnixMilli(deref(info.TriggerTimestamp))
-	giveUp := snapshots.LegacyGiveUp(triggered, gracePeriod(j.Config, config.KeySavepointTriggerGracePeriod), j.Now)
-	fail := func(cause string) {
-		j.Event("Warning", ReasonSavepointError, "%s", msg)
-		if giveUp {
-			j.Log.Info("Savepoint failed, giving up", "triggerId", info.TriggerID, "triggerType", info.TriggerType, "reason", cause)
-			snapshots.FailLegacySavepoint(info)
-			return
-		}
-		// Within the grace period: again, under a new id (Flink keeps the
-		// failed result under the old one); the grace period still counts
-		// from the first trigger.
-		info.TriggerID = r.newTriggerID()
-		j.Log.Info("Savepoint failed, retrying", "triggerId", info.TriggerID, "reason", cause)
-		postSavepoint(j, js.JobID, info.TriggerID, info.FormatType)
-		j.After(snapshots.MinPollDelay)
-	}
-	if !j.Healthy || j.Client == nil {
-		// Upstream resetSnapshotTriggers: the job stopped running.
-		j.Event("Warning", ReasonSavepointError, "%s", msg)
-		j.Log.Info("Job is not running, dropping the pending savepoint", "triggerId", info.TriggerID)
-		snapshots.ResetLegacySavepointTrigger(info)
-		return
-	}
-	res, err := j.Client.SavepointStatus(ctx, js.JobID, info.TriggerID)
-	switch o, cause := classify(err, res.Pending(), res.Failed(), failureMessage(res.Failure)); o {
-	case outcomePending:
-		j.After(snapshots.PollDelay(j.Now.Sub(triggered)))
-	case outcomeUnknown:
-		if giveUp {
-			fail("Flink does not know trigger id " + info.TriggerID)
-			return
-		}
-		j.Log.Info("Flink does not know the savepoint trigger id, sending it again", "triggerId", info.TriggerID)
-		postSavepoint(j, js.JobID, info.TriggerID, info.FormatType)
-		j.After(snapshots.MinPollDelay)
-	case outcomeFailed:
-		fail(cause)
-	case outcomeDone:
-		j.Log.Info("Savepoint completed (legacy status fields)", "triggerId", info.TriggerID, "triggerType", info.TriggerType, "path", res.Value)
-		snapshots.CompleteLegacySavepoint(info, res.Value, nonce)
-	}
+	jobID := j.Status.JobID
+	r.observe(ctx, j, inFlight{
+		typ: v1beta1.SnapshotTypeSavepoint, reason: ReasonSavepointError, graceKey: config.KeySavepointTriggerGracePeriod,
+		id: &info.TriggerID, triggerType: info.TriggerType, triggered: time.UnixMilli(deref(info.TriggerTimestamp)), nonce: nonce,
+		post: func(id string) { postSavepoint(j, jobID, id, info.FormatType) },
+		poll: func(ctx context.Context, id string) (outcome, string, any) {
+			res, err := j.Client.SavepointStatus(ctx, jobID, id)
+			o, cause := classify(err, res.Pending(), res.Failed(), failureMessage(res.Failure))
+			return o, cause, res.Value
+		},
+		complete: func(path any) { snapshots.CompleteLegacySavepoint(info, path.(string), nonce) },
+		giveUp:   func() { snapshots.FailLegacySavepoint(info) },
+		reset:    func() { snapshots.ResetLegacySavepointTrigger(info) },
+	})
 }
 
 // observeCheckpoint follows the legacy checkpoint in flight.
 func (r *Runner) observeCheckpoint(ctx context.Context, j Job) {
-	js := j.Status
-	info := js.CheckpointInfo
+	info := j.Status.CheckpointInfo
 	if !snapshots.LegacyCheckpointPending(info) {
 		return
 	}
@@ -375,44 +362,66 @@ func (r *Runner) observeCheckpoint(ctx context.Context, j Job) {
 	if info.TriggerType == v1beta1.SnapshotTriggerManual && j.Recorded != nil {
 		nonce = j.Recorded.CheckpointTriggerNonce
 	}
-	msg := snapshots.LegacyFailureMessage(v1beta1.SnapshotTypeCheckpoint, info.TriggerType, nonce)
-	triggered := time.UnixMilli(deref(info.TriggerTimestamp))
-	giveUp := snapshots.LegacyGiveUp(triggered, gracePeriod(j.Config, config.KeyCheckpointTriggerGracePeriod), j.Now)
+	jobID := j.Status.JobID
+	r.observe(ctx, j, inFlight{
+		typ: v1beta1.SnapshotTypeCheckpoint, reason: ReasonCheckpointError, graceKey: config.KeyCheckpointTriggerGracePeriod,
+		id: &info.TriggerID, triggerType: info.TriggerType, triggered: time.UnixMilli(deref(info.TriggerTimestamp)), nonce: nonce,
+		post: func(id string) { postCheckpoint(j, jobID, id, info.FormatType) },
+		poll: func(ctx context.Context, id string) (outcome, string, any) {
+			res, err := j.Client.CheckpointStatus(ctx, jobID, id)
+			o, cause := classify(err, res.Pending(), res.Failed(), failureMessage(res.Failure))
+			return o, cause, res.Value
+		},
+		complete: func(any) { snapshots.CompleteLegacyCheckpoint(info, nonce) },
+		giveUp:   func() { snapshots.FailLegacyCheckpoint(info) },
+		reset:    func() { snapshots.ResetLegacyCheckpointTrigger(info) },
+	})
+}
+
+// observe polls a legacy trigger in flight by its id: pending → look again;
+// unknown to Flink within the grace period → the same id again; failed
+// within the grace period → again under a new id (Flink keeps the failed
+// result under the old one; the grace period still counts from the first
+// trigger); past it → given up. A job that stopped running drops it
+// (upstream resetSnapshotTriggers). Every failure is a Warning event.
+func (r *Runner) observe(ctx context.Context, j Job, t inFlight) {
+	msg := snapshots.LegacyFailureMessage(t.typ, t.triggerType, t.nonce)
+	giveUp := snapshots.LegacyGiveUp(t.triggered, gracePeriod(j.Config, t.graceKey), j.Now)
+	log := j.Log.WithValues("type", t.typ, "triggerType", t.triggerType)
 	fail := func(cause string) {
-		j.Event("Warning", ReasonCheckpointError, "%s", msg)
+		j.Event("Warning", t.reason, "%s", msg)
 		if giveUp {
-			j.Log.Info("Checkpoint failed, giving up", "triggerId", info.TriggerID, "triggerType", info.TriggerType, "reason", cause)
-			snapshots.FailLegacyCheckpoint(info)
+			log.Info("Legacy snapshot failed, giving up", "triggerId", *t.id, "reason", cause)
+			t.giveUp()
 			return
 		}
-		info.TriggerID = r.newTriggerID()
-		j.Log.Info("Checkpoint failed, retrying", "triggerId", info.TriggerID, "reason", cause)
-		postCheckpoint(j, js.JobID, info.TriggerID, info.FormatType)
+		*t.id = r.newTriggerID()
+		log.Info("Legacy snapshot failed, retrying", "triggerId", *t.id, "reason", cause)
+		t.post(*t.id)
 		j.After(snapshots.MinPollDelay)
 	}
 	if !j.Healthy || j.Client == nil {
-		j.Event("Warning", ReasonCheckpointError, "%s", msg)
-		j.Log.Info("Job is not running, dropping the pending checkpoint", "triggerId", info.TriggerID)
-		snapshots.ResetLegacyCheckpointTrigger(info)
+		j.Event("Warning", t.reason, "%s", msg)
+		log.Info("Job is not running, dropping the pending legacy snapshot", "triggerId", *t.id)
+		t.reset()
 		return
 	}
-	res, err := j.Client.CheckpointStatus(ctx, js.JobID, info.TriggerID)
-	switch o, cause := classify(err, res.Pending(), res.Failed(), failureMessage(res.Failure)); o {
+	switch o, cause, value := t.poll(ctx, *t.id); o {
 	case outcomePending:
-		j.After(snapshots.PollDelay(j.Now.Sub(triggered)))
+		j.After(snapshots.PollDelay(j.Now.Sub(t.triggered)))
 	case outcomeUnknown:
 		if giveUp {
-			fail("Flink does not know trigger id " + info.TriggerID)
+			fail("Flink does not know trigger id " + *t.id)
 			return
 		}
-		j.Log.Info("Flink does not know the checkpoint trigger id, sending it again", "triggerId", info.TriggerID)
-		postCheckpoint(j, js.JobID, info.TriggerID, info.FormatType)
+		log.Info("Flink does not know the trigger id, sending it again", "triggerId", *t.id)
+		t.post(*t.id)
 		j.After(snapshots.MinPollDelay)
 	case outcomeFailed:
 		fail(cause)
 	case outcomeDone:
-		j.Log.Info("Checkpoint completed (legacy status fields)", "triggerId", info.TriggerID, "triggerType", info.TriggerType, "checkpointId", res.Value)
-		snapshots.CompleteLegacyCheckpoint(info, nonce)
+		log.Info("Legacy snapshot completed (status fields)", "triggerId", *t.id, "result", value)
+		t.complete(value)
 	}
 }
 
