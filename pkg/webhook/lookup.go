@@ -93,12 +93,9 @@ func (l *ListerLookup) Deployment(namespace, name string) (*v1beta1.FlinkDeploym
 	}
 	dep, err := nl.deployments.FlinkDeployments(namespace).Get(name)
 	if apierrors.IsNotFound(err) && l.live != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), l.liveTimeout)
-		defer cancel()
-		// The typed client returns an empty object with its error.
-		if dep, err = l.live.FlinkV1beta1().FlinkDeployments(namespace).Get(ctx, name, metav1.GetOptions{}); err != nil {
-			return nil, err
-		}
+		return liveGet(l, func(ctx context.Context) (*v1beta1.FlinkDeployment, error) {
+			return l.live.FlinkV1beta1().FlinkDeployments(namespace).Get(ctx, name, metav1.GetOptions{})
+		})
 	}
 	return dep, err
 }
@@ -111,13 +108,23 @@ func (l *ListerLookup) SessionJob(namespace, name string) (*v1beta1.FlinkSession
 	}
 	job, err := nl.sessionJobs.FlinkSessionJobs(namespace).Get(name)
 	if apierrors.IsNotFound(err) && l.live != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), l.liveTimeout)
-		defer cancel()
-		if job, err = l.live.FlinkV1beta1().FlinkSessionJobs(namespace).Get(ctx, name, metav1.GetOptions{}); err != nil {
-			return nil, err
-		}
+		return liveGet(l, func(ctx context.Context) (*v1beta1.FlinkSessionJob, error) {
+			return l.live.FlinkV1beta1().FlinkSessionJobs(namespace).Get(ctx, name, metav1.GetOptions{})
+		})
 	}
 	return job, err
+}
+
+// liveGet reads an object the cache does not hold from the API server,
+// within the lookup's timeout.
+func liveGet[T any](l *ListerLookup, get func(ctx context.Context) (*T, error)) (*T, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), l.liveTimeout)
+	defer cancel()
+	obj, err := get(ctx)
+	if err != nil {
+		return nil, err // the typed client returns an empty object with its error
+	}
+	return obj, nil
 }
 
 // HasSynced reports whether every informer has synced.

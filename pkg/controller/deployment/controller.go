@@ -3,7 +3,6 @@ package deployment
 import (
 	"context"
 	"net/http"
-	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -75,7 +74,6 @@ type Controller struct {
 	faultPoint   func(key, point string)
 
 	snapshotCRDMissing bool
-	crdWarned          sync.Map // UIDs that got SnapshotResourcesDisabled
 	legacy             *legacysnapshots.Runner
 }
 

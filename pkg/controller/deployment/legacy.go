@@ -24,10 +24,7 @@ func (c *Controller) warnSnapshotCRDMissing(sc *syncState) {
 	if !c.snapshotCRDMissing || sc.dep.Spec.Job == nil {
 		return
 	}
-	if _, seen := c.crdWarned.LoadOrStore(sc.dep.UID, struct{}{}); seen {
-		return
-	}
-	sc.event("Warning", ReasonSnapshotResourcesDisabled, "%s", legacysnapshots.CRDMissingMessage)
+	c.legacy.WarnCRDMissing(sc.dep.UID, sc.event)
 }
 
 // legacyJob is this sync's job as legacysnapshots sees it.

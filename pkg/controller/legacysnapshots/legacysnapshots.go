@@ -28,6 +28,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
@@ -68,6 +69,15 @@ const DelayMessage = "Delaying job reconciliation until pending savepoint is com
 type Runner struct {
 	newTriggerID func() string
 	disposals    sync.Map // "<key>\x00<path>" → disposal trigger id
+	crdWarned    sync.Map // UIDs that got SnapshotResourcesDisabled
+}
+
+// WarnCRDMissing emits SnapshotResourcesDisabled (CRDMissingMessage) for
+// the job with this UID, once per operator process.
+func (r *Runner) WarnCRDMissing(uid types.UID, event func(typ, reason, format string, args ...any)) {
+	if _, seen := r.crdWarned.LoadOrStore(uid, struct{}{}); !seen {
+		event("Warning", ReasonSnapshotResourcesDisabled, "%s", CRDMissingMessage)
+	}
 }
 
 // NewRunner returns a Runner that makes trigger ids with newTriggerID.

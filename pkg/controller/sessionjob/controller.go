@@ -76,7 +76,6 @@ type Controller struct {
 
 	snapshotCRDMissing bool
 	legacy             *legacysnapshots.Runner
-	crdWarned          sync.Map // UIDs that got SnapshotResourcesDisabled
 	// clusterMisses counts consecutive syncs of a key that found no usable
 	// session cluster, for the retry backoff (memory only: a restart
 	// retries at once, which is harmless).

@@ -145,10 +145,7 @@ func (c *Controller) warnSnapshotCRDMissing(sc *syncState) {
 	if !c.snapshotCRDMissing {
 		return
 	}
-	if _, seen := c.crdWarned.LoadOrStore(sc.sj.UID, struct{}{}); seen {
-		return
-	}
-	sc.event("Warning", legacysnapshots.ReasonSnapshotResourcesDisabled, "%s", legacysnapshots.CRDMissingMessage)
+	c.legacy.WarnCRDMissing(sc.sj.UID, sc.event)
 }
 
 // legacyJob is this sync's job as legacysnapshots sees it (legacy mode:
