@@ -7,7 +7,7 @@ BIN := bin
 UNIT_PKGS := ./cmd/... ./pkg/... ./hack/...
 FUZZTIME ?= 10s
 
-.PHONY: all build generate verify unit fuzz codegen-check integration flink-e2e e2e test run cluster-down bench cluster-bins clean
+.PHONY: all build generate verify unit unit-hermetic fuzz codegen-check integration flink-e2e e2e test run cluster-down bench cluster-bins clean
 
 all: build
 
@@ -21,6 +21,7 @@ verify: ## gofmt, go vet, generated code up to date, go.mod tidy
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	hack/verify-codegen.sh
+	hack/verify-hermetic.sh
 	@cp go.mod /tmp/flinkop-go.mod.bak; cp go.sum /tmp/flinkop-go.sum.bak; \
 	  $(GO) mod tidy; \
 	  if ! diff -q go.mod /tmp/flinkop-go.mod.bak >/dev/null || ! diff -q go.sum /tmp/flinkop-go.sum.bak >/dev/null; then \
@@ -30,6 +31,11 @@ verify: ## gofmt, go vet, generated code up to date, go.mod tidy
 
 unit: ## Unit tests (no cluster needed)
 	$(GO) test -count=1 $(UNIT_PKGS)
+
+# What CI runs: the same tests from a copy of the checkout with nothing
+# beside it, so a test reading outside the repository cannot pass.
+unit-hermetic: ## Unit tests from an isolated copy of the checkout
+	hack/hermetic-unit.sh -count=1 $(UNIT_PKGS)
 
 fuzz: ## Bounded fuzzing of decoders and webhook validation ($(FUZZTIME) each)
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeResponse$$' -fuzztime=$(FUZZTIME) ./pkg/flink
@@ -58,7 +64,7 @@ flink-e2e: ## Real Flink: JVMs alone, on the local cluster, and under the operat
 
 e2e: integration flink-e2e ## End-to-end tests: real control plane, real Flink
 
-test: verify unit codegen-check fuzz e2e ## Everything CI runs
+test: verify unit-hermetic codegen-check fuzz e2e ## Everything CI runs
 	@echo "make test: all passed"
 
 # The operator runs outside the local cluster, so it reaches Flink through

@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -18,7 +17,7 @@ import (
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
-	"github.com/flinkops/flink-operator/pkg/crdtest"
+	"github.com/flinkops/flink-operator/pkg/upstreamtest"
 )
 
 func TestJobManagerArgs(t *testing.T) {
@@ -591,13 +590,9 @@ func TestPodTemplateMerge(t *testing.T) {
 
 // TestUpstreamExamples builds the upstream samples in standalone mode.
 func TestUpstreamExamples(t *testing.T) {
-	shared, err := crdtest.SharedDir()
-	if err != nil {
-		t.Skip(err)
-	}
 	load := func(t *testing.T, file string) *v1beta1.FlinkDeployment {
 		t.Helper()
-		data, err := os.ReadFile(filepath.Join(shared, "upstream", "examples", file))
+		data, err := upstreamtest.ReadFile("examples/" + file)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -685,7 +680,10 @@ func TestUpstreamExamples(t *testing.T) {
 	})
 
 	t.Run("every example builds", func(t *testing.T) {
-		files, _ := filepath.Glob(filepath.Join(shared, "upstream", "examples", "*.yaml"))
+		files, err := upstreamtest.Glob("examples", "*.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
 		built := 0
 		defer func() {
 			if built < 5 {
@@ -693,7 +691,10 @@ func TestUpstreamExamples(t *testing.T) {
 			}
 		}()
 		for _, f := range files {
-			data, _ := os.ReadFile(f)
+			data, err := upstreamtest.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
 			for i, doc := range strings.Split(string(data), "\n---") {
 				var meta metav1.TypeMeta
 				if err := yaml.Unmarshal([]byte(doc), &meta); err != nil || meta.Kind != "FlinkDeployment" {

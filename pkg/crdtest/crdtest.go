@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"sigs.k8s.io/yaml"
+
+	"github.com/flinkops/flink-operator/pkg/upstreamtest"
 )
 
 // ModuleRoot finds the directory holding go.mod, walking up from the working
@@ -40,26 +42,27 @@ func ModuleRoot() (string, error) {
 	}
 }
 
-// SharedDir is the project's shared/ folder (upstream CRDs and examples),
-// which sits beside the repository checkout.
-func SharedDir() (string, error) {
-	root, err := ModuleRoot()
-	if err != nil {
-		return "", err
-	}
-	dir := filepath.Join(root, "..", "shared")
-	if _, err := os.Stat(filepath.Join(dir, "upstream")); err != nil {
-		return "", fmt.Errorf("shared/upstream not found beside the checkout (%s): %w", dir, err)
-	}
-	return dir, nil
-}
-
 // LoadCRD reads one CRD YAML file.
 func LoadCRD(path string) (*apiextensionsv1.CustomResourceDefinition, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
+	return DecodeCRD(path, data)
+}
+
+// LoadUpstreamCRD reads one of upstream's CRDs from pkg/upstreamtest
+// ("flinkdeployments.flink.apache.org-v1.yml").
+func LoadUpstreamCRD(name string) (*apiextensionsv1.CustomResourceDefinition, error) {
+	data, err := upstreamtest.ReadFile("crds/" + name)
+	if err != nil {
+		return nil, err
+	}
+	return DecodeCRD(name, data)
+}
+
+// DecodeCRD decodes one CRD YAML document; path names it in errors.
+func DecodeCRD(path string, data []byte) (*apiextensionsv1.CustomResourceDefinition, error) {
 	crd := &apiextensionsv1.CustomResourceDefinition{}
 	if err := yaml.Unmarshal(data, crd); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)

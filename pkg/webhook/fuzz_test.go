@@ -6,11 +6,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -23,6 +21,7 @@ import (
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/upstreamtest"
 )
 
 // upstreamObject is one flink.apache.org object of the upstream samples, as JSON.
@@ -34,17 +33,13 @@ type upstreamObject struct {
 
 func upstreamObjects(tb testing.TB) []upstreamObject {
 	tb.Helper()
-	shared, err := sharedDir()
+	files, err := upstreamtest.Glob("examples", "*.yaml")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	files, err := filepath.Glob(filepath.Join(shared, "upstream", "examples", "*.yaml"))
-	if err != nil || len(files) == 0 {
-		tb.Fatalf("no upstream examples in %s: %v", shared, err)
-	}
 	var out []upstreamObject
 	for _, f := range files {
-		data, err := os.ReadFile(f)
+		data, err := upstreamtest.ReadFile(f)
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -171,29 +166,4 @@ func FuzzValidate(f *testing.F) {
 			check(b)
 		}
 	})
-}
-
-// sharedDir is the project's shared/ folder beside the checkout, holding
-// the upstream examples (see pkg/crdtest.SharedDir, not imported here for
-// the same reason as reviewFunc).
-func sharedDir() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no go.mod above the working directory")
-		}
-		dir = parent
-	}
-	shared := filepath.Join(dir, "..", "shared")
-	if _, err := os.Stat(filepath.Join(shared, "upstream")); err != nil {
-		return "", fmt.Errorf("shared/upstream not found beside the checkout (%s): %w", shared, err)
-	}
-	return shared, nil
 }

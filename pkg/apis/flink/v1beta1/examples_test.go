@@ -21,6 +21,7 @@ import (
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/crdtest"
+	"github.com/flinkops/flink-operator/pkg/upstreamtest"
 )
 
 // example is one flink.apache.org object from the upstream samples or
@@ -32,27 +33,32 @@ type example struct {
 
 func upstreamExamples(t *testing.T) []example {
 	t.Helper()
-	shared, err := crdtest.SharedDir()
-	if err != nil {
-		t.Fatal(err)
+	type file struct {
+		name string
+		read func() ([]byte, error)
 	}
-	var files []string
+	var files []file
 	for _, dir := range []string{"examples", "e2e-data"} {
-		matches, err := filepath.Glob(filepath.Join(shared, "upstream", dir, "*.yaml"))
+		names, err := upstreamtest.Glob(dir, "*.yaml")
 		if err != nil {
 			t.Fatal(err)
 		}
-		files = append(files, matches...)
+		for _, name := range names {
+			files = append(files, file{name, func() ([]byte, error) { return upstreamtest.ReadFile(name) }})
+		}
 	}
 	// Ours too: manifests/examples must stay valid against the CRDs.
 	ours, err := filepath.Glob(filepath.Join("..", "..", "..", "..", "manifests", "examples", "*.yaml"))
 	if err != nil || len(ours) < 5 {
 		t.Fatalf("manifests/examples: %d files, %v", len(ours), err)
 	}
-	files = append(files, ours...)
+	for _, name := range ours {
+		files = append(files, file{name, func() ([]byte, error) { return os.ReadFile(name) }})
+	}
 	var out []example
-	for _, f := range files {
-		data, err := os.ReadFile(f)
+	for _, fl := range files {
+		f := fl.name
+		data, err := fl.read()
 		if err != nil {
 			t.Fatal(err)
 		}

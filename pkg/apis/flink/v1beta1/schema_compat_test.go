@@ -71,15 +71,11 @@ var renamedColumns = map[string]string{
 
 func loadPair(t *testing.T, p crdPair) (upstream, ours *apiextensionsv1.CustomResourceDefinition) {
 	t.Helper()
-	shared, err := crdtest.SharedDir()
-	if err != nil {
-		t.Fatal(err)
-	}
 	root, err := crdtest.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	upstream, err = crdtest.LoadCRD(filepath.Join(shared, "upstream", "crds", p.upstream))
+	upstream, err = crdtest.LoadUpstreamCRD(p.upstream)
 	if err != nil {
 		t.Fatal(err)
 	}

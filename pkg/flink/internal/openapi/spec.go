@@ -8,12 +8,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/flinkops/flink-operator/pkg/upstreamtest"
 )
 
 // Versions are the Flink releases whose specs the tests cover.
@@ -29,39 +29,10 @@ type Spec struct {
 	schemas map[string]any
 }
 
-// SpecDir locates ../shared/flink-rest next to the module root, walking up
-// from the working directory to the nearest go.mod, so tests work from
-// any package directory.
-func SpecDir() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("openapi: no go.mod found above the working directory")
-		}
-		dir = parent
-	}
-	specDir := filepath.Join(filepath.Dir(dir), "shared", "flink-rest")
-	if _, err := os.Stat(specDir); err != nil {
-		return "", fmt.Errorf("openapi: Flink REST specs not found at %s (expected ../shared/flink-rest next to the module root %s): %w", specDir, dir, err)
-	}
-	return specDir, nil
-}
-
 // Load reads the spec of one Flink version ("1.18", "2.0", ...).
 func Load(version string) (*Spec, error) {
-	dir, err := SpecDir()
-	if err != nil {
-		return nil, err
-	}
-	file := filepath.Join(dir, "rest_v1_dispatcher-"+version+".yml")
-	raw, err := os.ReadFile(file)
+	file := "flink-rest/rest_v1_dispatcher-" + version + ".yml"
+	raw, err := upstreamtest.ReadFile(file)
 	if err != nil {
 		return nil, fmt.Errorf("openapi: %w", err)
 	}
