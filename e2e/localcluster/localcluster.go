@@ -47,12 +47,15 @@ const (
 )
 
 // DefaultControllers are the kube-controller-manager controllers started
-// unless Options.Controllers says otherwise.
+// unless Options.Controllers says otherwise. The EndpointSlice controllers are
+// left out: pod IPs here are loopback addresses, which EndpointSlices reject
+// (a FailedToUpdateEndpointSlices Warning per Service, forever), and nothing
+// reads them: the node agent's hosts files and the operator's pod-ip
+// endpoint resolve Services from the pods themselves.
 var DefaultControllers = []string{
 	"garbage-collector-controller",
 	"deployment-controller",
 	"replicaset-controller",
-	"endpointslice-controller",
 	"serviceaccount-controller",
 	"serviceaccount-token-controller",
 	"namespace-controller",
