@@ -152,6 +152,16 @@ func run(args []string) error {
 		}
 	}
 
+	if err := os.MkdirAll(hostDataDir, 0o777); err != nil {
+		return errors.Join(fmt.Errorf("host data directory: %w", err), stop())
+	}
+	os.Chmod(hostDataDir, 0o777) // Flink's uid may differ from ours on a real node; not here, but keep it like kind's
+	envFile := filepath.Join(root, ".cache", "env")
+	if err := writeEnvFile(envFile, c); err != nil {
+		return errors.Join(err, stop())
+	}
+	defer removeEnvFile(envFile, c)
+
 	ready := time.Since(begin).Round(10 * time.Millisecond)
 	what := "control plane"
 	if op != nil {
@@ -165,7 +175,8 @@ func run(args []string) error {
 		fmt.Printf("node agent:          node %s, log %s\n", localcluster.NodeAgentNode, c.NodeAgent.LogPath)
 		fmt.Printf("pod logs:            %s/pods/<namespace>_<pod>_<uid>/logs/<container>.log\n", c.NodeAgentDir)
 	}
-	fmt.Printf("\nexport KUBECONFIG=%s; export PATH=%s:$PATH; kubectl get flinksnp\n\n", c.Kubeconfig, c.BinDir)
+	fmt.Printf("host data:           %s (the hostPath of manifests/examples)\n", hostDataDir)
+	fmt.Printf("\nIn another terminal, from %s:\n\n  source .cache/env   # export KUBECONFIG=%s; export PATH=%s:$PATH\n  kubectl get flinkdep,flinksessionjob,flinksnp -A\n\n", root, c.Kubeconfig, c.BinDir)
 	fmt.Println("Ctrl-C stops everything.")
 
 	var exited, agentExited <-chan struct{}
@@ -183,6 +194,30 @@ func run(args []string) error {
 		return errors.Join(fmt.Errorf("flink-operator exited: %v", op.Err()), stop())
 	case <-agentExited:
 		return errors.Join(fmt.Errorf("node-agent exited: %v (log %s)", c.NodeAgent.Err(), c.NodeAgent.LogPath), stop())
+	}
+}
+
+// hostDataDir is the hostPath volume of manifests/examples (savepoints and
+// checkpoints): on this one-node cluster the node is this machine.
+const hostDataDir = "/tmp/flink-data"
+
+// writeEnvFile writes the shell lines that point kubectl at this cluster to
+// file (`source .cache/env`, as the README's "Try it" does).
+func writeEnvFile(file string, c *localcluster.Cluster) error {
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(file, []byte(envFileContent(c)), 0o644)
+}
+
+func envFileContent(c *localcluster.Cluster) string {
+	return fmt.Sprintf("# written by make run (e2e/cmd/local-cluster); removed when it stops\nexport KUBECONFIG=%s\nexport PATH=%s:$PATH\n", c.Kubeconfig, c.BinDir)
+}
+
+// removeEnvFile removes file unless another run has replaced it since.
+func removeEnvFile(file string, c *localcluster.Cluster) {
+	if b, err := os.ReadFile(file); err == nil && string(b) == envFileContent(c) {
+		os.Remove(file)
 	}
 }
 
