@@ -7,7 +7,8 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-pattern='\.\./shared|shared/(upstream|flink-rest|spec|reference|hooks)|\.\./\.\./reference/'
+# Paths written out, and paths built from parts ("..", "shared").
+pattern='\.\./shared|shared/(upstream|flink-rest|spec|reference|hooks)|\.\./\.\./reference/|"\.\.", *"shared"|"shared", *"(upstream|flink-rest|spec|reference)"'
 if hits="$(git grep -nE "${pattern}" -- . ':!hack/verify-hermetic.sh')"; then
   echo "verify-hermetic: these lines refer to files outside the repository:" >&2
   echo "${hits}" >&2

@@ -74,7 +74,7 @@ func TestFlinkDeploymentLifecycle(t *testing.T) {
 	s := &suite{Env: framework.Setup(t, ctx, framework.Options{Name: "deploymente2e"})}
 	t.Logf("local cluster, CRDs and operator up %s after the start", time.Since(begin).Round(time.Millisecond))
 
-	upstreamBasic := filepath.Join(s.Root, "..", "shared", "upstream", "examples", "basic.yaml")
+	upstreamBasic := filepath.Join(s.Root, "pkg", "upstreamtest", "testdata", "examples", "basic.yaml")
 	for i, v := range flinkjvm.Versions() {
 		t.Run(v, func(t *testing.T) {
 			t.Run("lifecycle", func(t *testing.T) { s.newRun(t, v, fmt.Sprintf("deploy-%d", i)).lifecycle() })

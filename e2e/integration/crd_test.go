@@ -170,7 +170,7 @@ func TestSnapshotStatusSubresource(t *testing.T) {
 
 func exampleDeployment(t *testing.T, ns string) *unstructured.Unstructured {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(moduleRoot, "..", "shared", "upstream", "examples", "basic.yaml"))
+	b, err := os.ReadFile(filepath.Join(moduleRoot, "pkg", "upstreamtest", "testdata", "examples", "basic.yaml"))
 	if err != nil {
 		t.Fatalf("upstream example basic.yaml: %v", err)
 	}

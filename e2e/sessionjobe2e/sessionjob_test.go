@@ -41,7 +41,7 @@ func TestFlinkSessionJobs(t *testing.T) {
 	e := framework.Setup(t, ctx, framework.Options{Name: "sessionjobe2e"})
 	jars := serveJars(t)
 	t.Logf("cluster and operator up %s after the start; jars at %s", time.Since(begin).Round(time.Millisecond), jars)
-	example := filepath.Join(e.Root, "..", "shared", "upstream", "examples", "basic-session-deployment-and-job.yaml")
+	example := filepath.Join(e.Root, "pkg", "upstreamtest", "testdata", "examples", "basic-session-deployment-and-job.yaml")
 	for i, v := range flinkjvm.Versions() {
 		if _, ok := flavours[v]; !ok {
 			t.Fatalf("pinned Flink %s has no image in this test", v)
