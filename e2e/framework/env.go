@@ -252,7 +252,7 @@ func (e *Env) Dump(t *testing.T, ns string) {
 	}
 	if e.Local != nil {
 		pods := filepath.Join(e.Local.NodeAgentDir, "pods", ns+"_*")
-		logs, _ := filepath.Glob(filepath.Join(pods, "logs", "*.log"))
+		logs, _ := filepath.Glob(filepath.Join(pods, "logs", "*", "*.log")) // every run of every container
 		flinkLogs, _ := filepath.Glob(filepath.Join(pods, "containers", "*", "log", "*.log"))
 		for _, l := range append(logs, flinkLogs...) {
 			DumpTail(t, l, 80)

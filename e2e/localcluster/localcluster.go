@@ -127,6 +127,7 @@ type Cluster struct {
 	opts          Options
 	out           io.Writer
 	caPEM         []byte
+	pki           *pki // the node agent gets its kubelet API certificates from here
 	adminToken    string
 	operatorToken string
 	removeDir     bool
@@ -256,7 +257,7 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c.CAFile, c.caPEM = pki.CACert, pki.caPEM
+	c.CAFile, c.caPEM, c.pki = pki.CACert, pki.caPEM, pki
 	c.Host = "https://127.0.0.1:" + strconv.Itoa(apiPort)
 	c.adminToken, c.operatorToken = randomToken(), randomToken()
 	kcmToken := randomToken()
@@ -317,6 +318,13 @@ func (c *Cluster) start(ctx context.Context) error {
 		"--allow-privileged=true",
 		// Endpoints reject loopback addresses; nothing in-cluster needs them.
 		"--endpoint-reconciler-type=none",
+		// pods/log goes to the node agent's kubelet API at the node's
+		// InternalIP (127.0.0.1; its Hostname does not resolve), both
+		// sides authenticated by the cluster CA.
+		"--kubelet-client-certificate=" + pki.KubeletClientCert,
+		"--kubelet-client-key=" + pki.KubeletClientKey,
+		"--kubelet-certificate-authority=" + pki.CACert,
+		"--kubelet-preferred-address-types=InternalIP",
 		"--profiling=false",
 	}})
 	if err != nil {

@@ -26,6 +26,11 @@ func (c *Cluster) startNodeAgent(ctx context.Context, binDir string) error {
 		"--record=" + c.NodeAgentRecord,
 		"--ready-file=" + ready,
 		"--fake-jobmanager=" + filepath.Join(binDir, "fake-jobmanager"),
+		// Its kubelet API (kubectl logs): serving certificate, and the CA
+		// of the apiserver's client certificate.
+		"--tls-cert-file=" + c.pki.KubeletCert,
+		"--tls-private-key-file=" + c.pki.KubeletKey,
+		"--client-ca-file=" + c.pki.CACert,
 	}, c.opts.NodeAgentArgs...)
 	p, err := c.StartProcess(ProcessSpec{Name: "node-agent", Args: args, StopGrace: nodeAgentStopGrace})
 	if err != nil {

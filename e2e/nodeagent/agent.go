@@ -69,6 +69,13 @@ type Config struct {
 	JavaOpts []string
 	// Log receives one line per pod and container event; default discarded.
 	Log io.Writer
+	// TLSCertFile and TLSKeyFile are the serving certificate of the agent's
+	// kubelet API (GET /containerLogs, where the API server sends
+	// `kubectl logs`), for HostIP; ClientCAFile is the CA whose client
+	// certificates it accepts (the API server's
+	// --kubelet-client-certificate). All three or none: without them there
+	// is no kubelet API (the Node's kubelet port is 0).
+	TLSCertFile, TLSKeyFile, ClientCAFile string
 }
 
 // Agent registers a Node and runs the pods bound to it as local processes.
@@ -80,6 +87,9 @@ type Agent struct {
 
 	nodeUID    types.UID
 	readySince metav1.Time
+
+	kubeletTLS  *kubeletTLS // nil: no kubelet API
+	kubeletPort int32       // published in the Node's status
 
 	podLister corelisters.PodLister
 	svcLister corelisters.ServiceLister
@@ -133,6 +143,15 @@ func New(cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	cfg.Dir = dir
+	var kt *kubeletTLS
+	switch {
+	case cfg.TLSCertFile != "" && cfg.TLSKeyFile != "" && cfg.ClientCAFile != "":
+		if kt, err = loadKubeletTLS(cfg.TLSCertFile, cfg.TLSKeyFile, cfg.ClientCAFile); err != nil {
+			return nil, fmt.Errorf("nodeagent: %w", err)
+		}
+	case cfg.TLSCertFile != "" || cfg.TLSKeyFile != "" || cfg.ClientCAFile != "":
+		return nil, errors.New("nodeagent: TLSCertFile, TLSKeyFile and ClientCAFile go together")
+	}
 	rc := rest.CopyConfig(cfg.RESTConfig)
 	if rc.QPS < 100 {
 		rc.QPS, rc.Burst = 100, 200
@@ -142,12 +161,13 @@ func New(cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	a := &Agent{
-		cfg:       cfg,
-		client:    client,
-		workers:   map[types.UID]*podWorker{},
-		bindQueue: make(chan string, 4096),
-		dnsDirty:  make(chan struct{}, 1),
-		fakeBin:   cfg.FakeJobManager,
+		cfg:        cfg,
+		client:     client,
+		workers:    map[types.UID]*podWorker{},
+		bindQueue:  make(chan string, 4096),
+		dnsDirty:   make(chan struct{}, 1),
+		fakeBin:    cfg.FakeJobManager,
+		kubeletTLS: kt,
 	}
 	a.hostname, _ = os.Hostname()
 	return a, nil
@@ -175,6 +195,18 @@ func (a *Agent) Run(ctx context.Context, ready func()) error {
 		prefix = p
 	}
 	a.ips = newIPAM(prefix)
+
+	// Before the node is registered: its status names the port. Closed
+	// last, when the pods' processes are gone (and follow requests ended).
+	if a.kubeletTLS != nil {
+		ks, err := a.startKubeletServer()
+		if err != nil {
+			return err
+		}
+		defer ks.close()
+		a.kubeletPort = int32(ks.port)
+		a.logf("kubelet API (containerLogs) on https://%s:%d", HostIP, ks.port)
+	}
 
 	if err := a.registerNode(ctx); err != nil {
 		return fmt.Errorf("register node %s: %w", a.cfg.NodeName, err)

@@ -53,7 +53,8 @@ type container struct {
 	// restURL, if set, is GET for readiness (a JobManager's /config);
 	// otherwise the container is ready once it ran aliveReady.
 	restURL string
-	logPath string
+	// logDir holds a log file per run, <n>.log (see runlog.go).
+	logDir string
 
 	ctx       context.Context
 	cancel    context.CancelFunc
@@ -69,19 +70,15 @@ type container struct {
 	id       string
 	proc     *proc
 	grace    time.Duration // for stop
+	// curLog is the log of the latest run, lastLog that of the run in
+	// last (what `kubectl logs --previous` reads).
+	curLog, lastLog *runLog
 }
 
 // newContainer works out how to run spec (env, expanded command and args,
 // mounts) without starting anything.
 func (w *podWorker) newContainer(spec *corev1.Container, volumes map[string]string, f podFields) (*container, error) {
-	c := &container{
-		w:       w,
-		spec:    spec,
-		logPath: filepath.Join(w.dir, "logs", spec.Name+".log"),
-		done:    make(chan struct{}),
-		state:   corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: ReasonContainerCreating}},
-	}
-	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c := w.baseContainer(spec)
 	env, err := containerEnv(spec, f, w.a)
 	if err != nil {
 		return nil, configError{fmt.Errorf("container %s: %w", spec.Name, err)}
@@ -113,6 +110,19 @@ func (w *podWorker) newContainer(spec *corev1.Container, volumes map[string]stri
 		c.state = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: c.waitReason, Message: c.waitMessage}}
 	}
 	return c, nil
+}
+
+// baseContainer is a container of w with nothing to run yet (command nil).
+func (w *podWorker) baseContainer(spec *corev1.Container) *container {
+	c := &container{
+		w:      w,
+		spec:   spec,
+		logDir: filepath.Join(w.dir, "logs", spec.Name),
+		done:   make(chan struct{}),
+		state:  corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: ReasonContainerCreating}},
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	return c
 }
 
 func expandAll(in []string, lookup func(string) (string, bool)) []string {
@@ -398,7 +408,7 @@ func (c *container) run() {
 				backoff = backoffMin
 			}
 			c.setState(func() {
-				c.last = c.state // terminated
+				c.last, c.lastLog = c.state, c.curLog // terminated
 				c.state = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: ReasonCrashLoopBackOff,
 					Message: fmt.Sprintf("back-off %s restarting failed container %s", backoff, c.spec.Name)}}
 			})
@@ -431,15 +441,24 @@ func (c *container) launch() (*proc, error) {
 	if c.ctx.Err() != nil {
 		return nil, c.ctx.Err()
 	}
-	out, err := os.OpenFile(c.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	c.mu.Lock()
+	run := c.restarts // the run's number is its restartCount
+	if c.started {
+		run++
+	}
+	c.mu.Unlock()
+	out, rl, err := c.createRunLog(run, cmd.Args)
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(out, "=== %s node agent: starting %s\n", time.Now().Format(time.RFC3339), strings.Join(cmd.Args, " "))
 	p, err := startProc(cmd, out)
 	if err != nil {
 		out.Close()
+		os.Remove(rl.path) // the next attempt is this run again
 		return nil, err
+	}
+	if err := c.linkCurrentLog(rl); err != nil {
+		c.logf("%v", err)
 	}
 	if rec := c.w.a.cfg.Recorder; rec != nil {
 		if err := rec.Add(c.w.key()+"/"+c.spec.Name, p.pid(), cmd.Args); err != nil {
@@ -450,7 +469,7 @@ func (c *container) launch() (*proc, error) {
 		if c.started {
 			c.restarts++
 		}
-		c.proc, c.started, c.ready = p, true, false
+		c.proc, c.started, c.ready, c.curLog = p, true, false, rl
 		c.id = fmt.Sprintf("local://%d", p.pid())
 		c.state = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(p.started)}}
 	})
@@ -488,6 +507,7 @@ func (c *container) wait(p *proc) (exit int32, stopped bool) {
 	}
 	c.logf("exited with code %d after %s", exit, time.Since(p.started).Round(time.Millisecond))
 	c.setState(func() {
+		close(c.curLog.ended) // the output is complete: a following reader stops
 		c.ready, c.proc = false, nil
 		c.state = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
 			ExitCode: exit, Reason: reason, StartedAt: metav1.NewTime(p.started), FinishedAt: metav1.Now(), ContainerID: c.id,

@@ -23,6 +23,12 @@
 // Every process runs in its own process group with a parent-death signal and
 // is recorded (localcluster.Recorder), so no JVM outlives a killed test run.
 //
+// Each run of a container writes its output to a file of its own, and, given
+// a serving certificate and the cluster CA (Config.TLSCertFile, TLSKeyFile,
+// ClientCAFile), the agent serves the kubelet API's GET /containerLogs, which
+// the API server proxies `kubectl logs` (-f, --previous, --tail,
+// --limit-bytes) to; exec and port-forward are not served.
+//
 // See README.md for the details and limits, and localcluster.Options.NodeAgent
 // for the usual way to start it.
 package nodeagent

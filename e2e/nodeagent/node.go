@@ -70,7 +70,9 @@ func (a *Agent) nodeStatus(ready bool, since metav1.Time) corev1.NodeStatus {
 			{Type: corev1.NodeInternalIP, Address: HostIP},
 			{Type: corev1.NodeHostName, Address: a.cfg.NodeName},
 		},
-		DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: 0}},
+		// Where the API server finds the kubelet API (pods/log); 0
+		// without one.
+		DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: a.kubeletPort}},
 		NodeInfo: corev1.NodeSystemInfo{
 			OperatingSystem:         runtime.GOOS,
 			Architecture:            runtime.GOARCH,

@@ -612,7 +612,7 @@ func dumpAgentLog(t *testing.T, c *localcluster.Cluster) {
 		lines = lines[len(lines)-150:]
 	}
 	t.Logf("--- last lines of %s\n%s", c.NodeAgent.LogPath, strings.Join(lines, "\n"))
-	logs, _ := filepath.Glob(filepath.Join(c.NodeAgentDir, "pods", "*", "logs", "*.log"))
+	logs, _ := filepath.Glob(filepath.Join(c.NodeAgentDir, "pods", "*", "logs", "*", "*.log"))
 	for _, l := range logs {
 		data, err := os.ReadFile(l)
 		if err != nil {

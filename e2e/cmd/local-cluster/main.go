@@ -173,7 +173,7 @@ func run(args []string) error {
 	fmt.Printf("kubectl v1.37:       %s\n", c.KubectlPath)
 	if c.NodeAgent != nil {
 		fmt.Printf("node agent:          node %s, log %s\n", localcluster.NodeAgentNode, c.NodeAgent.LogPath)
-		fmt.Printf("pod logs:            %s/pods/<namespace>_<pod>_<uid>/logs/<container>.log\n", c.NodeAgentDir)
+		fmt.Printf("pod logs:            kubectl logs POD [-f] [--previous]; files %s/pods/<namespace>_<pod>_<uid>/logs/<container>/<restartCount>.log\n", c.NodeAgentDir)
 	}
 	fmt.Printf("host data:           %s (the hostPath of manifests/examples)\n", hostDataDir)
 	fmt.Printf("\nIn another terminal, from %s:\n\n  source .cache/env   # export KUBECONFIG=%s; export PATH=%s:$PATH\n  kubectl get flinkdep,flinksessionjob,flinksnp -A\n\n", root, c.Kubeconfig, c.BinDir)

@@ -5,6 +5,10 @@
 //
 //	node-agent --kubeconfig admin.kubeconfig --dir /tmp/agent [--node-name local-node]
 //	           [--record state.json] [--ready-file f] [--fake-jobmanager bin] [--max-grace 10s]
+//	           [--tls-cert-file crt --tls-private-key-file key --client-ca-file ca.crt]
+//
+// With the TLS flags (the kubelet's names) it serves the kubelet API's
+// GET /containerLogs on 127.0.0.1 and a free port, for `kubectl logs`.
 //
 // e2e/localcluster starts it (Options.NodeAgent); see e2e/nodeagent/README.md.
 package main
@@ -41,6 +45,9 @@ func run() error {
 	fakeJM := flag.String("fake-jobmanager", "", "fake-jobmanager binary (default: go build ./cmd/fake-jobmanager when first needed)")
 	podRange := flag.String("pod-range", "", "pod IP range, a loopback prefix such as 127.100.0.0/16 (default: the first free /16 from 127.100.0.0)")
 	maxGrace := flag.Duration("max-grace", 10*time.Second, "cap on a pod's termination grace period")
+	tlsCert := flag.String("tls-cert-file", "", "serving certificate of the kubelet API (containerLogs) for 127.0.0.1; with --tls-private-key-file and --client-ca-file")
+	tlsKey := flag.String("tls-private-key-file", "", "key of --tls-cert-file")
+	clientCA := flag.String("client-ca-file", "", "CA whose client certificates the kubelet API accepts (the API server's --kubelet-client-certificate)")
 	flag.Parse()
 	if *kubeconfig == "" || *dir == "" {
 		flag.Usage()
@@ -57,6 +64,9 @@ func run() error {
 		FakeJobManager: *fakeJM,
 		MaxGracePeriod: *maxGrace,
 		Log:            os.Stderr,
+		TLSCertFile:    *tlsCert,
+		TLSKeyFile:     *tlsKey,
+		ClientCAFile:   *clientCA,
 	}
 	if *podRange != "" {
 		if cfg.PodRange, err = netip.ParsePrefix(*podRange); err != nil {
