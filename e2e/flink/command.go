@@ -128,12 +128,14 @@ type LaunchOptions struct {
 	// LogDir gets the log file (-Dlog.file, FLINK_LOG_DIR); default WorkDir/log.
 	LogDir string
 	// UsrLib are host jars to place in /opt/flink/usrlib (the user code of
-	// application clusters). Nil means the pinned version's test job jar.
+	// application clusters). Nil means the pinned version's test job jar, unless
+	// the configuration's pipeline.classpaths names one of the image's examples
+	// (/opt/flink/examples/...): then usrlib/ is empty, as in the official image.
 	UsrLib []string
 	// PathMap maps further container paths (volume mount points, e.g.
 	// "/flink-data") to host directories. /opt/flink is always mapped to the
-	// private copy; a *.jar under /opt/flink/usrlib or /opt/flink/examples that is
-	// not there maps to the test job jar.
+	// private copy, whose examples/streaming holds Flink's example jars; a path
+	// that does not exist there stays missing, as in the image.
 	PathMap map[string]string
 	// Env is added to the process environment (KEY=VALUE), after the FLINK_* ones.
 	Env []string
@@ -204,8 +206,8 @@ func Prepare(ctx context.Context, opts LaunchOptions) (*Launch, error) {
 	l.LogFile = filepath.Join(logDir, "flink-"+opts.Mode.daemon()+".log")
 	tmpDir := filepath.Join(workDir, "tmp")
 
-	paths := newPathMapper(l.Home, dist.TestJobJar, opts.PathMap)
-	if err := layoutHome(l.Home, opts.ConfDir, dist, opts.UsrLib, paths); err != nil {
+	paths := newPathMapper(l.Home, opts.PathMap)
+	if err := layoutHome(l.Home, opts.ConfDir, dist, paths); err != nil {
 		return nil, err
 	}
 	for _, d := range []string{logDir, tmpDir} {
@@ -215,6 +217,13 @@ func Prepare(ctx context.Context, opts LaunchOptions) (*Launch, error) {
 	}
 	conf, err := ReadConfig(l.ConfDir, dist.Version)
 	if err != nil {
+		return nil, err
+	}
+	usrLib := opts.UsrLib
+	if usrLib == nil {
+		usrLib = defaultUsrLib(dist, l.Home, conf)
+	}
+	if err := linkUsrLib(l.Home, usrLib); err != nil {
 		return nil, err
 	}
 
@@ -336,11 +345,44 @@ func javaBinary(java string) string {
 	return "java"
 }
 
+// defaultUsrLib is usrlib/ when LaunchOptions.UsrLib is nil: the test job jar,
+// as in the test image (the official image plus usrlib/testjob.jar), except in
+// a pod whose job is one of the image's own examples, i.e. whose configured
+// pipeline.classpaths (which the operator sets from jarURI) names a jar under
+// /opt/flink/examples. That pod gets the official image's empty usrlib/, so
+// that the example runs without --job-classname (entryClass) as on the official
+// image: with the test job's jar beside it, the standalone entrypoint would find
+// two jars with an entry class in their manifests and refuse to choose
+// ("Multiple JAR archives with entry classes found on classpath").
+//
+// conf is the process's configuration, image paths already mapped onto home.
+func defaultUsrLib(dist *Dist, home string, conf map[string]string) []string {
+	if strings.Contains(conf["pipeline.classpaths"], filepath.Join(home, "examples")+"/") {
+		return []string{}
+	}
+	return []string{dist.TestJobJar}
+}
+
+// linkUsrLib fills the private /opt/flink/usrlib with links to jars.
+func linkUsrLib(home string, jars []string) error {
+	for _, jar := range jars {
+		abs, err := filepath.Abs(jar)
+		if err != nil {
+			return err
+		}
+		if err := os.Symlink(abs, filepath.Join(home, "usrlib", filepath.Base(jar))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // layoutHome (re)creates the private /opt/flink: lib/, plugins/, opt/, bin/
-// (empty), usrlib/ with links to the user jars, and conf/ copied from confDir
-// with image paths in the configuration file mapped.
-func layoutHome(home, confDir string, dist *Dist, usrLib []string, paths *pathMapper) error {
-	for _, d := range []string{"usrlib", "conf"} {
+// (empty), usrlib/ (empty; see linkUsrLib), examples/ (a link to the version's
+// example jars, which are read only as in the image) and conf/ copied from
+// confDir with image paths in the configuration file mapped.
+func layoutHome(home, confDir string, dist *Dist, paths *pathMapper) error {
+	for _, d := range []string{"usrlib", "conf", "examples"} {
 		if err := os.RemoveAll(filepath.Join(home, d)); err != nil {
 			return err
 		}
@@ -350,17 +392,8 @@ func layoutHome(home, confDir string, dist *Dist, usrLib []string, paths *pathMa
 			return err
 		}
 	}
-	if usrLib == nil {
-		usrLib = []string{dist.TestJobJar}
-	}
-	for _, jar := range usrLib {
-		abs, err := filepath.Abs(jar)
-		if err != nil {
-			return err
-		}
-		if err := os.Symlink(abs, filepath.Join(home, "usrlib", filepath.Base(jar))); err != nil {
-			return err
-		}
+	if err := os.Symlink(dist.ExamplesDir, filepath.Join(home, "examples")); err != nil {
+		return err
 	}
 
 	entries, err := os.ReadDir(confDir)

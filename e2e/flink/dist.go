@@ -16,7 +16,7 @@ import (
 // and working directory. build.sh hashes these same files, so a build made from
 // the repository and one from the embedded copy share the cache.
 //
-//go:embed build.sh versions.txt testjob/pom.xml testjob/src
+//go:embed build.sh versions.txt testjob/pom.xml testjob/src examples/pom.xml
 var buildFiles embed.FS
 
 // Dist is what build.sh produced for one pinned Flink version.
@@ -25,10 +25,29 @@ type Dist struct {
 	Dir        string   // <cache>/flink/<version>
 	Classpath  []string // the runtime jars (in ~/.m2), what flink-dist's lib/ would hold
 	TestJobJar string   // org.flinkops.testjob.CountingJob compiled for this version
+	// ExamplesDir is the image's /opt/flink/examples: streaming/ holds Flink's own
+	// example jars (StateMachineExample.jar, WordCount.jar, TopSpeedWindowing.jar, ...).
+	ExamplesDir string
 }
 
 // TestJobClass is the main class of Dist.TestJobJar (also its manifest Main-Class).
 const TestJobClass = "org.flinkops.testjob.CountingJob"
+
+// Jars of the image's /opt/flink/examples/streaming that Dist ships (see
+// Dist.Example), and their entry classes (also in their manifests).
+const (
+	StateMachineExampleJar   = "StateMachineExample.jar"
+	StateMachineExampleClass = "org.apache.flink.streaming.examples.statemachine.StateMachineExample"
+	WordCountJar             = "WordCount.jar"
+	WordCountClass           = "org.apache.flink.streaming.examples.wordcount.WordCount"
+	TopSpeedWindowingJar     = "TopSpeedWindowing.jar"
+	TopSpeedWindowingClass   = "org.apache.flink.streaming.examples.windowing.TopSpeedWindowing"
+)
+
+// Example is the host path of examples/streaming/<jar>, e.g. Example(WordCountJar).
+func (d *Dist) Example(jar string) string {
+	return filepath.Join(d.ExamplesDir, "streaming", jar)
+}
 
 // CacheDir is the root of the cache: $FLINKOP_CACHE_DIR, default
 // ~/.cache/flink-operator. Flink artifacts live under its flink/ directory.
@@ -78,13 +97,16 @@ func loadDist(version, dir string) (*Dist, error) {
 		return nil, err
 	}
 	d := &Dist{
-		Version:    version,
-		Dir:        dir,
-		Classpath:  strings.Split(strings.TrimSpace(string(cp)), string(os.PathListSeparator)),
-		TestJobJar: filepath.Join(dir, "testjob.jar"),
+		Version:     version,
+		Dir:         dir,
+		Classpath:   strings.Split(strings.TrimSpace(string(cp)), string(os.PathListSeparator)),
+		TestJobJar:  filepath.Join(dir, "testjob.jar"),
+		ExamplesDir: filepath.Join(dir, "examples"),
 	}
-	if _, err := os.Stat(d.TestJobJar); err != nil {
-		return nil, err
+	for _, f := range []string{d.TestJobJar, d.Example(StateMachineExampleJar)} {
+		if _, err := os.Stat(f); err != nil {
+			return nil, err
+		}
 	}
 	return d, nil
 }

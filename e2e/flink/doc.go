@@ -4,8 +4,9 @@
 //
 // No flink-dist or Docker is involved. For each pinned Flink version (see
 // versions.txt and [Versions]) build.sh resolves the runtime classpath from Maven
-// Central and compiles a small stateful test job (org.flinkops.testjob.CountingJob)
-// into a cache outside the repository; [Ensure] runs it (a no-op when cached).
+// Central, compiles a small stateful test job (org.flinkops.testjob.CountingJob)
+// and assembles the image's example jars into a cache outside the repository;
+// [Ensure] runs it (a no-op when cached).
 //
 // [Prepare] (or [Command]) turns a container invocation of the image, i.e. the
 // mode ("standalone-job", "jobmanager" or "taskmanager") and its arguments, plus
@@ -19,7 +20,9 @@
 //   - every server socket bound to the pod's own loopback address, so several
 //     JobManagers can each listen on 8081;
 //   - a private "/opt/flink" per process (the container's file system) as the
-//     working directory, whose usrlib/ holds the test job jar, and image paths
+//     working directory, whose usrlib/ holds the test job jar and whose
+//     examples/streaming holds Flink's own example jars (StateMachineExample.jar,
+//     WordCount.jar, TopSpeedWindowing.jar, ...), and image paths
 //     (local:///opt/flink/...) in arguments and configuration mapped onto it.
 //
 // [Start] runs the command in its own process group and [Process.Stop] ends the

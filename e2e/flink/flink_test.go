@@ -9,34 +9,60 @@ import (
 )
 
 // The versions build.sh and the Go code use (versions.txt) are the ones the
-// Maven profiles pin.
+// Maven profiles pin, in testjob/pom.xml and examples/pom.xml; the examples come
+// from a release of the same minor line.
 func TestVersionsMatchPom(t *testing.T) {
-	data, err := os.ReadFile("testjob/pom.xml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pom struct {
-		Profiles []struct {
-			ID           string `xml:"id"`
-			FlinkVersion string `xml:"properties>flink.version"`
-		} `xml:"profiles>profile"`
-	}
-	if err := xml.Unmarshal(data, &pom); err != nil {
-		t.Fatal(err)
-	}
-	inPom := map[string]string{}
-	for _, p := range pom.Profiles {
-		inPom[p.ID] = p.FlinkVersion
-	}
 	want := map[string]string{}
 	for _, p := range pinned() {
 		want[p.Profile] = p.Version
 	}
-	if !reflect.DeepEqual(inPom, want) {
-		t.Errorf("pom profiles %v, versions.txt %v", inPom, want)
-	}
 	if len(want) < 2 {
 		t.Errorf("want a 1.x and a 2.x version pinned, got %v", want)
+	}
+	for _, file := range []string{"testjob/pom.xml", "examples/pom.xml"} {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pom struct {
+			Profiles []struct {
+				ID              string `xml:"id"`
+				FlinkVersion    string `xml:"properties>flink.version"`
+				ExamplesVersion string `xml:"properties>examples.version"`
+			} `xml:"profiles>profile"`
+		}
+		if err := xml.Unmarshal(data, &pom); err != nil {
+			t.Fatal(err)
+		}
+		inPom := map[string]string{}
+		for _, p := range pom.Profiles {
+			inPom[p.ID] = p.FlinkVersion
+			if p.ExamplesVersion != "" && majorMinor(p.ExamplesVersion) != majorMinor(p.FlinkVersion) {
+				t.Errorf("%s: profile %s takes the examples of %s for Flink %s", file, p.ID, p.ExamplesVersion, p.FlinkVersion)
+			}
+		}
+		if !reflect.DeepEqual(inPom, want) {
+			t.Errorf("%s profiles %v, versions.txt %v", file, inPom, want)
+		}
+	}
+}
+
+// usrlib/ holds the test job, except where the job is one of the image's
+// examples (see defaultUsrLib).
+func TestDefaultUsrLib(t *testing.T) {
+	d := &Dist{TestJobJar: "/cache/testjob.jar"}
+	home := "/pods/jm/opt/flink"
+	for classpaths, want := range map[string][]string{
+		"":                                       {d.TestJobJar},
+		"file://" + home + "/usrlib/testjob.jar": {d.TestJobJar},
+		"file:///somewhere/examples/x.jar":       {d.TestJobJar},
+		"file://" + home + "/examples/streaming/StateMachineExample.jar":             {},
+		"file:///a.jar;file://" + home + "/examples/streaming/TopSpeedWindowing.jar": {},
+	} {
+		got := defaultUsrLib(d, home, map[string]string{"pipeline.classpaths": classpaths})
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("pipeline.classpaths %q: usrlib %q, want %q", classpaths, got, want)
+		}
 	}
 }
 
@@ -66,26 +92,20 @@ func TestConfigFileName(t *testing.T) {
 }
 
 func TestPathMapper(t *testing.T) {
-	dir := t.TempDir()
-	home := filepath.Join(dir, "home")
-	if err := os.MkdirAll(filepath.Join(home, "usrlib"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(home, "usrlib", "present.jar"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	m := newPathMapper(home, "/cache/testjob.jar", map[string]string{"/flink-data": "/vol/data/"})
+	// Purely lexical: a jar the image lacks (NoSuchExample.jar) maps like any other
+	// path and then fails in Flink as it would in a pod; there is no stand-in.
+	home := filepath.Join(t.TempDir(), "home")
+	m := newPathMapper(home, map[string]string{"/flink-data": "/vol/data/"})
 	for in, want := range map[string]string{
-		"local:///opt/flink/usrlib/present.jar":                      "local://" + home + "/usrlib/present.jar",
-		"local:///opt/flink/usrlib/missing.jar":                      "local:///cache/testjob.jar",
-		"local:///opt/flink/examples/streaming/StateMachine.jar":     "local:///cache/testjob.jar",
+		"local:///opt/flink/usrlib/testjob.jar":                      "local://" + home + "/usrlib/testjob.jar",
+		"file:///opt/flink/examples/streaming/NoSuchExample.jar":     "file://" + home + "/examples/streaming/NoSuchExample.jar",
 		"/opt/flink/log/x.log":                                       home + "/log/x.log",
 		"/opt/flinkx/a":                                              "/opt/flinkx/a",
 		"/foo/opt/flink/a":                                           "/foo/opt/flink/a",
 		"file:///flink-data/savepoints/sp-1":                         "file:///vol/data/savepoints/sp-1",
 		"execution.checkpointing.dir=file:///flink-data/cp":          "execution.checkpointing.dir=file:///vol/data/cp",
 		"execution.checkpointing.dir: 'file:///flink-data/cp'\nx: y": "execution.checkpointing.dir: 'file:///vol/data/cp'\nx: y",
-		"a,/flink-data/x;/opt/flink/usrlib/present.jar":              "a,/vol/data/x;" + home + "/usrlib/present.jar",
+		"a,/flink-data/x;/opt/flink/usrlib/testjob.jar":              "a,/vol/data/x;" + home + "/usrlib/testjob.jar",
 		"s3://bucket/flink-data/x":                                   "s3://bucket/flink-data/x",
 	} {
 		if got := m.Rewrite(in); got != want {

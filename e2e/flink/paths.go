@@ -1,7 +1,6 @@
 package flink
 
 import (
-	"os"
 	"path"
 	"sort"
 	"strings"
@@ -12,18 +11,15 @@ const ImageFlinkHome = "/opt/flink"
 
 // pathMapper maps absolute paths of the container's file system (the image's
 // /opt/flink, and volume mount points given in LaunchOptions.PathMap) to host
-// paths, inside arguments and configuration values.
+// paths, inside arguments and configuration values. A path maps whether or not
+// it exists: a jar the image lacks fails in Flink as it would in a pod.
 type pathMapper struct {
 	prefixes []string // longest first
 	target   map[string]string
-	// fallbackJar replaces a *.jar under /opt/flink/usrlib or /opt/flink/examples
-	// that the host directory lacks: the test image's only job is the test job.
-	fallbackJar string
-	home        string
 }
 
-func newPathMapper(home, fallbackJar string, extra map[string]string) *pathMapper {
-	m := &pathMapper{target: map[string]string{ImageFlinkHome: home}, fallbackJar: fallbackJar, home: home}
+func newPathMapper(home string, extra map[string]string) *pathMapper {
+	m := &pathMapper{target: map[string]string{ImageFlinkHome: home}}
 	for k, v := range extra {
 		m.target[strings.TrimSuffix(k, "/")] = strings.TrimSuffix(v, "/")
 	}
@@ -83,13 +79,5 @@ func (m *pathMapper) matchAt(s string, i int) (string, bool) {
 }
 
 func (m *pathMapper) mapPath(prefix, p string) string {
-	rest := strings.TrimPrefix(p, prefix)
-	host := m.target[prefix] + rest
-	if prefix == ImageFlinkHome && m.fallbackJar != "" && strings.HasSuffix(rest, ".jar") &&
-		(strings.HasPrefix(rest, "/usrlib/") || strings.HasPrefix(rest, "/examples/")) {
-		if _, err := os.Stat(host); err != nil {
-			return m.fallbackJar
-		}
-	}
-	return path.Clean(host)
+	return path.Clean(m.target[prefix] + strings.TrimPrefix(p, prefix))
 }

@@ -304,6 +304,7 @@ type testCluster struct {
 	version string
 	base    string // everything of the test lives here
 	data    string // the volume
+	conf    map[string]string
 	confDir string
 	pods    []*pod
 }
@@ -332,6 +333,7 @@ func newTestCluster(t *testing.T, ctx context.Context, version string, extraConf
 	for k, v := range extraConf {
 		conf[k] = v
 	}
+	c.conf = conf
 	if err := WriteConfDir(c.confDir, version, conf); err != nil {
 		t.Fatal(err)
 	}
@@ -353,13 +355,36 @@ func newTestCluster(t *testing.T, ctx context.Context, version string, extraConf
 // Application pods get a generated hosts file (LaunchOptions.Hosts), session pods
 // one written here (LaunchOptions.HostsFile), to cover both.
 func (c *testCluster) start(name, ip, jmIP string, mode Mode, args ...string) *pod {
+	c.t.Helper()
+	return c.startWithConf(c.confDir, name, ip, jmIP, mode, args...)
+}
+
+// confDirWith writes another ConfigMap directory: the cluster's configuration
+// plus extra, and returns it.
+func (c *testCluster) confDirWith(name string, extra map[string]string) string {
+	conf := map[string]string{}
+	for k, v := range c.conf {
+		conf[k] = v
+	}
+	for k, v := range extra {
+		conf[k] = v
+	}
+	dir := filepath.Join(c.base, "configmap-"+name)
+	if err := WriteConfDir(dir, c.version, conf); err != nil {
+		c.t.Fatal(err)
+	}
+	return dir
+}
+
+// startWithConf is start with the configuration in confDir.
+func (c *testCluster) startWithConf(confDir, name, ip, jmIP string, mode Mode, args ...string) *pod {
 	t := c.t
 	t.Helper()
 	opts := LaunchOptions{
 		FlinkVersion: c.version,
 		Mode:         mode,
 		Args:         args,
-		ConfDir:      c.confDir,
+		ConfDir:      confDir,
 		Host:         ip,
 		WorkDir:      filepath.Join(c.base, name),
 		PathMap:      map[string]string{"/flink-data": c.data},
