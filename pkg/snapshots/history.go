@@ -134,10 +134,30 @@ func LastPeriodicTrigger(all []*v1beta1.FlinkStateSnapshot, typ string, fallback
 	return last
 }
 
-// InFlightOfType reports whether a snapshot of the type is still in flight.
-func InFlightOfType(all []*v1beta1.FlinkStateSnapshot, typ string) bool {
+// BlocksPeriodic reports whether an existing snapshot holds back the next
+// periodic snapshot of its type [ours]: only a PERIODIC one that is still in
+// flight and not being deleted — in any non-terminal state, including a wait
+// for a retry — so that a savepoint slower than its interval, or one that
+// keeps failing under backoffLimit -1, never piles up periodic snapshots.
+//
+// Snapshots of any other trigger type (MANUAL from a nonce or a resource a
+// user created, UPGRADE) never hold the schedule back: a user's snapshot can
+// fail and retry forever, or wait forever (a ValidationError keeps it
+// TRIGGER_PENDING without failures), and must not stop the job's periodic
+// savepoints. They are still never triggered at the same time as the
+// periodic one: kubernetes.operator.snapshot.max-concurrent-per-job (default
+// 1) makes the later of the two wait in TRIGGER_PENDING for the other's
+// attempt to end, and a failed attempt waiting for its retry holds no slot.
+// Upstream does not look at snapshot resources at all here.
+func BlocksPeriodic(s *v1beta1.FlinkStateSnapshot) bool {
+	return TriggerType(s) == v1beta1.SnapshotTriggerPeriodic && InFlight(s) && s.DeletionTimestamp == nil
+}
+
+// PeriodicInFlight reports whether a snapshot of the type holds back the
+// next periodic one (BlocksPeriodic).
+func PeriodicInFlight(all []*v1beta1.FlinkStateSnapshot, typ string) bool {
 	for _, s := range all {
-		if Type(s) == typ && InFlight(s) && s.DeletionTimestamp == nil {
+		if Type(s) == typ && BlocksPeriodic(s) {
 			return true
 		}
 	}

@@ -44,8 +44,10 @@ func Deployment(dep *v1beta1.FlinkDeployment, operator config.Config) (*Result, 
 // operator needs to deploy it (mode, image, a supported Flink version, a
 // configuration that parses), upstream's rules about state (reference §7.2)
 // and about changes against last, the spec the operator last reconciled
-// (nil before the first deployment). What pkg/cluster refuses to build is
-// checked by building, which callers do next.
+// (nil before the first deployment), then the numbers and enum-like strings
+// of the JobManager and TaskManager (numbers.go). What pkg/cluster refuses
+// to build (memory sizes, slots, ports) is checked by building, which
+// callers do next.
 func DeploymentSpec(spec, last *v1beta1.FlinkDeploymentSpec, operator config.Config) (*Result, error) {
 	switch spec.Mode {
 	case "", v1beta1.DeploymentModeStandalone:
@@ -81,26 +83,31 @@ func DeploymentSpec(spec, last *v1beta1.FlinkDeploymentSpec, operator config.Con
 			return nil, errors.New("Cannot switch from job to session cluster")
 		}
 	}
-	job := spec.Job
-	if job == nil {
-		return res, nil
+	if job := spec.Job; job != nil {
+		if err := jobEnums(job); err != nil {
+			return nil, err
+		}
+		var lastJob *v1beta1.JobSpec
+		if last != nil {
+			lastJob = last.Job
+		}
+		if err := jobState(job, lastJob, cfg); err != nil {
+			return nil, err
+		}
+		if err := jobParallelism(job, tmReplicasDecide(spec)); err != nil {
+			return nil, err
+		}
+		// Last-state keeps the job's state in checkpoints of the old version,
+		// which a new Flink version may not read; upstream refuses the change
+		// unless the new spec gives up state (stateless).
+		if lastJob != nil && lastJob.State == v1beta1.JobStateSuspended && UpgradeMode(lastJob) == v1beta1.UpgradeModeLastState &&
+			UpgradeMode(job) != v1beta1.UpgradeModeStateless && last.FlinkVersion != spec.FlinkVersion {
+			return nil, errors.New("Changing flinkVersion after last-state suspend is not allowed. Restore your cluster with the current flinkVersion and perform the version upgrade afterwards.")
+		}
 	}
-	if err := jobEnums(job); err != nil {
+	// After the job's rules, as upstream orders them.
+	if err := components(spec, cfg); err != nil {
 		return nil, err
-	}
-	var lastJob *v1beta1.JobSpec
-	if last != nil {
-		lastJob = last.Job
-	}
-	if err := jobState(job, lastJob, cfg); err != nil {
-		return nil, err
-	}
-	// Last-state keeps the job's state in checkpoints of the old version,
-	// which a new Flink version may not read; upstream refuses the change
-	// unless the new spec gives up state (stateless).
-	if lastJob != nil && lastJob.State == v1beta1.JobStateSuspended && UpgradeMode(lastJob) == v1beta1.UpgradeModeLastState &&
-		UpgradeMode(job) != v1beta1.UpgradeModeStateless && last.FlinkVersion != spec.FlinkVersion {
-		return nil, errors.New("Changing flinkVersion after last-state suspend is not allowed. Restore your cluster with the current flinkVersion and perform the version upgrade afterwards.")
 	}
 	return res, nil
 }

@@ -40,6 +40,13 @@ func SessionJob(job *v1beta1.FlinkSessionJob, cluster *v1beta1.FlinkDeployment, 
 	if err := jobEnums(spec.Job); err != nil {
 		return nil, err
 	}
+	// Upstream checks it only once the cluster exists; it needs nothing
+	// from the cluster, so here it is checked at once. A session job's
+	// parallelism is its own: the cluster's TaskManager replicas never
+	// decide it.
+	if err := jobParallelism(spec.Job, false); err != nil {
+		return nil, err
+	}
 	if cluster == nil {
 		return &Result{}, nil
 	}

@@ -52,11 +52,11 @@ func CrossNamespaceReference(s *v1beta1.FlinkStateSnapshot) (namespace string, c
 // wins. The first rules are upstream's (reference §7.1, messages verbatim):
 // exactly one of savepoint and checkpoint; an alreadyExists savepoint needs
 // nothing more; a job reference; a target that exists while the snapshot
-// has not been triggered. Ours follow, also only before the trigger: a
-// savepoint needs a directory (spec.savepoint.path or the job's configured
-// savepoint directory) and a checkpoint needs Flink 1.17 or newer, so a
-// snapshot that cannot succeed is refused at creation instead of failing
-// later in its status.
+// has not been triggered. Ours follow: a backoffLimit of -1 or more
+// (numbers.go); then, only before the trigger, a savepoint needs a directory (spec.savepoint.path or the
+// job's configured savepoint directory) and a checkpoint needs Flink 1.17 or
+// newer, so a snapshot that cannot succeed is refused at creation instead of
+// failing later in its status.
 func StateSnapshot(s *v1beta1.FlinkStateSnapshot, target Target, operator config.Config) error {
 	spec := &s.Spec
 	if (spec.Savepoint == nil) == (spec.Checkpoint == nil) {
@@ -64,6 +64,9 @@ func StateSnapshot(s *v1beta1.FlinkStateSnapshot, target Target, operator config
 	}
 	if sp := spec.Savepoint; sp != nil && sp.AlreadyExists != nil && *sp.AlreadyExists {
 		return nil
+	}
+	if err := snapshotBackoffLimit(s); err != nil {
+		return err
 	}
 	ref := spec.JobReference
 	if ref == nil || strings.TrimSpace(ref.Name) == "" {
