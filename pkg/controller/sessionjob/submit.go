@@ -14,16 +14,19 @@ import (
 	"github.com/flinkops/flink-operator/pkg/flink"
 )
 
-// submit makes the submission the status records (job id, restore point):
-// fetch the jar, upload it to the session cluster, run it with the
-// recorded job id, delete the uploaded jar. The job id makes it idempotent:
-// if an earlier attempt got through, Flink answers DuplicateJobSubmission
-// and the next observation finds the job. A failure is reported in status
-// and retried after a minute (or when the spec changes).
+// submit makes the submission the status records (job id, restore point)
+// in the background (submissions.go): fetch the jar, upload it to the
+// session cluster, run it with the recorded job id, delete the uploaded
+// jar. The sync only starts that task and returns; the task's completion
+// enqueues the key. The job id makes it idempotent: if an earlier attempt
+// got through, Flink answers DuplicateJobSubmission or the next
+// observation finds the job. A failure is reported in status and with a
+// SubmitFailed event, and retried with a growing delay (from the progress
+// interval for a transient failure, from a minute otherwise, up to 10
+// minutes) or when the spec changes.
 func (c *Controller) submit(ctx context.Context, sc *syncState) {
 	js := &sc.sj.Status.JobStatus
 	spec := sc.recorded.Spec.Job
-	log := sc.log.WithValues("jobId", js.JobID, "jarURI", spec.JarURI)
 
 	req := flink.JarRunRequest{
 		EntryClass:            spec.EntryClass,
@@ -47,48 +50,26 @@ func (c *Controller) submit(ctx context.Context, sc *syncState) {
 	}
 	req.FlinkConfiguration = conf
 
-	failed := func(what string, err error) {
-		msg := fmt.Sprintf("Submitting job %s to session cluster %s failed: %s: %v", js.JobID, sc.deploymentName(), what, err)
-		if fe, ok := flink.AsError(err); ok {
-			msg = fmt.Sprintf("Submitting job %s to session cluster %s failed: %s: %s", js.JobID, sc.deploymentName(), what, fe.Summary())
-		}
-		sc.fail(ReasonSubmitFailed, "%s", msg)
-		if flink.IsRetryable(err) {
-			sc.after(sc.progressInterval())
-		} else {
-			sc.after(retryFailed)
+	id := submissionID{uid: string(sc.sj.UID), jobID: js.JobID, jarURI: spec.JarURI}
+	if f := c.submissions.failure(sc.key, id); f != nil {
+		// The last failure stays the status error (and its event is not
+		// repeated) until an attempt succeeds.
+		sc.fail(f.reason, "%s", f.msg)
+		if wait := f.notBefore.Sub(sc.now); wait > 0 {
+			sc.after(wait)
+			return
 		}
 	}
-	jar, err := c.openJar(ctx, spec.JarURI)
-	if err != nil {
-		failed("fetching the jar", err)
+	if c.submissions.task(sc.key) != nil {
+		// The gate waits for running tasks and takes finished ones over,
+		// so this is an abandoned task that has not ended yet.
+		sc.after(c.submitPoll())
 		return
 	}
-	defer jar.body.Close()
-	up, err := sc.client.UploadJar(ctx, jar.name, jar.body, jar.size)
-	if err != nil {
-		failed("uploading the jar", err)
-		return
+	if c.startSubmission(ctx, sc, id, req) {
+		sc.log.V(2).Info("Started the submission", "jobId", js.JobID, "jarURI", redactURI(spec.JarURI))
 	}
-	_, err = sc.client.RunJar(ctx, up.ID(), req)
-	if derr := sc.client.DeleteJar(ctx, up.ID()); derr != nil {
-		log.Info("Deleting the uploaded jar failed", "jar", up.ID(), "err", derr)
-	}
-	c.fault(sc.key, "submitted")
-	switch {
-	case err == nil:
-	case flink.IsDuplicateJob(err):
-		log.Info("The job was submitted before (an earlier attempt got through)")
-	default:
-		failed("running the jar", err)
-		return
-	}
-	from := "empty state"
-	if js.UpgradeSavepointPath != "" {
-		from = js.UpgradeSavepointPath
-	}
-	log.Info("Submitted job", "cluster", sc.deploymentName(), "restorePath", js.UpgradeSavepointPath)
-	sc.event("Normal", ReasonSubmit, "Submitted job %s to session cluster %s from %s", js.JobID, sc.deploymentName(), from)
+	// A safety net: the task's completion enqueues the key at once.
 	sc.after(sc.progressInterval())
 }
 
@@ -113,21 +94,38 @@ func jobFlinkConfiguration(sc *syncState) (map[string]string, error) {
 	return out, nil
 }
 
-type jarContent struct {
+// localJar is a jar ready for upload: a temporary copy of a downloaded
+// one, or the file a file:// URI names.
+type localJar struct {
 	name string
-	body io.ReadCloser
-	size int64 // -1 when unknown
+	body *os.File
+	size int64
+	// temp is the temporary copy's path, removed on close (it may already
+	// be gone, see fetchJar).
+	temp string
 }
 
-// openJar opens a session job's jarURI for upload: http(s):// is
-// downloaded (streamed, never held in memory), file:// is read from the
-// operator's file system. local:// names a file inside the session
-// cluster's image, which the REST API cannot run, and is refused (the
-// webhook and validation say so before it gets here).
-func (c *Controller) openJar(ctx context.Context, uri string) (*jarContent, error) {
+func (j *localJar) close() {
+	_ = j.body.Close()
+	if j.temp != "" {
+		_ = os.Remove(j.temp)
+	}
+}
+
+// fetchJar makes a session job's jarURI ready for upload: http(s):// is
+// downloaded into a temporary file under the controller's jar directory
+// (streamed, never held in memory, at most the size limit, within the
+// artifact client's timeout), file:// is read from the operator's file
+// system as it is. local:// names a file inside the session cluster's
+// image, which the REST API cannot run, and is refused (the webhook and
+// validation say so before it gets here).
+//
+// Downloading first, rather than streaming the download into the upload,
+// keeps a slow jar server from holding a JobManager upload open.
+func (c *Controller) fetchJar(ctx context.Context, uri string) (*localJar, error) {
 	u, err := url.Parse(uri)
 	if err != nil {
-		return nil, fmt.Errorf("jarURI %q: %w", uri, err)
+		return nil, fmt.Errorf("jarURI %q: %w", redactURI(uri), err)
 	}
 	name := path.Base(u.Path)
 	if !strings.HasSuffix(name, ".jar") {
@@ -135,19 +133,7 @@ func (c *Controller) openJar(ctx context.Context, uri string) (*jarContent, erro
 	}
 	switch strings.ToLower(u.Scheme) {
 	case "http", "https":
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, uri, nil)
-		if err != nil {
-			return nil, err
-		}
-		resp, err := c.artifactClient.Do(req)
-		if err != nil {
-			return nil, fmt.Errorf("GET %s: %w", redact(u), err)
-		}
-		if resp.StatusCode != http.StatusOK {
-			resp.Body.Close()
-			return nil, fmt.Errorf("GET %s: %s", redact(u), resp.Status)
-		}
-		return &jarContent{name: name, body: resp.Body, size: resp.ContentLength}, nil
+		return c.download(ctx, u, name)
 	case "file":
 		f, err := os.Open(u.Path)
 		if err != nil {
@@ -158,9 +144,63 @@ func (c *Controller) openJar(ctx context.Context, uri string) (*jarContent, erro
 			f.Close()
 			return nil, err
 		}
-		return &jarContent{name: name, body: f, size: st.Size()}, nil
+		return &localJar{name: name, body: f, size: st.Size()}, nil
 	}
-	return nil, fmt.Errorf("jarURI %q: a session job's jar must be an http://, https:// or file:// URI", uri)
+	return nil, fmt.Errorf("jarURI %q: a session job's jar must be an http://, https:// or file:// URI", redactURI(uri))
+}
+
+func (c *Controller) download(ctx context.Context, u *url.URL, name string) (*localJar, error) {
+	limit := c.submissions.maxJarBytes
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.artifactClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: %w", redact(u), err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", redact(u), resp.Status)
+	}
+	if resp.ContentLength > limit {
+		return nil, fmt.Errorf("GET %s: the jar has %d bytes, more than the operator's limit of %d", redact(u), resp.ContentLength, limit)
+	}
+	f, err := os.CreateTemp(c.submissions.jarDir, "sessionjob-*.jar")
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: creating a temporary file: %w", redact(u), err)
+	}
+	jar := &localJar{name: name, body: f, temp: f.Name()}
+	// Unlinked at once where the OS allows it (the open file stays
+	// readable): a killed operator then leaves no file behind. Elsewhere
+	// close removes it.
+	if os.Remove(f.Name()) == nil {
+		jar.temp = ""
+	}
+	n, err := io.Copy(f, io.LimitReader(resp.Body, limit+1))
+	switch {
+	case err != nil:
+		jar.close()
+		return nil, fmt.Errorf("GET %s: reading the jar after %d bytes: %w", redact(u), n, err)
+	case n > limit:
+		jar.close()
+		return nil, fmt.Errorf("GET %s: the jar has more than the operator's limit of %d bytes", redact(u), limit)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		jar.close()
+		return nil, fmt.Errorf("GET %s: rewinding the temporary file: %w", redact(u), err)
+	}
+	jar.size = n
+	return jar, nil
+}
+
+// redactURI is redact for a URI that may not parse.
+func redactURI(uri string) string {
+	u, err := url.Parse(uri)
+	if err != nil {
+		return "(unparsable URI)"
+	}
+	return redact(u)
 }
 
 // redact drops credentials and the query (tokens) from a URL for messages.

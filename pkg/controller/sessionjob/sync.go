@@ -117,9 +117,13 @@ func (c *Controller) Sync(ctx context.Context, key string) (time.Duration, error
 	cached, err := c.caches.SessionJob(ns, name)
 	if apierrors.IsNotFound(err) {
 		c.clusterMisses.Delete(key)
+		c.submissions.forget(key)
 		return 0, nil
 	} else if err != nil {
 		return 0, err
+	}
+	if wait, d := c.gateSubmission(ctx, key, cached); wait {
+		return d, nil // a submission is in flight (submissions.go)
 	}
 	if cached.DeletionTimestamp != nil {
 		return c.syncDeletion(ctx, key, cached)
