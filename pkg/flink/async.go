@@ -2,6 +2,7 @@ package flink
 
 import (
 	"strings"
+	"unicode/utf8"
 )
 
 // Flink's asynchronous operations answer their status GET with
@@ -86,19 +87,83 @@ type FailureCause struct {
 	SerializedThrowable string `json:"serialized-throwable,omitempty"`
 }
 
-// Message returns a one-line description: the first line of the stack trace
-// (which is "ExceptionClass: message"), else the class name.
+// maxMessageLen bounds Message: it ends up in status.error and in events,
+// which the API server truncates at 1 KiB.
+const maxMessageLen = 800
+
+// Message returns a short description: the first line of the stack trace
+// (which is "ExceptionClass: message"), else the class name, followed by the
+// innermost causes of the chain. Flink wraps the real reason several levels
+// deep: a savepoint to a directory it cannot create says "CheckpointException:
+// ... IO-problem detected." on top, "IOException: Failed to create savepoint
+// directory at file:/..." one level above the root, and the file system's
+// own exception (e.g. FileAlreadyExistsException naming the path in the way)
+// at the root. Only the last two say what to fix.
 func (f FailureCause) Message() string {
-	if line, _, _ := strings.Cut(strings.TrimSpace(f.StackTrace), "\n"); strings.TrimSpace(line) != "" {
-		return strings.TrimSpace(line)
+	trace := strings.TrimSpace(f.StackTrace)
+	first, _, _ := strings.Cut(trace, "\n")
+	first = strings.TrimSpace(first)
+	if first == "" {
+		switch {
+		case f.Class != "":
+			return f.Class
+		case f.SerializedThrowable != "":
+			return "unknown failure (only a serialized Java exception was returned)"
+		}
+		return "unknown failure (no cause returned)"
 	}
-	if f.Class != "" {
-		return f.Class
+	causes := Causes(trace)
+	if len(causes) > 2 {
+		causes = causes[len(causes)-2:]
 	}
-	if f.SerializedThrowable != "" {
-		return "unknown failure (only a serialized Java exception was returned)"
+	// Both bounded, the causes kept whole if they can be: they name what to
+	// fix. A cause the line before already quotes adds nothing.
+	const sep = "; caused by: "
+	tail, prev := "", first
+	for _, c := range causes {
+		if strings.Contains(prev, c) {
+			continue
+		}
+		tail += sep + truncate(c, maxMessageLen/3)
+		prev = c
 	}
-	return "unknown failure (no cause returned)"
+	return truncate(first, maxMessageLen-len(tail)) + tail
+}
+
+// Causes returns the "Caused by:" messages of a Java stack trace, outermost
+// first (without the prefix), the continuation lines of a multi-line message
+// joined by spaces. Causes of a "Suppressed:" section are indented and not
+// part of the chain.
+func Causes(trace string) []string {
+	lines := strings.Split(trace, "\n")
+	var out []string
+	for i, l := range lines {
+		if !strings.HasPrefix(l, "Caused by: ") {
+			continue
+		}
+		parts := []string{strings.TrimSpace(strings.TrimPrefix(l, "Caused by: "))}
+		for _, next := range lines[i+1:] {
+			t := strings.TrimSpace(next)
+			if t == "" || strings.HasPrefix(next, "\t") || strings.HasPrefix(t, "at ") || strings.HasPrefix(t, "... ") ||
+				strings.HasPrefix(next, "Caused by: ") {
+				break // the frames (or the next cause) begin: the message has ended
+			}
+			parts = append(parts, t)
+		}
+		out = append(out, strings.Join(parts, " "))
+	}
+	return out
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 // Contains reports whether the class or stack trace mentions substr, for

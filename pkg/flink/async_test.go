@@ -2,6 +2,7 @@ package flink
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -105,5 +106,41 @@ func TestErrorSummaryAndParse(t *testing.T) {
 	}
 	if got := parseErrorBody(nil); got != nil {
 		t.Errorf("empty body = %q", got)
+	}
+}
+
+// TestFailureCauseRootCause pins that the innermost cause reaches the
+// message: Flink's answer for a savepoint to an unwritable directory names
+// the directory only in the last "Caused by:".
+func TestFailureCauseRootCause(t *testing.T) {
+	trace := "java.util.concurrent.CompletionException: org.apache.flink.runtime.checkpoint.CheckpointException: An Exception occurred while triggering the checkpoint. IO-problem detected.\n" +
+		"\tat java.base/java.util.concurrent.CompletableFuture.encodeThrowable(CompletableFuture.java:332)\n" +
+		"Caused by: org.apache.flink.runtime.checkpoint.CheckpointException: An Exception occurred while triggering the checkpoint. IO-problem detected.\n" +
+		"\tat org.apache.flink.runtime.checkpoint.CheckpointCoordinator.lambda$startTriggeringCheckpoint$7(CheckpointCoordinator.java:643)\n" +
+		"\t... 20 more\n" +
+		"\tSuppressed: java.lang.RuntimeException: not the root\n" +
+		"\t\tat x\n" +
+		"Caused by: java.io.IOException: Failed to create savepoint directory at file:/tmp/ro/savepoints\n" +
+		"  second line of the message\n" +
+		"\tat org.apache.flink.runtime.state.filesystem.AbstractFsCheckpointStorageAccess.initializeLocationForSavepoint(AbstractFsCheckpointStorageAccess.java:165)\n" +
+		"\t... 27 more\n" +
+		"Caused by: java.nio.file.FileAlreadyExistsException: /tmp/ro\n" +
+		"\tat sun.nio.fs.UnixException.translateToIOException(UnixException.java:94)\n" +
+		"\t... 30 more\n"
+	got := FailureCause{Class: "java.util.concurrent.CompletionException", StackTrace: trace}.Message()
+	want := "java.util.concurrent.CompletionException: org.apache.flink.runtime.checkpoint.CheckpointException: An Exception occurred while triggering the checkpoint. IO-problem detected." +
+		"; caused by: java.io.IOException: Failed to create savepoint directory at file:/tmp/ro/savepoints second line of the message" +
+		"; caused by: java.nio.file.FileAlreadyExistsException: /tmp/ro"
+	if got != want {
+		t.Errorf("Message() =\n%q\nwant\n%q", got, want)
+	}
+	// A cause the first line already names is not repeated.
+	if got := (FailureCause{StackTrace: "E: x: boom\n\tat a\nCaused by: x: boom\n\tat b"}).Message(); got != "E: x: boom" {
+		t.Errorf("Message() = %q", got)
+	}
+	// Bounded, and the root cause survives the bound.
+	long := FailureCause{StackTrace: "E: " + strings.Repeat("a", 5000) + "\nCaused by: java.io.IOException: the real reason\n\tat x"}.Message()
+	if len(long) > maxMessageLen || !strings.HasSuffix(long, "; caused by: java.io.IOException: the real reason") || !strings.HasPrefix(long, "E: aaa") {
+		t.Errorf("long message (%d bytes) = %q", len(long), long[max(0, len(long)-80):])
 	}
 }

@@ -9,12 +9,15 @@ import (
 // DesiredLabels returns the snapshot's labels with the operator's keys set:
 // snapshot.type from the spec, snapshot.trigger-type kept if present (set
 // once, never overwritten) else MANUAL, job-reference.* when the job was
-// found, and snapshot.state for terminal states.
+// found, and snapshot.state: the terminal state, or IN_PROGRESS while the
+// snapshot is not finished.
 //
-// snapshot.state is written only once a snapshot is terminal: the status
-// subresource cannot carry labels, so tracking every in-flight transition in
-// a label would double the writes per snapshot. In-flight snapshots are the
-// ones without the label (`-l '!snapshot.state'`); status.state is exact.
+// The status subresource cannot carry labels, so labels are written only
+// twice in a snapshot's life: with the operator's first write (before the
+// first trigger; operator-made snapshots carry them from creation) and with
+// the terminal state. In between, snapshot.state=IN_PROGRESS stands for
+// "not finished" (also while TRIGGER_PENDING waits for a slot or a retry);
+// status.state is exact.
 func DesiredLabels(s *v1beta1.FlinkStateSnapshot, state v1beta1.SnapshotState, jobFound bool) map[string]string {
 	labels := maps.Clone(s.Labels)
 	if labels == nil {
@@ -27,7 +30,7 @@ func DesiredLabels(s *v1beta1.FlinkStateSnapshot, state v1beta1.SnapshotState, j
 	if state.IsTerminal() {
 		labels[v1beta1.LabelSnapshotState] = string(state)
 	} else {
-		delete(labels, v1beta1.LabelSnapshotState)
+		labels[v1beta1.LabelSnapshotState] = string(v1beta1.SnapshotInProgress)
 	}
 	if r := s.Spec.JobReference; jobFound && r != nil {
 		labels[v1beta1.LabelJobReferenceKind] = string(r.Kind)

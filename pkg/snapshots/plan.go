@@ -64,8 +64,9 @@ type Plan struct {
 }
 
 // PlanSnapshots decides, from caches only, which snapshots a job needs now:
-// manual ones for changed nonces, periodic ones when due — never while one of
-// the same type is in flight [ours] — and which old ones history cleanup
+// manual ones for changed nonces, periodic ones when due — never while the
+// previous periodic one of the same type is in flight [ours], whatever other
+// snapshots do (BlocksPeriodic) — and which old ones history cleanup
 // deletes.
 func PlanSnapshots(job JobView, now time.Time) (Plan, error) {
 	var plan Plan
@@ -74,7 +75,9 @@ func PlanSnapshots(job JobView, now time.Time) (Plan, error) {
 		if !isSavepoint && !job.CheckpointsSupported {
 			continue
 		}
-		inFlight := InFlightOfType(job.Snapshots, typ)
+		// Only the periodic chain holds itself back (BlocksPeriodic): a
+		// user's snapshot that fails and retries forever must not stop it.
+		inFlight := PeriodicInFlight(job.Snapshots, typ)
 
 		// Manual nonce: one MANUAL snapshot per changed nonce, named by it.
 		nonce, reconciled := job.CheckpointNonce, job.ReconciledCheckpointNonce
@@ -92,7 +95,9 @@ func PlanSnapshots(job JobView, now time.Time) (Plan, error) {
 			} else {
 				plan.CheckpointNonce = nonce
 			}
-			inFlight = true
+			// A manual snapshot does not hold back a due periodic one (see
+			// BlocksPeriodic); the per-job concurrency limit runs them one
+			// after the other.
 		}
 
 		// Periodic.
@@ -129,8 +134,9 @@ func PlanSnapshots(job JobView, now time.Time) (Plan, error) {
 					plan.RequeueAfter = minPositive(plan.RequeueAfter, after.Sub(now))
 				}
 			case due:
-				// Waiting for the job or for the in-flight snapshot; the
-				// job's controller is woken when either changes.
+				// Waiting for the job or for the in-flight periodic
+				// snapshot; the job's controller is woken when either
+				// changes (a snapshot leaving flight wakes it).
 			default:
 				plan.RequeueAfter = minPositive(plan.RequeueAfter, next.Sub(now))
 			}
@@ -214,6 +220,7 @@ func newSnapshot(job JobView, typ string, trigger v1beta1.SnapshotTriggerType, s
 	}
 	if typ == v1beta1.SnapshotTypeCheckpoint {
 		s.Spec.Checkpoint = &v1beta1.CheckpointSpec{}
+		withCreationMetadata(s)
 		return s, nil
 	}
 	dispose, err := job.Config.Bool(config.KeySavepointDisposeOnDelete)
@@ -233,7 +240,22 @@ func newSnapshot(job JobView, typ string, trigger v1beta1.SnapshotTriggerType, s
 		DisposeOnDelete: ptr.To(dispose),
 		AlreadyExists:   ptr.To(false),
 	}
+	withCreationMetadata(s)
 	return s, nil
+}
+
+// withCreationMetadata gives an operator-made snapshot, at creation, the
+// labels and finalizer the snapshot controller would otherwise write before
+// its first trigger: the Type and Trigger columns and `-l
+// snapshot.state=IN_PROGRESS` work from the start, and the snapshot costs no
+// metadata write until its terminal state.
+func withCreationMetadata(s *v1beta1.FlinkStateSnapshot) {
+	s.Labels = DesiredLabels(s, v1beta1.SnapshotTriggerPending, true)
+	if NeedsFinalizer(s, v1beta1.SnapshotTriggerPending) {
+		s.Finalizers = []string{v1beta1.SnapshotFinalizer}
+	} else {
+		s.Finalizers = nil
+	}
 }
 
 // UpgradeSnapshot records the savepoint an upgrade, suspend or deletion took
@@ -258,6 +280,7 @@ func UpgradeSnapshotWithFormat(job JobView, path string, triggered time.Time, fo
 	if format != "" {
 		s.Spec.Savepoint.FormatType = format
 	}
+	withCreationMetadata(s) // alreadyExists changes what it needs
 	return s, nil
 }
 

@@ -247,3 +247,51 @@ func TestHandledNonces(t *testing.T) {
 		}
 	}
 }
+
+// TestOperatorMadeSnapshotsCarryLabelsAndFinalizerFromCreation pins that
+// periodic and upgrade snapshots are created with the labels the columns and
+// selectors need and, for savepoints, the finalizer, so the snapshot
+// controller needs no metadata write before their trigger.
+func TestOperatorMadeSnapshotsCarryLabelsAndFinalizerFromCreation(t *testing.T) {
+	view := jobView(map[string]string{
+		"kubernetes.operator.periodic.savepoint.interval":  "1h",
+		"kubernetes.operator.periodic.checkpoint.interval": "1h",
+		"kubernetes.operator.savepoint.dispose-on-delete":  "false",
+		"execution.checkpointing.savepoint-dir":            "file:///sp",
+	})
+	p, err := PlanSnapshots(view, base.Add(2*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	upgrade, err := UpgradeSnapshot(view, "file:///sp/savepoint-1", base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	disposing := jobView(map[string]string{"kubernetes.operator.savepoint.dispose-on-delete": "true"})
+	upgradeDisposed, err := UpgradeSnapshot(disposing, "file:///sp/savepoint-2", base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Create) != 2 {
+		t.Fatalf("planned %s, want a periodic savepoint and checkpoint", names(p.Create))
+	}
+	for _, s := range append(p.Create, upgrade, upgradeDisposed) {
+		wantTrigger := "PERIODIC"
+		if s == upgrade || s == upgradeDisposed {
+			wantTrigger = "UPGRADE"
+		}
+		want := map[string]string{"snapshot.type": Type(s), "snapshot.trigger-type": wantTrigger, "snapshot.state": "IN_PROGRESS",
+			"job-reference.kind": "FlinkDeployment", "job-reference.name": "job"}
+		for k, v := range want {
+			if s.Labels[k] != v {
+				t.Errorf("%s: label %s = %q, want %q", s.Name, k, s.Labels[k], v)
+			}
+		}
+		// In flight: every savepoint the operator takes is held; an imported
+		// (upgrade) one only if it will be disposed.
+		wantFinalizer := Type(s) == v1beta1.SnapshotTypeSavepoint && (s != upgrade)
+		if got := len(s.Finalizers) == 1 && s.Finalizers[0] == v1beta1.SnapshotFinalizer; got != wantFinalizer {
+			t.Errorf("%s: finalizers %v, want finalizer %v", s.Name, s.Finalizers, wantFinalizer)
+		}
+	}
+}

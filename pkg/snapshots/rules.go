@@ -80,10 +80,22 @@ func DisposeOnDelete(s *v1beta1.FlinkStateSnapshot) bool {
 	return !AlreadyExists(s)
 }
 
-// NeedsFinalizer reports whether the snapshot must be held on deletion until
-// its data is disposed.
-func NeedsFinalizer(s *v1beta1.FlinkStateSnapshot) bool {
-	return DisposeOnDelete(s)
+// NeedsFinalizer reports whether the snapshot, in state, must be held on
+// deletion. A savepoint the operator takes is held while it is not finished,
+// whatever disposeOnDelete says: Flink may still be writing it, and only
+// once the attempt has ended does the operator know whether there are files
+// to dispose (or, with disposeOnDelete false, where the kept files are).
+// After that, only a COMPLETED savepoint with disposeOnDelete is held, until
+// its data is disposed. Checkpoints never are: Flink owns their files.
+func NeedsFinalizer(s *v1beta1.FlinkStateSnapshot, state v1beta1.SnapshotState) bool {
+	if !IsSavepoint(s) {
+		return false
+	}
+	if !state.IsTerminal() {
+		// An imported savepoint becomes COMPLETED at its first sync.
+		return !AlreadyExists(s) || DisposeOnDelete(s)
+	}
+	return state == v1beta1.SnapshotCompleted && DisposeOnDelete(s)
 }
 
 // Poll pacing: the first poll after a trigger comes quickly (most savepoints

@@ -147,16 +147,16 @@ func TestDesiredLabels(t *testing.T) {
 		jobFound bool
 		want     map[string]string
 	}{
-		{"in flight, job missing: no state, no job labels", savepoint(nil), v1beta1.SnapshotInProgress, false,
-			map[string]string{"snapshot.type": "SAVEPOINT", "snapshot.trigger-type": "MANUAL"}},
+		{"in flight, job missing: IN_PROGRESS, no job labels", savepoint(nil), v1beta1.SnapshotInProgress, false,
+			map[string]string{"snapshot.type": "SAVEPOINT", "snapshot.trigger-type": "MANUAL", "snapshot.state": "IN_PROGRESS"}},
 		{"completed with job", savepoint(nil), v1beta1.SnapshotCompleted, true,
 			map[string]string{"snapshot.type": "SAVEPOINT", "snapshot.trigger-type": "MANUAL", "snapshot.state": "COMPLETED",
 				"job-reference.kind": "FlinkDeployment", "job-reference.name": "job"}},
 		{"trigger type never overwritten, user labels kept, wrong type reverted",
 			savepoint(func(s *v1beta1.FlinkStateSnapshot) {
-				s.Labels = map[string]string{"snapshot.trigger-type": "PERIODIC", "team": "a", "snapshot.type": "CHECKPOINT", "snapshot.state": "IN_PROGRESS"}
+				s.Labels = map[string]string{"snapshot.trigger-type": "PERIODIC", "team": "a", "snapshot.type": "CHECKPOINT", "snapshot.state": "FAILED"}
 			}), v1beta1.SnapshotTriggerPending, false,
-			map[string]string{"snapshot.type": "SAVEPOINT", "snapshot.trigger-type": "PERIODIC", "team": "a"}},
+			map[string]string{"snapshot.type": "SAVEPOINT", "snapshot.trigger-type": "PERIODIC", "team": "a", "snapshot.state": "IN_PROGRESS"}},
 		{"cross-namespace reference",
 			savepoint(func(s *v1beta1.FlinkStateSnapshot) { s.Spec.JobReference.Namespace = "other" }), v1beta1.SnapshotFailed, true,
 			map[string]string{"snapshot.type": "SAVEPOINT", "snapshot.trigger-type": "MANUAL", "snapshot.state": "FAILED",
@@ -173,6 +173,42 @@ func TestDesiredLabels(t *testing.T) {
 				t.Errorf("DesiredLabels mutated its input:\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestNeedsFinalizer pins which snapshots are held on deletion: every
+// savepoint the operator takes while it is not finished (Flink may still be
+// writing it), afterwards only COMPLETED ones with disposeOnDelete.
+func TestNeedsFinalizer(t *testing.T) {
+	dispose := func(v bool) func(*v1beta1.FlinkStateSnapshot) {
+		return func(s *v1beta1.FlinkStateSnapshot) { s.Spec.Savepoint.DisposeOnDelete = &v }
+	}
+	imported := func(s *v1beta1.FlinkStateSnapshot) {
+		yes := true
+		s.Spec.Savepoint.AlreadyExists = &yes
+	}
+	checkpoint := func(s *v1beta1.FlinkStateSnapshot) {
+		s.Spec.Savepoint, s.Spec.Checkpoint = nil, &v1beta1.CheckpointSpec{}
+	}
+	for _, c := range []struct {
+		name  string
+		snap  *v1beta1.FlinkStateSnapshot
+		state v1beta1.SnapshotState
+		want  bool
+	}{
+		{"pending savepoint, dispose", savepoint(dispose(true)), v1beta1.SnapshotTriggerPending, true},
+		{"in-progress savepoint, keep", savepoint(dispose(false)), v1beta1.SnapshotInProgress, true},
+		{"completed savepoint, dispose", savepoint(dispose(true)), v1beta1.SnapshotCompleted, true},
+		{"completed savepoint, keep", savepoint(dispose(false)), v1beta1.SnapshotCompleted, false},
+		{"failed savepoint, dispose", savepoint(dispose(true)), v1beta1.SnapshotFailed, false},
+		{"abandoned savepoint, dispose", savepoint(dispose(true)), v1beta1.SnapshotAbandoned, false},
+		{"imported, default", savepoint(imported), v1beta1.SnapshotTriggerPending, false},
+		{"imported, dispose", savepoint(func(s *v1beta1.FlinkStateSnapshot) { imported(s); dispose(true)(s) }), v1beta1.SnapshotTriggerPending, true},
+		{"checkpoint in flight", savepoint(checkpoint), v1beta1.SnapshotInProgress, false},
+	} {
+		if got := NeedsFinalizer(c.snap, c.state); got != c.want {
+			t.Errorf("%s: NeedsFinalizer = %v, want %v", c.name, got, c.want)
+		}
 	}
 }
 

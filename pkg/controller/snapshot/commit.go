@@ -16,32 +16,34 @@ import (
 )
 
 // commit writes what changed between base (what the API server has) and s:
-// first labels and finalizer, then status, each at most once. It returns the
-// last object written (base when nothing was).
+// at a terminal state first labels and finalizer, then status, each at most
+// once. It returns the last object written (base when nothing was).
 //
-// Labels and the finalizer are written only once the snapshot is terminal:
-// the status subresource drops metadata, so keeping them current through
-// every in-flight transition would double the writes. The finalizer matters
-// only for COMPLETED savepoints (there is data to dispose), and it is written
-// before the status that says COMPLETED.
+// Metadata is written twice in a snapshot's life: before its first trigger
+// (writeMetadata from trigger; operator-made snapshots carry it from
+// creation) and with the terminal state. The status subresource drops
+// metadata, so following every in-flight transition in labels would double
+// the writes.
 func (c *Controller) commit(ctx context.Context, base, s *v1beta1.FlinkStateSnapshot, jobFound bool) (*v1beta1.FlinkStateSnapshot, error) {
+	return c.write(ctx, base, s, jobFound, true)
+}
+
+// commitStatus is commit without metadata, for a snapshot being deleted: its
+// finalizer is syncDeletion's to remove, and only after the status is
+// written.
+func (c *Controller) commitStatus(ctx context.Context, base, s *v1beta1.FlinkStateSnapshot) (*v1beta1.FlinkStateSnapshot, error) {
+	return c.write(ctx, base, s, false, false)
+}
+
+func (c *Controller) write(ctx context.Context, base, s *v1beta1.FlinkStateSnapshot, jobFound, withMetadata bool) (*v1beta1.FlinkStateSnapshot, error) {
 	logger := klog.FromContext(ctx)
 	latest := base
-	if s.Status.State.IsTerminal() {
-		want := s.DeepCopy()
-		want.Labels = snapshots.DesiredLabels(s, s.Status.State, jobFound)
-		if s.Status.State == v1beta1.SnapshotCompleted && snapshots.NeedsFinalizer(s) && !slices.Contains(want.Finalizers, v1beta1.SnapshotFinalizer) {
-			want.Finalizers = append(want.Finalizers, v1beta1.SnapshotFinalizer)
+	if withMetadata && s.Status.State.IsTerminal() {
+		written, err := c.writeMetadata(ctx, base, s, s.Status.State, jobFound)
+		if err != nil {
+			return nil, err
 		}
-		if !maps.Equal(want.Labels, base.Labels) || !slices.Equal(want.Finalizers, base.Finalizers) {
-			toWrite := base.DeepCopy()
-			toWrite.Labels, toWrite.Finalizers = want.Labels, want.Finalizers
-			written, err := c.client.FlinkV1beta1().FlinkStateSnapshots(s.Namespace).Update(ctx, toWrite, metav1.UpdateOptions{})
-			if err != nil {
-				return nil, fmt.Errorf("updating labels of snapshot %s/%s: %w", s.Namespace, s.Name, err)
-			}
-			latest = written
-		}
+		latest = written
 	}
 	if !equality.Semantic.DeepEqual(base.Status, s.Status) {
 		toWrite := latest.DeepCopy()
@@ -52,13 +54,47 @@ func (c *Controller) commit(ctx context.Context, base, s *v1beta1.FlinkStateSnap
 		}
 		latest = written
 	}
+	// Events and metrics follow what was recorded, never what a sync merely
+	// computed: a sync on a stale cache computes a failure again, and its
+	// write is refused (conflict), so an event emitted before the write
+	// would count one failure twice.
+	if s.Status.Failures > base.Status.Failures {
+		reason := ReasonCheckpointError
+		if snapshots.IsSavepoint(s) {
+			reason = ReasonSavepointError
+		}
+		c.recorder.Event(s, "Warning", reason, s.Status.Error)
+		metrics.SnapshotFailures.WithLabelValues(s.Namespace, lower(snapshots.Type(s))).Inc()
+	}
 	if base.Status.State != s.Status.State {
 		c.stateChanged(ctx, logger, base, s)
 	}
-	if s.Status.Failures > base.Status.Failures {
-		metrics.SnapshotFailures.WithLabelValues(s.Namespace, lower(snapshots.Type(s))).Inc()
-	}
 	return latest, nil
+}
+
+// writeMetadata writes the operator's labels and finalizer as they should be
+// for state, if they differ from base's, and returns what the API server
+// has afterwards.
+func (c *Controller) writeMetadata(ctx context.Context, base, s *v1beta1.FlinkStateSnapshot, state v1beta1.SnapshotState, jobFound bool) (*v1beta1.FlinkStateSnapshot, error) {
+	labels := snapshots.DesiredLabels(s, state, jobFound)
+	finalizers := slices.Clone(base.Finalizers)
+	has := slices.Contains(finalizers, v1beta1.SnapshotFinalizer)
+	switch need := snapshots.NeedsFinalizer(s, state); {
+	case need && !has:
+		finalizers = append(finalizers, v1beta1.SnapshotFinalizer)
+	case !need && has:
+		finalizers = slices.DeleteFunc(finalizers, func(f string) bool { return f == v1beta1.SnapshotFinalizer })
+	}
+	if maps.Equal(labels, base.Labels) && slices.Equal(finalizers, base.Finalizers) {
+		return base, nil
+	}
+	toWrite := base.DeepCopy()
+	toWrite.Labels, toWrite.Finalizers = labels, finalizers
+	written, err := c.client.FlinkV1beta1().FlinkStateSnapshots(s.Namespace).Update(ctx, toWrite, metav1.UpdateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("updating labels of snapshot %s/%s: %w", s.Namespace, s.Name, err)
+	}
+	return written, nil
 }
 
 // stateChanged logs one line per transition and keeps the metrics.
@@ -80,6 +116,7 @@ func (c *Controller) stateChanged(_ context.Context, logger klog.Logger, old, s 
 			c.recorder.Eventf(s, "Normal", ReasonSnapshotCompleted, "%s completed: %s", snapshots.Type(s), s.Status.Path)
 		}
 	case v1beta1.SnapshotAbandoned:
+		c.recorder.Event(s, "Warning", ReasonSnapshotAbandoned, s.Status.Error)
 		metrics.SnapshotAbandoned.WithLabelValues(s.Namespace, typ).Inc()
 	}
 }

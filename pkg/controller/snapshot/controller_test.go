@@ -11,6 +11,7 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/flink"
 	"github.com/flinkops/flink-operator/pkg/flink/fakejm"
+	"github.com/flinkops/flink-operator/pkg/snapshots"
 )
 
 // Scenarios from upstream's FlinkStateSnapshotControllerTest (reference §9),
@@ -56,7 +57,11 @@ func TestReconcileNewSavepoint(t *testing.T) {
 	}
 }
 
-// TestWritesPerManualSavepoint counts API writes from creation to COMPLETED.
+// TestWritesPerManualSavepoint counts API writes from creation to COMPLETED
+// of a snapshot a user created: its labels and finalizer must be written
+// before the intent (a deletion from then on waits for the attempt, and the
+// columns show while it runs), and the status subresource cannot carry
+// them, so it costs one metadata write more than an operator-made one.
 func TestWritesPerManualSavepoint(t *testing.T) {
 	f := newFixture(t)
 	f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
@@ -68,9 +73,38 @@ func TestWritesPerManualSavepoint(t *testing.T) {
 	}
 	meta, status := f.writes()
 	t.Logf("writes for one manual savepoint: %d metadata + %d status = %d", meta, status, meta+status)
+	if meta > 2 || status > 2 {
+		t.Fatalf("%d metadata + %d status writes, want at most 2 + 2", meta, status)
+	}
+}
+
+// TestWritesPerOperatorMadeSavepoint: a snapshot created with its labels and
+// finalizer (as pkg/snapshots makes periodic and upgrade ones) costs the
+// intent, the terminal labels and the terminal status: 3 writes.
+func TestWritesPerOperatorMadeSavepoint(t *testing.T) {
+	f := newFixture(t)
+	f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
+	f.create(operatorMade(savepointSnap("sp", "job"), v1beta1.SnapshotTriggerPeriodic))
+	f.resetActions()
+	s := f.drive("sp", 10)
+	if s.Status.State != v1beta1.SnapshotCompleted {
+		t.Fatalf("state %s", s.Status.State)
+	}
+	meta, status := f.writes()
 	if meta+status > 3 {
 		t.Fatalf("%d metadata + %d status writes, want at most 3", meta, status)
 	}
+}
+
+// operatorMade gives s the labels and finalizer pkg/snapshots sets at
+// creation.
+func operatorMade(s *v1beta1.FlinkStateSnapshot, trigger v1beta1.SnapshotTriggerType) *v1beta1.FlinkStateSnapshot {
+	s.Labels = map[string]string{v1beta1.LabelSnapshotTriggerType: string(trigger)}
+	s.Labels = snapshots.DesiredLabels(s, v1beta1.SnapshotTriggerPending, true)
+	if snapshots.NeedsFinalizer(s, v1beta1.SnapshotTriggerPending) {
+		s.Finalizers = []string{v1beta1.SnapshotFinalizer}
+	}
+	return s
 }
 
 func TestTerminalSnapshotsCostNothing(t *testing.T) {

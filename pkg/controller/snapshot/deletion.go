@@ -18,10 +18,12 @@ import (
 )
 
 // syncDeletion disposes a deleted snapshot's savepoint data when asked to,
-// then releases the finalizer. Deletion never hangs [ours]: if disposal does
-// not succeed within kubernetes.operator.snapshot.dispose.timeout, the
-// finalizer goes anyway with a DisposeSkipped event naming the path left on
-// storage.
+// then releases the finalizer. A savepoint deleted while IN_PROGRESS is held
+// until its attempt ends (bounded by the snapshot timeout): only then is it
+// known whether there are files to dispose. Deletion never hangs [ours]: if
+// disposal does not succeed within kubernetes.operator.snapshot.dispose.timeout,
+// the finalizer goes anyway with a DisposeSkipped event naming the path left
+// on storage.
 func (c *Controller) syncDeletion(ctx context.Context, cached *v1beta1.FlinkStateSnapshot) (time.Duration, error) {
 	if !slices.Contains(cached.Finalizers, v1beta1.SnapshotFinalizer) {
 		return 0, nil
@@ -33,21 +35,15 @@ func (c *Controller) syncDeletion(ctx context.Context, cached *v1beta1.FlinkStat
 
 	switch {
 	case s.Status.State == v1beta1.SnapshotInProgress:
-		// Wait for the running attempt to end (bounded by the snapshot
-		// timeout), then decide on its result.
-		t, err := c.resolveTarget(s)
-		if err != nil {
-			return 0, c.removeFinalizer(ctx, s)
+		return c.awaitAttempt(ctx, cached, s)
+	case s.Status.State != v1beta1.SnapshotCompleted, s.Status.Path == "":
+		return 0, c.removeFinalizer(ctx, s)
+	case !snapshots.DisposeOnDelete(s):
+		if endedAfterDeletion(s) {
+			// Whoever deleted it saw no path yet: say where the kept files are.
+			c.recorder.Eventf(s, "Warning", ReasonDisposeSkipped,
+				"Savepoint deleted while in progress completed at %s; disposeOnDelete is false, so its data is kept", s.Status.Path)
 		}
-		requeue, err := c.observe(ctx, s, t)
-		if err != nil {
-			return 0, err
-		}
-		if _, err := c.commit(ctx, cached, s, t.found); err != nil {
-			return 0, err
-		}
-		return max(requeue, snapshots.MinPollDelay), nil
-	case !snapshots.DisposeOnDelete(s), s.Status.State != v1beta1.SnapshotCompleted, s.Status.Path == "":
 		return 0, c.removeFinalizer(ctx, s)
 	}
 
@@ -74,7 +70,13 @@ func (c *Controller) syncDeletion(ctx context.Context, cached *v1beta1.FlinkStat
 	if err != nil {
 		return 0, err
 	}
-	deadline := s.DeletionTimestamp.Add(timeout)
+	// The disposal's time starts when there was something to dispose: at
+	// the deletion, or when an attempt deleted in flight ended.
+	start := s.DeletionTimestamp.Time
+	if ended, ok := snapshots.ParseTime(s.Status.ResultTimestamp); ok && ended.After(start) {
+		start = ended
+	}
+	deadline := start.Add(timeout)
 	if !now.Before(deadline) {
 		c.recorder.Eventf(s, "Warning", ReasonDisposeSkipped,
 			"Could not dispose savepoint within %s (%s); its data is left at %s", timeout, config.KeySnapshotDisposeTimeout, path)
@@ -82,7 +84,7 @@ func (c *Controller) syncDeletion(ctx context.Context, cached *v1beta1.FlinkStat
 		c.disposals.Delete(key)
 		return 0, c.removeFinalizer(ctx, s)
 	}
-	retry := min(snapshots.PollDelay(now.Sub(s.DeletionTimestamp.Time)), deadline.Sub(now))
+	retry := min(snapshots.PollDelay(now.Sub(start)), deadline.Sub(now))
 
 	cleanupFailed := func(format string, args ...any) (time.Duration, error) {
 		msg := fmt.Sprintf(format, args...)
@@ -126,6 +128,38 @@ func (c *Controller) syncDeletion(ctx context.Context, cached *v1beta1.FlinkStat
 	c.disposals.Delete(key)
 	logger.Info("Disposed savepoint", "snapshot", klog.KObj(s), "path", path)
 	return 0, c.removeFinalizer(ctx, s)
+}
+
+// awaitAttempt follows the attempt of a savepoint deleted while IN_PROGRESS
+// until it ends, writing only its status (the finalizer stays until the next
+// sync decides on the result). Bounded: observe fails the attempt at the
+// snapshot timeout, and a failed or timed-out attempt is not retried (the
+// next sync sees a state other than IN_PROGRESS and lets the resource go).
+// Never blocks: it polls and returns when to look again.
+func (c *Controller) awaitAttempt(ctx context.Context, cached, s *v1beta1.FlinkStateSnapshot) (time.Duration, error) {
+	t, err := c.resolveTarget(s)
+	if err != nil {
+		c.recorder.Eventf(s, "Warning", ReasonDisposeSkipped,
+			"Snapshot deleted while in progress (trigger id %s) cannot be followed (%v); if Flink completes it, its files stay in the savepoint directory %s",
+			s.Status.TriggerID, err, savepointDir(s, &target{}))
+		return 0, c.removeFinalizer(ctx, s)
+	}
+	requeue, err := c.observe(ctx, s, t, true)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := c.commitStatus(ctx, cached, s); err != nil {
+		return 0, err
+	}
+	klog.FromContext(ctx).V(2).Info("Deleted snapshot waits for its attempt to end", "snapshot", klog.KObj(s), "state", s.Status.State)
+	return max(requeue, snapshots.MinPollDelay), nil
+}
+
+// endedAfterDeletion reports whether the snapshot's attempt ended after it
+// was deleted.
+func endedAfterDeletion(s *v1beta1.FlinkStateSnapshot) bool {
+	ended, ok := snapshots.ParseTime(s.Status.ResultTimestamp)
+	return ok && s.DeletionTimestamp != nil && ended.After(s.DeletionTimestamp.Time)
 }
 
 // alreadyGone recognises a disposal that failed because the savepoint is no
