@@ -17,6 +17,7 @@ import (
 	"github.com/flinkops/flink-operator/e2e/framework"
 	"github.com/flinkops/flink-operator/e2e/localcluster"
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/webhook/review"
 )
 
 const (
@@ -88,7 +89,8 @@ func (s *suite) install() {
 	}
 	out = s.kubectl("apply", "-k", dir, "--server-side")
 	for _, want := range []string{"customresourcedefinition.apiextensions.k8s.io/flinkstatesnapshots.flink.apache.org",
-		"serviceaccount/flink-operator", "deployment.apps/flink-operator", "validatingwebhookconfiguration.admissionregistration.k8s.io/flink-operator"} {
+		"serviceaccount/flink-operator", "deployment.apps/flink-operator", "validatingwebhookconfiguration.admissionregistration.k8s.io/flink-operator",
+		"mutatingwebhookconfiguration.admissionregistration.k8s.io/flink-operator"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("kubectl apply -k: no %s in\n%s", want, out)
 		}
@@ -124,6 +126,10 @@ func (s *suite) checkRBAC() {
 		{[]string{"create", "clusterrolebindings"}, false},
 		{[]string{"update", "validatingwebhookconfigurations/other"}, false},
 		{[]string{"update", "validatingwebhookconfigurations/flink-operator"}, true},
+		{[]string{"update", "mutatingwebhookconfigurations/flink-operator"}, true},
+		{[]string{"update", "mutatingwebhookconfigurations/other"}, false},
+		{[]string{"get", "secrets/flink-operator-review-key", "-n", opNamespace}, true},
+		{[]string{"update", "secrets/flink-operator-review-key", "-n", opNamespace}, false},
 		{[]string{"update", "flinkdeployments/status", "-n", "default"}, true},
 		{[]string{"create", "flinkstatesnapshots", "-n", "default"}, true},
 		{[]string{"create", "deployments.apps", "-n", "default"}, true},
@@ -159,6 +165,10 @@ func (s *suite) startOperator() {
 	url := fmt.Sprintf("https://127.0.0.1:%d/validate", port)
 	s.kubectl("patch", "validatingwebhookconfiguration", "flink-operator", "--type=json",
 		"-p", `[{"op":"replace","path":"/webhooks/0/clientConfig","value":{"url":"`+url+`"}}]`)
+	// The mutating step that stamps reviewed cross-namespace references:
+	// same server, same self-managed CA (patched in by the operator).
+	s.kubectl("patch", "mutatingwebhookconfiguration", "flink-operator", "--type=json",
+		"-p", `[{"op":"replace","path":"/webhooks/0/clientConfig","value":{"url":"`+strings.TrimSuffix(url, "/validate")+`/mutate"}}]`)
 	s.Op = framework.StartOperator(t, s.OperatorBinary(), kubeconfig, s.OpLog,
 		"--config", cfg, "--leader-elect", "--leader-election-namespace", opNamespace,
 		"--webhook-bind-address", "127.0.0.1:"+strconv.Itoa(port), "--webhook-namespace", opNamespace,
@@ -302,6 +312,9 @@ subjects:
 		t.Fatalf("bob's snapshot of team-b's job: %v", err)
 	}
 	snap := s.waitSnapshot(teamA, "from-b")
+	if st, err := review.Parse(snap.Annotations[review.Annotation]); err != nil || !strings.HasSuffix(st.User, ":bob") {
+		t.Errorf("bob's snapshot carries stamp %q (%v), want one reviewed for bob", snap.Annotations[review.Annotation], err)
+	}
 	checkMetadata(t, snap.Status.Path, true)
 	if snap.Labels[v1beta1.LabelJobReferenceNamespace] != teamB {
 		t.Errorf("snapshot labels %v, want job-reference.namespace=%s", snap.Labels, teamB)

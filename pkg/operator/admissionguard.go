@@ -3,78 +3,86 @@ package operator
 import (
 	"context"
 	"fmt"
-	"slices"
-	"sync"
+	"os"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/clock"
+	"k8s.io/klog/v2"
+
+	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/validation"
+	"github.com/flinkops/flink-operator/pkg/webhook"
+	"github.com/flinkops/flink-operator/pkg/webhook/review"
 )
 
-// admissionGuardTTL is how long one answer about the webhook registration is
-// trusted: a cross-namespace snapshot waits at most this long after the
-// webhook is registered, and at most this long is acted on after it is
-// removed.
-const admissionGuardTTL = 30 * time.Second
+// ReviewKeySecretName is the Secret, in the operator's namespace
+// (--webhook-namespace, else $POD_NAMESPACE), holding the HMAC key of
+// cross-namespace review stamps (pkg/webhook/review). manifests/ grants
+// access to this name only.
+const ReviewKeySecretName = "flink-operator-review-key"
 
-// admissionGuard answers the snapshot controller's question "are
-// FlinkStateSnapshots admitted through our validating webhook?" (its
-// SubjectAccessReview is what makes a cross-namespace reference
-// trustworthy) from the ValidatingWebhookConfiguration the operator
-// manages, read at most every admissionGuardTTL.
-type admissionGuard struct {
-	kube  kubernetes.Interface
-	name  string
-	clock clock.PassiveClock
+// reviewKeyRefresh is how often every replica re-reads the review key, so
+// they converge on one an administrator replaced.
+const reviewKeyRefresh = time.Minute
 
-	mu      sync.Mutex
-	checked time.Time
-	last    error
-}
+// A reference to another namespace is trusted only when the object itself
+// proves the webhook reviewed it: the webhook's mutating step stamps the
+// object after its SubjectAccessReview allowed the reference, and the
+// controllers verify that stamp (review.Verify) before acting. Whether a
+// webhook is registered now says nothing about an object admitted before
+// it was, while it failed open, or outside its selectors, so that is no
+// longer asked.
 
-func newAdmissionGuard(kube kubernetes.Interface, name string, clk clock.PassiveClock) *admissionGuard {
-	return &admissionGuard{kube: kube, name: name, clock: clk}
-}
-
-// Check returns nil when the webhook guards snapshot creation.
-func (g *admissionGuard) Check(ctx context.Context) error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	now := g.clock.Now()
-	if !g.checked.IsZero() && now.Sub(g.checked) < admissionGuardTTL {
-		return g.last
+// newReviewKey loads the review key when cross-namespace references are
+// enabled (otherwise no stamp is ever made or needed, and the operator
+// touches no Secret for it). A key that cannot be loaded now is retried by
+// its Run; until then no stamp is made and none verifies, so cross-namespace
+// references wait, never act unchecked.
+func newReviewKey(ctx context.Context, kube kubernetes.Interface, opts Options) *webhook.ReviewKey {
+	logger := klog.FromContext(ctx)
+	if on, err := opts.Config.Bool(config.KeySnapshotCrossNamespaceReferencesEnabled); err != nil || !on {
+		return nil
 	}
-	vwc, err := g.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, g.name, metav1.GetOptions{})
+	ns := opts.Webhook.Namespace
+	if ns == "" {
+		ns = os.Getenv("POD_NAMESPACE")
+	}
+	key, err := webhook.NewReviewKey(kube, ns, ReviewKeySecretName)
 	if err != nil {
-		g.last = fmt.Errorf("reading ValidatingWebhookConfiguration %s: %w", g.name, err)
-	} else {
-		g.last = guardsSnapshots(vwc)
+		logger.Error(err, "Cross-namespace references are enabled but cannot be reviewed: set --webhook-namespace or $POD_NAMESPACE; none will be acted on")
+		return nil
 	}
-	g.checked = now
-	return g.last
+	ensureCtx, cancel := context.WithTimeout(ctx, webhookStartTimeout)
+	defer cancel()
+	if err := key.Ensure(ensureCtx); err != nil {
+		logger.Error(err, "Loading the cross-namespace review key; retrying every minute, cross-namespace references wait until then")
+	}
+	return key
 }
 
-// guardsSnapshots reports whether a ValidatingWebhookConfiguration sends
-// every FlinkStateSnapshot CREATE to a webhook that fails closed.
-func guardsSnapshots(vwc *admissionregistrationv1.ValidatingWebhookConfiguration) error {
-	for _, w := range vwc.Webhooks {
-		if w.FailurePolicy != nil && *w.FailurePolicy != admissionregistrationv1.Fail {
-			continue // a webhook that may be skipped guards nothing
-		}
-		for _, r := range w.Rules {
-			if matches(r.APIGroups, "flink.apache.org") && matches(r.Resources, "flinkstatesnapshots") &&
-				slices.ContainsFunc(r.Operations, func(op admissionregistrationv1.OperationType) bool {
-					return op == admissionregistrationv1.Create || op == admissionregistrationv1.OperationAll
-				}) {
-				return nil
-			}
-		}
+// reviewKeys is the key as the controllers and the webhook take it: a nil
+// *ReviewKey must become a nil interface.
+func reviewKeys(k *webhook.ReviewKey) review.Keys {
+	if k == nil {
+		return nil
 	}
-	return fmt.Errorf("ValidatingWebhookConfiguration %s has no webhook with failurePolicy Fail for CREATE of flinkstatesnapshots.flink.apache.org", vwc.Name)
+	return k
 }
 
-func matches(list []string, want string) bool {
-	return slices.Contains(list, want) || slices.Contains(list, "*")
+// snapshotGuard is the snapshot controller's AdmissionGuard: a snapshot's
+// reference to a job in another namespace is acted on only if the webhook
+// stamped this snapshot after reviewing that reference.
+func snapshotGuard(keys review.Keys) func(ctx context.Context, s *v1beta1.FlinkStateSnapshot) error {
+	return func(_ context.Context, s *v1beta1.FlinkStateSnapshot) error {
+		ns, cross := validation.CrossNamespaceReference(s)
+		if !cross || s.Spec.JobReference == nil {
+			return nil
+		}
+		ref := review.Reference{Kind: string(s.Spec.JobReference.Kind), Namespace: ns, Name: s.Spec.JobReference.Name}
+		if _, err := review.Verify(keys, "FlinkStateSnapshot", s, ref); err != nil {
+			return fmt.Errorf("no valid review by the operator's admission webhook: %w", err)
+		}
+		return nil
+	}
 }

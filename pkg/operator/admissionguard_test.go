@@ -1,74 +1,84 @@
 package operator
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubefake "k8s.io/client-go/kubernetes/fake"
-	testingclock "k8s.io/utils/clock/testing"
+
+	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/webhook/review"
 )
 
-func webhookConfig(policy admissionregistrationv1.FailurePolicyType, resources ...string) *admissionregistrationv1.ValidatingWebhookConfiguration {
-	return &admissionregistrationv1.ValidatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: "flink-operator"},
-		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
-			Name:          "validate.flink.apache.org",
-			FailurePolicy: &policy,
-			Rules: []admissionregistrationv1.RuleWithOperations{{
-				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
-				Rule:       admissionregistrationv1.Rule{APIGroups: []string{"flink.apache.org"}, APIVersions: []string{"v1beta1"}, Resources: resources},
-			}},
-		}},
+type staticKeys [][]byte
+
+func (k staticKeys) Keys() [][]byte { return k }
+
+// The snapshot controller's guard trusts the snapshot's own stamp, nothing
+// else: a same-namespace reference needs none; a cross-namespace one needs
+// a stamp for this snapshot and this reference.
+func TestSnapshotGuard(t *testing.T) {
+	key := []byte("0123456789abcdef0123456789abcdef")
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	snap := func(name, ns string) *v1beta1.FlinkStateSnapshot {
+		return &v1beta1.FlinkStateSnapshot{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: name, CreationTimestamp: metav1.NewTime(now)},
+			Spec: v1beta1.FlinkStateSnapshotSpec{Savepoint: &v1beta1.SavepointSpec{},
+				JobReference: &v1beta1.JobReference{Kind: v1beta1.JobReferenceKindDeployment, Name: "orders", Namespace: ns}},
+		}
+	}
+	stamp := func(s *v1beta1.FlinkStateSnapshot) string {
+		v, err := review.Sign(key, "FlinkStateSnapshot", s, review.Reference{Kind: "FlinkDeployment", Namespace: s.Spec.JobReference.Namespace, Name: "orders"}, "bob", now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	guard := snapshotGuard(staticKeys{key})
+	if err := guard(t.Context(), snap("local", "")); err != nil {
+		t.Errorf("same namespace: %v", err)
+	}
+	cross := snap("sp", "team-b")
+	if err := guard(t.Context(), cross); err == nil || !strings.Contains(err.Error(), "has no flinkops.io/cross-namespace-review annotation") {
+		t.Errorf("unstamped: %v", err)
+	}
+	cross.Annotations = map[string]string{review.Annotation: stamp(snap("reviewed", "team-b"))}
+	if err := guard(t.Context(), cross); err == nil || !strings.Contains(err.Error(), "does not vouch") {
+		t.Errorf("copied stamp: %v", err)
+	}
+	cross.Annotations[review.Annotation] = stamp(cross)
+	if err := guard(t.Context(), cross); err != nil {
+		t.Errorf("valid stamp: %v", err)
+	}
+	if err := snapshotGuard(reviewKeys(nil))(t.Context(), cross); err == nil {
+		t.Error("accepted without a key")
 	}
 }
 
-func TestAdmissionGuard(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		vwc     *admissionregistrationv1.ValidatingWebhookConfiguration
-		wantErr string
-	}{
-		{"registered", webhookConfig(admissionregistrationv1.Fail, "flinkdeployments", "flinkstatesnapshots"), ""},
-		{"wildcard", webhookConfig(admissionregistrationv1.Fail, "*"), ""},
-		{"missing", nil, "not found"},
-		{"ignore policy", webhookConfig(admissionregistrationv1.Ignore, "flinkstatesnapshots"), "no webhook with failurePolicy Fail"},
-		{"snapshots not covered", webhookConfig(admissionregistrationv1.Fail, "flinkdeployments"), "no webhook"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			kube := kubefake.NewSimpleClientset()
-			if tc.vwc != nil {
-				_, _ = kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(context.Background(), tc.vwc, metav1.CreateOptions{})
-			}
-			err := newAdmissionGuard(kube, "flink-operator", testingclock.NewFakeClock(time.Now())).Check(context.Background())
-			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
-				t.Fatalf("err %v, want %q", err, tc.wantErr)
-			}
-		})
+// The review key is loaded (its Secret created) only when cross-namespace
+// references are enabled.
+func TestNewReviewKey(t *testing.T) {
+	kube := kubefake.NewClientset()
+	opts := DefaultOptions()
+	opts.Webhook.Namespace = "flink-operator"
+	if k := newReviewKey(t.Context(), kube, opts); k != nil || len(kube.Actions()) != 0 {
+		t.Errorf("option off: key %v, %d API calls", k, len(kube.Actions()))
 	}
-}
-
-// The answer is cached for admissionGuardTTL, then read again.
-func TestAdmissionGuardCaches(t *testing.T) {
-	kube := kubefake.NewSimpleClientset()
-	clk := testingclock.NewFakeClock(time.Now())
-	g := newAdmissionGuard(kube, "flink-operator", clk)
-	if g.Check(context.Background()) == nil {
-		t.Fatal("no configuration, but guarded")
+	opts.Config = config.Defaults()
+	opts.Config[config.KeySnapshotCrossNamespaceReferencesEnabled] = "true"
+	k := newReviewKey(t.Context(), kube, opts)
+	if k == nil || len(k.Keys()) != 1 {
+		t.Fatalf("option on: key %v", k)
 	}
-	_, _ = kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(context.Background(),
-		webhookConfig(admissionregistrationv1.Fail, "flinkstatesnapshots"), metav1.CreateOptions{})
-	if g.Check(context.Background()) == nil {
-		t.Fatal("cached answer not used")
+	if _, err := kube.CoreV1().Secrets("flink-operator").Get(t.Context(), ReviewKeySecretName, metav1.GetOptions{}); err != nil {
+		t.Error(err)
 	}
-	clk.Step(admissionGuardTTL)
-	if err := g.Check(context.Background()); err != nil {
-		t.Fatalf("after the TTL: %v", err)
-	}
-	if n := len(kube.Actions()); n != 3 { // create + two gets
-		t.Errorf("%d API calls, want 3", n)
+	t.Setenv("POD_NAMESPACE", "")
+	opts.Webhook.Namespace = ""
+	if k := newReviewKey(t.Context(), kube, opts); k != nil {
+		t.Error("a key without a namespace for its Secret")
 	}
 }

@@ -63,6 +63,7 @@ func newWebhook(ctx context.Context, kube kubernetes.Interface, flink versioned.
 		Config:        opts.Config,
 		Lookup:        webhook.NewListerLookup(inf.Flink).WithLiveFallback(flink, webhookLiveLookupTimeout),
 		AccessReviews: kube.AuthorizationV1().SubjectAccessReviews(),
+		ReviewKeys:    reviewKeys(opts.reviewKey),
 	})
 	srv := webhook.NewServer(ctx, validator, certs)
 	return &server{name: "webhook", srv: srv, ln: tls.NewListener(ln, srv.TLSConfig)}, certs, nil

@@ -13,6 +13,7 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/validation"
+	"github.com/flinkops/flink-operator/pkg/webhook/review"
 )
 
 // crossReference is a reference from the object under review to an
@@ -21,6 +22,7 @@ type crossReference struct {
 	field     string // the referring field, for messages
 	target    string // "a job", "a FlinkStateSnapshot"
 	verb      string
+	kind      string // of the referenced object
 	resource  string // plural in flink.apache.org
 	namespace string
 	name      string
@@ -49,7 +51,7 @@ func snapshotJobReference(s *v1beta1.FlinkStateSnapshot) (*crossReference, *admi
 		return nil, deny(http.StatusForbidden, fmt.Sprintf("spec.jobReference.kind %q: want FlinkDeployment or FlinkSessionJob", ref.Kind))
 	}
 	return &crossReference{
-		field: "spec.jobReference", target: "a job", verb: "update", resource: resource, namespace: ns, name: ref.Name,
+		field: "spec.jobReference", target: "a job", verb: "update", kind: string(ref.Kind), resource: resource, namespace: ns, name: ref.Name,
 		relation: "which this FlinkStateSnapshot refers to",
 		why:      "a snapshot may refer to a job in another namespace only if its creator may update that job",
 	}, nil
@@ -64,11 +66,16 @@ func initialSnapshotReference(kind, namespace string, job *v1beta1.JobSpec) *cro
 		return nil
 	}
 	return &crossReference{
-		field: "spec.job.initialStateSnapshotRef", target: "a FlinkStateSnapshot", verb: "get", resource: "flinkstatesnapshots",
+		field: "spec.job.initialStateSnapshotRef", target: "a FlinkStateSnapshot", verb: "get", kind: "FlinkStateSnapshot", resource: "flinkstatesnapshots",
 		namespace: ref.Namespace, name: ref.Name,
 		relation: "which this " + kind + " starts from",
 		why:      "a job may start from a snapshot in another namespace only if its author may read that snapshot",
 	}
+}
+
+// stamped is what a review stamp names of the reference.
+func (r *crossReference) stamped() review.Reference {
+	return review.Reference{Kind: r.kind, Namespace: r.namespace, Name: r.name}
 }
 
 // authorizeCrossNamespace admits a reference to another namespace only if

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,7 +54,8 @@ type SelfManagedOptions struct {
 	// ExtraHosts are more DNS names or IP addresses for the certificate,
 	// for example 127.0.0.1 when the API server calls a local operator.
 	ExtraHosts []string
-	// WebhookConfigName is the ValidatingWebhookConfiguration whose
+	// WebhookConfigName is the ValidatingWebhookConfiguration (and the
+	// MutatingWebhookConfiguration of the same name) whose
 	// webhooks get the CA as caBundle; empty patches nothing.
 	WebhookConfigName string
 	// CAValidity, CertValidity, RotateBefore and CheckInterval default to
@@ -345,42 +347,85 @@ func (m *SelfManaged) adopt(ctx context.Context, secret *corev1.Secret) error {
 }
 
 // patchCABundle writes the CA bundle into every webhook of the configured
-// ValidatingWebhookConfiguration. A missing configuration is not an error:
-// it may be installed after the operator, and Run patches it then.
+// ValidatingWebhookConfiguration and of the MutatingWebhookConfiguration of
+// the same name (the step that stamps reviewed cross-namespace references).
+// A missing configuration is not an error: it may be installed after the
+// operator, and Run patches it then.
 func (m *SelfManaged) patchCABundle(ctx context.Context) error {
 	name := m.opts.WebhookConfigName
 	if name == "" {
 		return nil
 	}
 	bundle := m.CABundle()
-	logger := klog.FromContext(ctx).WithValues("validatingWebhookConfiguration", name)
-	configs := m.opts.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations()
+	logger := klog.FromContext(ctx)
+	admission := m.opts.Client.AdmissionregistrationV1()
+	err := patchConfig(ctx, logger, "ValidatingWebhookConfiguration", name, bundle,
+		func(ctx context.Context) (*admissionregistrationv1.ValidatingWebhookConfiguration, error) {
+			return admission.ValidatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
+		},
+		func(cfg *admissionregistrationv1.ValidatingWebhookConfiguration) []*admissionregistrationv1.WebhookClientConfig {
+			out := make([]*admissionregistrationv1.WebhookClientConfig, len(cfg.Webhooks))
+			for i := range cfg.Webhooks {
+				out[i] = &cfg.Webhooks[i].ClientConfig
+			}
+			return out
+		},
+		func(ctx context.Context, cfg *admissionregistrationv1.ValidatingWebhookConfiguration) error {
+			_, err := admission.ValidatingWebhookConfigurations().Update(ctx, cfg, metav1.UpdateOptions{})
+			return err
+		})
+	if err != nil {
+		return err
+	}
+	return patchConfig(ctx, logger, "MutatingWebhookConfiguration", name, bundle,
+		func(ctx context.Context) (*admissionregistrationv1.MutatingWebhookConfiguration, error) {
+			return admission.MutatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
+		},
+		func(cfg *admissionregistrationv1.MutatingWebhookConfiguration) []*admissionregistrationv1.WebhookClientConfig {
+			out := make([]*admissionregistrationv1.WebhookClientConfig, len(cfg.Webhooks))
+			for i := range cfg.Webhooks {
+				out[i] = &cfg.Webhooks[i].ClientConfig
+			}
+			return out
+		},
+		func(ctx context.Context, cfg *admissionregistrationv1.MutatingWebhookConfiguration) error {
+			_, err := admission.MutatingWebhookConfigurations().Update(ctx, cfg, metav1.UpdateOptions{})
+			return err
+		})
+}
+
+// patchConfig writes bundle into the caBundle of every webhook of one
+// webhook configuration (read fresh, written only when something changed).
+func patchConfig[T any](ctx context.Context, logger klog.Logger, kind, name string, bundle []byte,
+	get func(context.Context) (*T, error), clientConfigs func(*T) []*admissionregistrationv1.WebhookClientConfig,
+	update func(context.Context, *T) error) error {
+	logger = logger.WithValues(kind, name)
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cfg, err := configs.Get(ctx, name, metav1.GetOptions{})
+		cfg, err := get(ctx)
 		if apierrors.IsNotFound(err) {
-			logger.V(1).Info("ValidatingWebhookConfiguration not found; its caBundle is patched once it exists")
+			logger.V(1).Info(kind + " not found; its caBundle is patched once it exists")
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("reading ValidatingWebhookConfiguration %s: %w", name, err)
+			return fmt.Errorf("reading %s %s: %w", kind, name, err)
 		}
 		changed := 0
-		for i := range cfg.Webhooks {
-			if !bytes.Equal(cfg.Webhooks[i].ClientConfig.CABundle, bundle) {
-				cfg.Webhooks[i].ClientConfig.CABundle = bundle
+		for _, cc := range clientConfigs(cfg) {
+			if !bytes.Equal(cc.CABundle, bundle) {
+				cc.CABundle = bundle
 				changed++
 			}
 		}
 		if changed == 0 {
 			return nil
 		}
-		if _, err := configs.Update(ctx, cfg, metav1.UpdateOptions{}); err != nil {
+		if err := update(ctx, cfg); err != nil {
 			if apierrors.IsConflict(err) {
 				return err // retried
 			}
-			return fmt.Errorf("patching caBundle of ValidatingWebhookConfiguration %s: %w", name, err)
+			return fmt.Errorf("patching caBundle of %s %s: %w", kind, name, err)
 		}
-		logger.Info("Patched the webhook CA into the ValidatingWebhookConfiguration", "webhooks", changed)
+		logger.Info("Patched the webhook CA into the "+kind, "webhooks", changed)
 		return nil
 	})
 }

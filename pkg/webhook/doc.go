@@ -8,11 +8,17 @@
 // What the rules need beyond the object (a snapshot's target, a session
 // job's cluster) comes from the operator's informer caches through Lookup;
 // a snapshot that refers to a job in another namespace is also authorized
-// here, with a SubjectAccessReview for the requesting user.
+// here, with a SubjectAccessReview for the requesting user. The mutating
+// step (MutatePath, stamp.go) then stamps the object with an HMAC
+// (pkg/webhook/review) that the controllers verify before acting on the
+// reference, so an object the webhook never reviewed is never acted on
+// across namespaces; ReviewKey keeps the HMAC key in a Secret.
 //
 // The serving certificate comes from files (for example mounted from a
 // cert-manager Secret) that are re-read when they change, or is generated
 // and rotated by the operator itself into a Secret, with the CA patched
 // into the ValidatingWebhookConfiguration. Either way the certificate is
 // chosen at each TLS handshake, so a new one is served without a restart.
+// The self-managed mode patches the CA into the Validating- and
+// MutatingWebhookConfiguration.
 package webhook

@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,8 +13,12 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// ValidatePath is where the API server sends AdmissionReviews.
+// ValidatePath is where the API server sends AdmissionReviews to validate.
 const ValidatePath = "/validate"
+
+// MutatePath is where the API server sends AdmissionReviews of the mutating
+// step, which stamps reviewed cross-namespace references (stamp.go).
+const MutatePath = "/mutate"
 
 // maxBodyBytes bounds a request body: an AdmissionReview carries the object
 // and, on UPDATE, the old one, each at most etcd's ~1.5 MiB.
@@ -27,17 +32,25 @@ var reviewAPIVersions = map[string]bool{
 	"admission.k8s.io/v1beta1": true,
 }
 
-// Handler returns the webhook's HTTP handler: POST ValidatePath.
+// Handler returns the webhook's HTTP handler: POST ValidatePath and
+// POST MutatePath.
 func (v *Validator) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle(ValidatePath, v)
+	mux.HandleFunc(MutatePath, func(w http.ResponseWriter, r *http.Request) { serveReview(w, r, v.Mutate) })
 	return mux
 }
 
-// ServeHTTP answers one AdmissionReview. A body that is not one gets 400
-// with the reason in plain text (there is no request uid to answer to);
-// every decision, including a denial, is a 200 with an AdmissionReview.
+// ServeHTTP answers one AdmissionReview of the validating step.
 func (v *Validator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	serveReview(w, r, v.Review)
+}
+
+// serveReview answers one AdmissionReview with decide. A body that is not
+// one gets 400 with the reason in plain text (there is no request uid to
+// answer to); every decision, including a denial, is a 200 with an
+// AdmissionReview.
+func serveReview(w http.ResponseWriter, r *http.Request, decide func(context.Context, *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse) {
 	logger := klog.FromContext(r.Context())
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
@@ -66,7 +79,7 @@ func (v *Validator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	resp := v.Review(r.Context(), review.Request)
+	resp := decide(r.Context(), review.Request)
 	resp.UID = review.Request.UID
 	out := admissionv1.AdmissionReview{TypeMeta: review.TypeMeta, Response: resp}
 	data, err := json.Marshal(out)

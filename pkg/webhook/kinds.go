@@ -7,6 +7,7 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/cluster"
@@ -35,7 +36,8 @@ func (v *Validator) deployment(ctx context.Context, req *admissionv1.AdmissionRe
 	if old != nil {
 		oldJob = old.Spec.Job
 	}
-	if resp := v.authorizeSnapshotRef(ctx, req, "FlinkDeployment", dep.Namespace, dep.Spec.Job, oldJob); resp != nil {
+	warning, resp := v.authorizeSnapshotRef(ctx, req, "FlinkDeployment", dep, dep.Spec.Job, oldJob)
+	if resp != nil {
 		return resp
 	}
 	res, err := validation.Deployment(dep, v.cfg)
@@ -47,7 +49,7 @@ func (v *Validator) deployment(ctx context.Context, req *admissionv1.AdmissionRe
 	if _, err := cluster.Build(cluster.Input{Deployment: dep, Spec: dep.Spec, OperatorConfig: v.cfg, JobID: placeholderJobID}); err != nil {
 		return deny(http.StatusForbidden, err.Error())
 	}
-	return allow(res.Warnings)
+	return withWarning(allow(res.Warnings), warning)
 }
 
 func (v *Validator) sessionJob(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
@@ -70,7 +72,8 @@ func (v *Validator) sessionJob(ctx context.Context, req *admissionv1.AdmissionRe
 	if old != nil {
 		oldJob = old.Spec.Job
 	}
-	if resp := v.authorizeSnapshotRef(ctx, req, "FlinkSessionJob", job.Namespace, job.Spec.Job, oldJob); resp != nil {
+	warning, resp := v.authorizeSnapshotRef(ctx, req, "FlinkSessionJob", job, job.Spec.Job, oldJob)
+	if resp != nil {
 		return resp
 	}
 	if resp := v.notSynced(); resp != nil {
@@ -90,7 +93,7 @@ func (v *Validator) sessionJob(ctx context.Context, req *admissionv1.AdmissionRe
 	if err != nil {
 		return deny(http.StatusForbidden, err.Error())
 	}
-	return allow(res.Warnings)
+	return withWarning(allow(res.Warnings), warning)
 }
 
 func (v *Validator) snapshot(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
@@ -115,8 +118,12 @@ func (v *Validator) snapshot(ctx context.Context, req *admissionv1.AdmissionRequ
 	if resp != nil {
 		return resp
 	}
+	var warning string
 	if ref != nil {
 		if resp := v.authorizeCrossNamespace(ctx, req, ref); resp != nil {
+			return resp
+		}
+		if warning, resp = v.checkStamp("FlinkStateSnapshot", s, ref); resp != nil {
 			return resp
 		}
 	}
@@ -130,7 +137,7 @@ func (v *Validator) snapshot(ctx context.Context, req *admissionv1.AdmissionRequ
 	if err := validation.StateSnapshot(s, target, v.cfg); err != nil {
 		return deny(http.StatusForbidden, err.Error())
 	}
-	return allow(nil)
+	return withWarning(allow(nil), warning)
 }
 
 // resolveTarget looks up the job a snapshot refers to (and a session job's
@@ -170,14 +177,26 @@ func (v *Validator) resolveTarget(s *v1beta1.FlinkStateSnapshot) (validation.Tar
 // authorizeSnapshotRef authorizes a job's cross-namespace
 // initialStateSnapshotRef when it is new: a reference that an earlier
 // update introduced was authorized then, and whoever edits other fields
-// later does not need the right.
-func (v *Validator) authorizeSnapshotRef(ctx context.Context, req *admissionv1.AdmissionRequest, kind, namespace string, job, old *v1beta1.JobSpec) *admissionv1.AdmissionResponse {
-	ref := initialSnapshotReference(kind, namespace, job)
+// later does not need the right. A new reference must also carry the
+// mutating step's stamp (checkStamp); the warning says when it does not.
+func (v *Validator) authorizeSnapshotRef(ctx context.Context, req *admissionv1.AdmissionRequest, kind string, obj metav1.Object, job, old *v1beta1.JobSpec) (string, *admissionv1.AdmissionResponse) {
+	ref := initialSnapshotReference(kind, obj.GetNamespace(), job)
 	if ref == nil {
-		return nil
+		return "", nil
 	}
-	if prev := initialSnapshotReference(kind, namespace, old); prev != nil && *prev == *ref {
-		return nil
+	if prev := initialSnapshotReference(kind, obj.GetNamespace(), old); prev != nil && *prev == *ref {
+		return "", nil
 	}
-	return v.authorizeCrossNamespace(ctx, req, ref)
+	if resp := v.authorizeCrossNamespace(ctx, req, ref); resp != nil {
+		return "", resp
+	}
+	return v.checkStamp(kind, obj, ref)
+}
+
+// withWarning adds warning, if any, to an admitting response.
+func withWarning(resp *admissionv1.AdmissionResponse, warning string) *admissionv1.AdmissionResponse {
+	if warning != "" {
+		resp.Warnings = append(resp.Warnings, warning)
+	}
+	return resp
 }

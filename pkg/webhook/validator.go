@@ -12,9 +12,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/webhook/review"
 )
 
 // Options configure a Validator.
@@ -30,6 +32,13 @@ type Options struct {
 	// AccessReviewTimeout bounds one SubjectAccessReview; default 5 s, well
 	// inside the API server's webhook timeout.
 	AccessReviewTimeout time.Duration
+	// ReviewKeys sign the stamp the mutating step puts on an object whose
+	// cross-namespace reference its SubjectAccessReview allowed
+	// (pkg/webhook/review); nil or empty refuses such references, since
+	// the controllers would never act on them unstamped.
+	ReviewKeys review.Keys
+	// Clock dates stamps; the real clock when nil.
+	Clock clock.PassiveClock
 }
 
 // Validator decides AdmissionReviews. It is safe for concurrent use.
@@ -38,6 +47,8 @@ type Validator struct {
 	lookup        Lookup
 	reviews       authorizationv1client.SubjectAccessReviewInterface
 	reviewTimeout time.Duration
+	reviewKeys    review.Keys
+	clock         clock.PassiveClock
 }
 
 // NewValidator returns a Validator; a nil Config means the defaults.
@@ -48,7 +59,11 @@ func NewValidator(opts Options) *Validator {
 	if opts.AccessReviewTimeout <= 0 {
 		opts.AccessReviewTimeout = 5 * time.Second
 	}
-	return &Validator{cfg: opts.Config, lookup: opts.Lookup, reviews: opts.AccessReviews, reviewTimeout: opts.AccessReviewTimeout}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	return &Validator{cfg: opts.Config, lookup: opts.Lookup, reviews: opts.AccessReviews, reviewTimeout: opts.AccessReviewTimeout,
+		reviewKeys: opts.ReviewKeys, clock: opts.Clock}
 }
 
 // Review decides one admission request. CREATE and UPDATE of the three

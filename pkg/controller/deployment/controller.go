@@ -23,6 +23,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/flink"
 	clientset "github.com/flinkops/flink-operator/pkg/generated/clientset/versioned"
 	"github.com/flinkops/flink-operator/pkg/snapshots"
+	"github.com/flinkops/flink-operator/pkg/webhook/review"
 )
 
 // QueueName names the controller's workqueue (and its metrics).
@@ -55,6 +56,11 @@ type Options struct {
 	// kubernetes.operator.snapshot.resource.enabled) and each job gets one
 	// SnapshotResourcesDisabled Warning event.
 	SnapshotCRDMissing bool
+	// ReviewKeys verify the admission webhook's stamp on an object whose
+	// spec.job.initialStateSnapshotRef names another namespace
+	// (pkg/webhook/review); without a valid stamp such a reference is never
+	// used.
+	ReviewKeys review.Keys
 }
 
 // Controller reconciles FlinkDeployments in standalone mode.
@@ -74,6 +80,7 @@ type Controller struct {
 	faultPoint   func(key, point string)
 
 	snapshotCRDMissing bool
+	reviewKeys         review.Keys
 	legacy             *legacysnapshots.Runner
 }
 
@@ -117,6 +124,7 @@ func New(client clientset.Interface, kube kubernetes.Interface, caches *flinkcac
 		legacy:       legacysnapshots.NewRunner(opts.NewTriggerID),
 
 		snapshotCRDMissing: opts.SnapshotCRDMissing,
+		reviewKeys:         opts.ReviewKeys,
 	}
 	err := caches.AddEventHandlers(flinkcache.Handlers{
 		// A snapshot of a job that turns terminal wakes the job: a periodic

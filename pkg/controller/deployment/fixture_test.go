@@ -31,6 +31,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/flink/fakejm"
 	"github.com/flinkops/flink-operator/pkg/generated/clientset/versioned/fake"
 	informers "github.com/flinkops/flink-operator/pkg/generated/informers/externalversions"
+	"github.com/flinkops/flink-operator/pkg/webhook/review"
 )
 
 const ns = "default"
@@ -69,6 +70,9 @@ type fixture struct {
 
 	// crdMissing runs the controller as without the FlinkStateSnapshot CRD.
 	crdMissing bool
+
+	// reviewKeys verify cross-namespace review stamps (nil: none loaded).
+	reviewKeys review.Keys
 }
 
 // jmProcess is a running JobManager: the fake server and what it runs.
@@ -151,6 +155,7 @@ func (f *fixture) restart() {
 			}
 		},
 		SnapshotCRDMissing: f.crdMissing,
+		ReviewKeys:         f.reviewKeys,
 	})
 	if err != nil {
 		f.t.Fatal(err)

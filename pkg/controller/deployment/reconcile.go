@@ -17,6 +17,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/controller/legacysnapshots"
 	"github.com/flinkops/flink-operator/pkg/lifecycle"
 	"github.com/flinkops/flink-operator/pkg/snapshots"
+	"github.com/flinkops/flink-operator/pkg/webhook/review"
 )
 
 // firstDeploy records the first valid spec and deploys it: from
@@ -37,7 +38,7 @@ func (c *Controller) firstDeploy(ctx context.Context, sc *syncState) error {
 		if job.InitialStateSnapshotRef != nil {
 			// Resolved before anything is recorded: a reference that cannot
 			// be used deploys nothing, never a job from empty state.
-			if restore, err = c.snapshotRefPath(sc.dep.Namespace, job.InitialStateSnapshotRef); err != nil {
+			if restore, err = c.snapshotRefPath(sc.dep, job.InitialStateSnapshotRef); err != nil {
 				sc.fail(ReasonValidationError, "%v", err)
 				sc.after(sc.progressInterval())
 				return nil
@@ -436,13 +437,26 @@ func mergeAnnotations(live, desired map[string]string) map[string]string {
 	return out
 }
 
-// snapshotRefPath resolves spec.job.initialStateSnapshotRef from the cache
-// (pkg/snapshots.RestorePath says what will do).
-func (c *Controller) snapshotRefPath(ns string, ref *v1beta1.SnapshotReference) (string, error) {
+// snapshotRefPath resolves spec.job.initialStateSnapshotRef of dep from
+// the cache (pkg/snapshots.RestorePath says what will do). A reference to
+// another namespace also needs dep to carry the admission webhook's stamp
+// for exactly this reference (pkg/webhook/review): the option alone would
+// let whoever may create a FlinkDeployment start it from any namespace's
+// snapshot whenever the webhook was absent, skipped or not yet registered.
+// Checked before the snapshot is even looked up.
+func (c *Controller) snapshotRefPath(dep *v1beta1.FlinkDeployment, ref *v1beta1.SnapshotReference) (string, error) {
+	ns := dep.Namespace
+	cross, _ := c.cfg.Bool(config.KeySnapshotCrossNamespaceReferencesEnabled)
+	if refNS := snapshots.RefNamespace(ref, ns); refNS != ns && cross {
+		target := review.Reference{Kind: "FlinkStateSnapshot", Namespace: refNS, Name: ref.Name}
+		if _, err := review.Verify(c.reviewKeys, "FlinkDeployment", dep, target); err != nil {
+			return "", fmt.Errorf("spec.job.initialStateSnapshotRef: FlinkStateSnapshot %s/%s is in another namespace and this reference was not reviewed by the operator's admission webhook (which checks that its author may get that snapshot, then stamps the FlinkDeployment): %v; the next change of its spec, by a user allowed to get that snapshot, gets it reviewed",
+				refNS, ref.Name, err)
+		}
+	}
 	snap, err := c.caches.Snapshot(snapshots.RefNamespace(ref, ns), ref.Name)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return "", err
 	}
-	cross, _ := c.cfg.Bool(config.KeySnapshotCrossNamespaceReferencesEnabled)
 	return snapshots.RestorePath(ref, ns, snap, cross)
 }

@@ -204,7 +204,7 @@ func (c *Controller) reconcile(ctx context.Context, sc *syncState) error {
 			// Manual snapshots only: steady creates them once the job runs.
 			sc.dep.Status.ObservedGeneration = sc.dep.Generation
 		case change == changeRedeploy && sc.dep.Spec.Job.InitialStateSnapshotRef != nil:
-			path, err := c.snapshotRefPath(sc.dep.Namespace, sc.dep.Spec.Job.InitialStateSnapshotRef)
+			path, err := c.snapshotRefPath(sc.dep, sc.dep.Spec.Job.InitialStateSnapshotRef)
 			if err != nil {
 				// The running job stays as it is until the snapshot will do.
 				sc.fail(ReasonValidationError, "%v", err)

@@ -20,6 +20,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/endpoints"
 	clientset "github.com/flinkops/flink-operator/pkg/generated/clientset/versioned"
 	"github.com/flinkops/flink-operator/pkg/snapshots"
+	"github.com/flinkops/flink-operator/pkg/webhook/review"
 )
 
 // QueueName names the controller's workqueue (and its metrics).
@@ -52,10 +53,25 @@ type Options struct {
 	// ("action:<what>"), and right after a submission ("submitted"). For
 	// crash tests.
 	FaultPoint func(key, point string)
+	// MaxConcurrentSubmissions bounds the background submissions (jar
+	// download, upload, run) running at once; more wait for a slot.
+	// Default 4.
+	MaxConcurrentSubmissions int
+	// MaxJarBytes bounds one downloaded jar; with MaxConcurrentSubmissions
+	// it bounds the disk the downloads use. Default 1 GiB.
+	MaxJarBytes int64
+	// JarDir holds downloaded jars until they are uploaded; default the
+	// system's temporary directory.
+	JarDir string
 	// SnapshotCRDMissing says the FlinkStateSnapshot CRD is not installed:
 	// upgrade and deletion savepoints are recorded in the legacy
 	// jobStatus.savepointInfo instead.
 	SnapshotCRDMissing bool
+	// ReviewKeys verify the admission webhook's stamp on an object whose
+	// spec.job.initialStateSnapshotRef names another namespace
+	// (pkg/webhook/review); without a valid stamp such a reference is never
+	// used.
+	ReviewKeys review.Keys
 }
 
 // Controller reconciles FlinkSessionJobs: jobs submitted through the REST
@@ -75,7 +91,10 @@ type Controller struct {
 	faultPoint     func(key, point string)
 
 	snapshotCRDMissing bool
+	reviewKeys         review.Keys
 	legacy             *legacysnapshots.Runner
+	// submissions are the background jar submissions (submissions.go).
+	submissions *submissions
 	// clusterMisses counts consecutive syncs of a key that found no usable
 	// session cluster, for the retry backoff (memory only: a restart
 	// retries at once, which is harmless).
@@ -103,6 +122,12 @@ func New(client clientset.Interface, caches *flinkcache.Caches, recorder record.
 	if opts.NewTriggerID == nil {
 		opts.NewTriggerID = snapshots.NewTriggerID
 	}
+	if opts.MaxConcurrentSubmissions <= 0 {
+		opts.MaxConcurrentSubmissions = defaultMaxSubmissions
+	}
+	if opts.MaxJarBytes <= 0 {
+		opts.MaxJarBytes = defaultMaxJarBytes
+	}
 	c := &Controller{
 		client:   client,
 		caches:   caches,
@@ -119,7 +144,9 @@ func New(client clientset.Interface, caches *flinkcache.Caches, recorder record.
 		newTriggerID:       opts.NewTriggerID,
 		faultPoint:         opts.FaultPoint,
 		snapshotCRDMissing: opts.SnapshotCRDMissing,
+		reviewKeys:         opts.ReviewKeys,
 		legacy:             legacysnapshots.NewRunner(opts.NewTriggerID),
+		submissions:        newSubmissions(opts.MaxConcurrentSubmissions, opts.MaxJarBytes, opts.JarDir),
 	}
 	err := caches.AddEventHandlers(flinkcache.Handlers{
 		SessionJobs: cache.ResourceEventHandlerFuncs{
@@ -234,8 +261,10 @@ func unwrapSnapshot(obj any) *v1beta1.FlinkStateSnapshot {
 	return s
 }
 
-// Run starts workers and blocks until ctx ends.
+// Run starts workers and blocks until ctx ends, then stops the background
+// submissions (a stopped operator acts no more).
 func (c *Controller) Run(ctx context.Context, n int) {
+	defer c.submissions.stop()
 	workers.Loop{
 		Name: QueueName, KeyName: "flinksessionjob", Queue: c.queue, Sync: c.Sync,
 		Synced: []cache.InformerSynced{c.caches.HasSynced},

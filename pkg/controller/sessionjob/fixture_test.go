@@ -29,6 +29,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/flink/fakejm"
 	"github.com/flinkops/flink-operator/pkg/generated/clientset/versioned/fake"
 	informers "github.com/flinkops/flink-operator/pkg/generated/informers/externalversions"
+	"github.com/flinkops/flink-operator/pkg/webhook/review"
 )
 
 const ns = "default"
@@ -55,6 +56,8 @@ type fixture struct {
 
 	fault      func(key, point string)
 	crdMissing bool
+	// reviewKeys verify cross-namespace review stamps (nil: none loaded).
+	reviewKeys review.Keys
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -122,6 +125,7 @@ func (f *fixture) restart() {
 		},
 		NewTriggerID:       newSeqTriggerIDs(),
 		SnapshotCRDMissing: f.crdMissing,
+		ReviewKeys:         f.reviewKeys,
 	})
 	if err != nil {
 		f.t.Fatal(err)
@@ -238,9 +242,19 @@ func (f *fixture) edit(name string, change func(*v1beta1.FlinkSessionJobSpec)) {
 
 func (f *fixture) sync(name string) (time.Duration, error) {
 	f.t.Helper()
+	key := ns + "/" + name
+	// A crash (a panicking fault point) ends the sync, not a submission it
+	// started: the restarted controller meets it finished.
+	defer f.settleSubmission(key)
 	f.refresh()
-	d, err := f.ctrl.Sync(f.ctx, ns+"/"+name)
+	d, err := f.ctrl.Sync(f.ctx, key)
 	f.refresh()
+	// A background submission's completion enqueues its key: the sync that
+	// follows at once picks up its outcome (submissions.go).
+	for i := 0; err == nil && i < 3 && f.settleSubmission(key); i++ {
+		d, err = f.ctrl.Sync(f.ctx, key)
+		f.refresh()
+	}
 	return d, err
 }
 

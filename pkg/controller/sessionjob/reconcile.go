@@ -2,6 +2,7 @@ package sessionjob
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/lifecycle"
 	"github.com/flinkops/flink-operator/pkg/snapshots"
 	"github.com/flinkops/flink-operator/pkg/validation"
+	"github.com/flinkops/flink-operator/pkg/webhook/review"
 )
 
 // reconcile moves the job toward the spec, one step per sync.
@@ -40,7 +42,7 @@ func (c *Controller) reconcile(ctx context.Context, sc *syncState) error {
 		err := c.validate(sc)
 		if ref := sc.sj.Spec.Job.InitialStateSnapshotRef; err == nil && change == changeRedeploy && ref != nil {
 			// The running job stays as it is until the snapshot will do.
-			sc.refPath, err = c.snapshotRefPath(sc.sj.Namespace, ref)
+			sc.refPath, err = c.snapshotRefPath(sc.sj, ref)
 		}
 		if err != nil {
 			// A bad spec is reported; the last good job keeps running.
@@ -96,7 +98,7 @@ func (c *Controller) firstDeploy(ctx context.Context, sc *syncState) error {
 	if ref := sc.sj.Spec.Job.InitialStateSnapshotRef; ref != nil {
 		// Resolved before anything is recorded: a reference that cannot be
 		// used submits nothing, never a job from empty state.
-		path, err := c.snapshotRefPath(sc.sj.Namespace, ref)
+		path, err := c.snapshotRefPath(sc.sj, ref)
 		if err != nil {
 			sc.fail(ReasonValidationError, "%v", err)
 			sc.after(sc.progressInterval())
@@ -316,13 +318,26 @@ func (c *Controller) steady(ctx context.Context, sc *syncState) error {
 	return nil
 }
 
-// snapshotRefPath resolves spec.job.initialStateSnapshotRef from the cache
-// (pkg/snapshots.RestorePath says what will do).
-func (c *Controller) snapshotRefPath(ns string, ref *v1beta1.SnapshotReference) (string, error) {
+// snapshotRefPath resolves spec.job.initialStateSnapshotRef of sj from
+// the cache (pkg/snapshots.RestorePath says what will do). A reference to
+// another namespace also needs sj to carry the admission webhook's stamp
+// for exactly this reference (pkg/webhook/review): the option alone would
+// let whoever may create a FlinkSessionJob start it from any namespace's
+// snapshot whenever the webhook was absent, skipped or not yet registered.
+// Checked before the snapshot is even looked up.
+func (c *Controller) snapshotRefPath(sj *v1beta1.FlinkSessionJob, ref *v1beta1.SnapshotReference) (string, error) {
+	ns := sj.Namespace
+	cross, _ := c.cfg.Bool(config.KeySnapshotCrossNamespaceReferencesEnabled)
+	if refNS := snapshots.RefNamespace(ref, ns); refNS != ns && cross {
+		target := review.Reference{Kind: "FlinkStateSnapshot", Namespace: refNS, Name: ref.Name}
+		if _, err := review.Verify(c.reviewKeys, "FlinkSessionJob", sj, target); err != nil {
+			return "", fmt.Errorf("spec.job.initialStateSnapshotRef: FlinkStateSnapshot %s/%s is in another namespace and this reference was not reviewed by the operator's admission webhook (which checks that its author may get that snapshot, then stamps the FlinkSessionJob): %v; the next change of its spec, by a user allowed to get that snapshot, gets it reviewed",
+				refNS, ref.Name, err)
+		}
+	}
 	snap, err := c.caches.Snapshot(snapshots.RefNamespace(ref, ns), ref.Name)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return "", err
 	}
-	cross, _ := c.cfg.Bool(config.KeySnapshotCrossNamespaceReferencesEnabled)
 	return snapshots.RestorePath(ref, ns, snap, cross)
 }

@@ -45,13 +45,13 @@ type Options struct {
 	// (IN_PROGRESS + trigger id) is written and before Flink is called. It
 	// exists for crash tests.
 	AfterIntentWritten func(snapshot string)
-	// AdmissionGuard says whether snapshots are admitted through the
-	// operator's validating webhook (nil error), which checks with a
-	// SubjectAccessReview that the creator of a cross-namespace reference may
-	// update the referenced job. Without it (nil, or an error) no
-	// cross-namespace reference is acted on, even with
+	// AdmissionGuard says whether this snapshot's cross-namespace reference
+	// was reviewed by the operator's admission webhook (nil error): a
+	// SubjectAccessReview found its creator may update the referenced job,
+	// and the webhook stamped the snapshot (pkg/webhook/review). Without it
+	// (nil, or an error) no cross-namespace reference is acted on, even with
 	// kubernetes.operator.snapshot.cross-namespace-references.enabled.
-	AdmissionGuard func(ctx context.Context) error
+	AdmissionGuard func(ctx context.Context, s *v1beta1.FlinkStateSnapshot) error
 }
 
 // Controller reconciles FlinkStateSnapshots.
@@ -67,7 +67,7 @@ type Controller struct {
 	httpClient   *http.Client
 	newTriggerID func() string
 	afterIntent  func(string)
-	guard        func(ctx context.Context) error
+	guard        func(ctx context.Context, s *v1beta1.FlinkStateSnapshot) error
 
 	// mu guards reserved: the snapshots this process has moved to
 	// IN_PROGRESS whose new state the cache may not show yet. Counting them

@@ -51,7 +51,7 @@ type fixture struct {
 	// the process right after the IN_PROGRESS write.
 	crashAfterIntent bool
 	// guard plays the operator's admission guard (nil: no webhook).
-	guard func(ctx context.Context) error
+	guard func(ctx context.Context, s *v1beta1.FlinkStateSnapshot) error
 }
 
 type crash struct{}

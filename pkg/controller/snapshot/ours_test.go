@@ -387,9 +387,9 @@ func TestCrossNamespaceReferenceNeedsTheWebhook(t *testing.T) {
 			f := newFixture(t)
 			f.cfg[config.KeySnapshotCrossNamespaceReferencesEnabled] = "true"
 			if webhook {
-				f.guard = func(context.Context) error { return nil }
+				f.guard = func(context.Context, *v1beta1.FlinkStateSnapshot) error { return nil }
 			} else {
-				f.guard = func(context.Context) error {
+				f.guard = func(context.Context, *v1beta1.FlinkStateSnapshot) error {
 					return errors.New(`ValidatingWebhookConfiguration "flink-operator" not found`)
 				}
 			}
@@ -504,5 +504,34 @@ func TestUnobservableInProgressEndsAtTimeout(t *testing.T) {
 	f.mustSync("sp")
 	if got := f.get("sp"); got.Status.State != v1beta1.SnapshotFailed {
 		t.Fatalf("after the timeout: %+v", got.Status)
+	}
+}
+
+// An alreadyExists savepoint naming another namespace's job is checked like
+// any cross-namespace reference: without a reviewed stamp it never becomes
+// COMPLETED, so its deletion can never dispose a path through that job's
+// cluster.
+func TestCrossNamespaceAlreadyExistsNeedsTheStamp(t *testing.T) {
+	f := newFixture(t)
+	f.cfg[config.KeySnapshotCrossNamespaceReferencesEnabled] = "true"
+	f.guard = func(context.Context, *v1beta1.FlinkStateSnapshot) error {
+		return errors.New("no review stamp")
+	}
+	f.restart()
+	jm := f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
+	s := savepointSnap("sp", "job")
+	s.Namespace = "team-a"
+	s.Spec.JobReference.Namespace = ns
+	s.Spec.Savepoint.AlreadyExists = ptr.To(true)
+	s.Spec.Savepoint.Path = "file:///data/savepoints/someone-elses"
+	s.Spec.Savepoint.DisposeOnDelete = ptr.To(true)
+	f.create(s)
+	f.mustSyncIn("team-a", "sp")
+	got := f.getIn("team-a", "sp")
+	if got.Status.State == v1beta1.SnapshotCompleted || !strings.Contains(got.Status.Error, "is not trusted") {
+		t.Fatalf("status %+v, want a ValidationError and not COMPLETED", got.Status)
+	}
+	if n := len(jm.Requests()); n != 0 {
+		t.Fatalf("%d REST calls for an untrusted reference", n)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -96,7 +98,7 @@ func (c *Controller) Sync(ctx context.Context, key string) (time.Duration, error
 	case v1beta1.SnapshotTriggerPending:
 		requeue, err = c.trigger(ctx, &base, s, t)
 	case v1beta1.SnapshotInProgress:
-		requeue, err = c.observe(ctx, s, t)
+		requeue, err = c.observe(ctx, s, t, false)
 	}
 	if err != nil {
 		return 0, err
@@ -111,12 +113,9 @@ func (c *Controller) validate(ctx context.Context, s *v1beta1.FlinkStateSnapshot
 	if (s.Spec.Savepoint == nil) == (s.Spec.Checkpoint == nil) {
 		return errors.New("exactly one of checkpoint or savepoint configurations has to be set")
 	}
-	if snapshots.AlreadyExists(s) {
-		return nil
-	}
-	if s.Spec.JobReference == nil || s.Spec.JobReference.Name == "" {
-		return errors.New("job reference must be supplied for this snapshot")
-	}
+	// Before the alreadyExists shortcut: such a savepoint may name another
+	// namespace's job too, and disposing it on delete goes through that job's
+	// cluster.
 	if snapshots.IsCrossNamespace(s) {
 		allowed, err := c.cfg.Bool(config.KeySnapshotCrossNamespaceReferencesEnabled)
 		if err != nil || !allowed {
@@ -124,16 +123,22 @@ func (c *Controller) validate(ctx context.Context, s *v1beta1.FlinkStateSnapshot
 				s.Spec.JobReference.Namespace, config.KeySnapshotCrossNamespaceReferencesEnabled)
 		}
 		// Only the webhook checked that the creator may act on the other
-		// namespace's job; a reference that may have bypassed it is never
-		// acted on.
-		guard := errors.New("no validating webhook is configured")
+		// namespace's job; a reference this very snapshot cannot prove was
+		// reviewed (its stamp) is never acted on.
+		guard := errors.New("the operator has no admission guard")
 		if c.guard != nil {
-			guard = c.guard(ctx)
+			guard = c.guard(ctx, s)
 		}
 		if guard != nil {
-			return fmt.Errorf("job reference to namespace %q is not trusted: cross-namespace references are acted on only when the operator's validating webhook admits FlinkStateSnapshots (it checks the creator may update the referenced job): %v",
+			return fmt.Errorf("job reference to namespace %q is not trusted: cross-namespace references are acted on only when the operator's admission webhook reviewed them (it checks the creator may update the referenced job, then stamps the snapshot): %v",
 				s.Spec.JobReference.Namespace, guard)
 		}
+	}
+	if snapshots.AlreadyExists(s) {
+		return nil
+	}
+	if s.Spec.JobReference == nil || s.Spec.JobReference.Name == "" {
+		return errors.New("job reference must be supplied for this snapshot")
 	}
 	if !t.found && s.Status.State == v1beta1.SnapshotTriggerPending {
 		return fmt.Errorf("target for snapshot %s/%s was not found", t.ref.Namespace, t.ref.Name)
@@ -163,7 +168,7 @@ func (c *Controller) trigger(ctx context.Context, base **v1beta1.FlinkStateSnaps
 		}
 	}
 	if !t.running() {
-		c.abandon(s, t, now)
+		c.abandon(s, t, now, "")
 		return 0, nil
 	}
 	dir := ""
@@ -197,6 +202,21 @@ func (c *Controller) trigger(ctx context.Context, base **v1beta1.FlinkStateSnaps
 		klog.FromContext(ctx).V(2).Info("Waiting for a concurrency slot", "job", snapshots.JobRefString(&t.ref))
 		return waitForSlot, nil
 	}
+
+	// The first write: labels (Type and Trigger columns,
+	// snapshot.state=IN_PROGRESS) and, for a savepoint, the finalizer, so a
+	// deletion from now on waits for the attempt to end instead of leaving
+	// Flink writing files nobody will dispose. It precedes the intent: the
+	// status subresource cannot carry metadata, and a finalizer written
+	// after the POST would leave a window. Operator-made snapshots carry
+	// both from creation, so for them this writes nothing.
+	meta, err := c.writeMetadata(ctx, *base, s, v1beta1.SnapshotInProgress, true)
+	if err != nil {
+		c.release(key)
+		return 0, err
+	}
+	*base = meta
+	s.ObjectMeta = *meta.ObjectMeta.DeepCopy()
 
 	s.Status.State = v1beta1.SnapshotInProgress
 	s.Status.TriggerID = c.newTriggerID()
@@ -251,15 +271,16 @@ func (c *Controller) post(ctx context.Context, s *v1beta1.FlinkStateSnapshot, t 
 	return err
 }
 
-// observe polls an IN_PROGRESS snapshot by its trigger id.
-func (c *Controller) observe(ctx context.Context, s *v1beta1.FlinkStateSnapshot, t *target) (time.Duration, error) {
+// observe polls an IN_PROGRESS snapshot by its trigger id. deleting: the
+// snapshot is being deleted and only the end of the attempt matters; a
+// trigger id Flink never saw is not sent again.
+func (c *Controller) observe(ctx context.Context, s *v1beta1.FlinkStateSnapshot, t *target, deleting bool) (time.Duration, error) {
 	now := c.clock.Now()
-	if !t.running() {
-		c.abandon(s, t, now)
-		return 0, nil
-	}
 	triggered, _ := snapshots.ParseTime(s.Status.TriggerTimestamp)
 	elapsed := now.Sub(triggered)
+	if !t.running() {
+		return c.settleStopped(ctx, s, t, now), nil
+	}
 	timeout, err := config.SnapshotTimeout(t.cfg)
 	if err != nil {
 		return 0, err
@@ -275,7 +296,7 @@ func (c *Controller) observe(ctx context.Context, s *v1beta1.FlinkStateSnapshot,
 	}
 	res, err := c.poll(ctx, client, s, t)
 	if flink.IsNotFound(err) {
-		res, err = c.recover(ctx, client, s, t, triggered, elapsed)
+		res, err = c.recover(ctx, client, s, t, triggered, elapsed, deleting)
 	}
 	switch {
 	case err != nil && flink.IsRetryable(err):
@@ -288,6 +309,12 @@ func (c *Controller) observe(ctx context.Context, s *v1beta1.FlinkStateSnapshot,
 	case res.pending:
 		return snapshots.PollDelay(elapsed), nil
 	}
+	c.complete(s, res, now)
+	return 0, nil
+}
+
+// complete records a finished attempt.
+func (c *Controller) complete(s *v1beta1.FlinkStateSnapshot, res pollResult, now time.Time) {
 	if res.pathErr != "" {
 		c.recorder.Eventf(s, "Warning", ReasonCheckpointError,
 			"Checkpoint %s was successful, but failed to fetch path. Flink webserver stores only a limited amount of checkpoints in its cache, try increasing 'web.checkpoints.history' config for this job.\n%s",
@@ -297,7 +324,56 @@ func (c *Controller) observe(ctx context.Context, s *v1beta1.FlinkStateSnapshot,
 	s.Status.Path = res.path
 	s.Status.Error = ""
 	s.Status.ResultTimestamp = snapshots.FormatTime(now)
-	return 0, nil
+}
+
+// settleStopped ends an IN_PROGRESS snapshot whose job stopped running; it
+// is not retried. The job's JobManager may still be up and Flink may have
+// finished the snapshot: a savepoint that completed while its job was being
+// suspended is recorded COMPLETED with its path rather than left on
+// storage, named by no resource. So Flink is asked once more by trigger id
+// before abandoning. When the result cannot be read, or Flink is still at
+// it, the abandon message (status.error and the SnapshotAbandoned event)
+// names the savepoint directory, so the files can be found.
+func (c *Controller) settleStopped(ctx context.Context, s *v1beta1.FlinkStateSnapshot, t *target, now time.Time) time.Duration {
+	where := ""
+	if dir := savepointDir(s, t); snapshots.IsSavepoint(s) && dir != "" {
+		where = fmt.Sprintf("; if Flink completes savepoint %s (trigger id %s), its files are in %s", s.Name, s.Status.TriggerID, dir)
+	}
+	if !t.found || t.cluster == nil {
+		c.abandon(s, t, now, where)
+		return 0
+	}
+	client, err := c.flinkClient(t)
+	if err != nil {
+		c.abandon(s, t, now, fmt.Sprintf("; its result could not be read (%v)%s", err, where))
+		return 0
+	}
+	res, err := c.poll(ctx, client, s, t)
+	switch {
+	case err != nil:
+		c.abandon(s, t, now, fmt.Sprintf("; its result could not be read (%v)%s", err, where))
+	case res.failure != "":
+		c.abandon(s, t, now, "; "+res.failure)
+	case res.pending:
+		c.abandon(s, t, now, "; Flink was still taking it"+where)
+	default:
+		klog.FromContext(ctx).Info("Snapshot completed although its job stopped", "snapshot", klog.KObj(s), "path", res.path)
+		c.complete(s, res, now)
+	}
+	return 0
+}
+
+// savepointDir is where a savepoint of s goes: its own path, else the job's
+// configured savepoint directory; "" when unknown (the job is gone).
+func savepointDir(s *v1beta1.FlinkStateSnapshot, t *target) string {
+	if s.Spec.Savepoint != nil && s.Spec.Savepoint.Path != "" {
+		return s.Spec.Savepoint.Path
+	}
+	if t.cfg != nil {
+		dir, _ := config.SavepointDir(t.cfg)
+		return dir
+	}
+	return ""
 }
 
 // pastTimeout reports whether an IN_PROGRESS attempt is older than the
@@ -356,38 +432,40 @@ func (c *Controller) poll(ctx context.Context, client *flink.Client, s *v1beta1.
 // recover handles a trigger id Flink does not know [ours]: Flink forgets
 // results after rest.async.store-duration and on a JobManager restart, and an
 // operator crash between writing the intent and the POST leaves an id Flink
-// never saw. First look for the result in the job's checkpoint history; if
-// it is not there and the attempt is young, re-send the same id (Flink starts
-// it once); otherwise the attempt failed.
+// never saw. First look for the result in the job's checkpoint history (see
+// adoptFromHistory); if it is not there and the attempt is young, re-send
+// the same id (Flink starts it once) unless the snapshot is being deleted;
+// otherwise the attempt failed.
 func (c *Controller) recover(ctx context.Context, client *flink.Client, s *v1beta1.FlinkStateSnapshot, t *target,
-	triggered time.Time, elapsed time.Duration) (pollResult, error) {
+	triggered time.Time, elapsed time.Duration, deleting bool) (pollResult, error) {
 	stats, err := client.Checkpoints(ctx, t.jobStatus.JobID)
 	if err != nil && !flink.IsNotFound(err) { // 404: checkpointing disabled, so no history
 		return pollResult{}, err
 	}
-	since := triggered.Add(-historyTolerance).UnixMilli()
-	wantSavepoint := snapshots.IsSavepoint(s)
 	var history []flink.CheckpointStatistics
 	if stats != nil {
 		history = stats.History
 	}
-	for _, h := range history {
-		if h.IsSavepoint != wantSavepoint || h.TriggerTimestamp < since {
-			continue
-		}
+	claimed, err := c.claimedPaths(s)
+	if err != nil {
+		return pollResult{}, err
+	}
+	if h := adoptFromHistory(s, t.cfg, history, triggered, claimed); h != nil {
 		switch h.Status {
 		case flink.CheckpointStatsCompleted:
 			klog.FromContext(ctx).Info("Adopted snapshot found in Flink's checkpoint history", "triggerId", s.Status.TriggerID, "checkpointId", h.ID, "path", h.ExternalPath)
 			return pollResult{path: h.ExternalPath}, nil
 		case flink.CheckpointStatsInProgress:
 			return pollResult{pending: true}, nil
+		default:
+			return pollResult{failure: fmt.Sprintf("%s failed (found in the job's checkpoint history as %d): %s", lower(snapshots.Type(s)), h.ID, h.FailureMessage)}, nil
 		}
 	}
 	storeDuration := 5 * time.Minute
 	if d, ok, err := t.cfg.OptionalDuration(config.FlinkRestAsyncStoreDuration); err == nil && ok {
 		storeDuration = d
 	}
-	if elapsed < storeDuration {
+	if elapsed < storeDuration && !deleting {
 		klog.FromContext(ctx).Info("Flink does not know the trigger id, sending it again", "triggerId", s.Status.TriggerID)
 		if err := c.post(ctx, s, t, ""); err != nil {
 			return pollResult{}, err
@@ -398,17 +476,89 @@ func (c *Controller) recover(ctx context.Context, client *flink.Client, s *v1bet
 		s.Status.TriggerID, config.FlinkRestAsyncStoreDuration, lower(snapshots.Type(s)))}, nil
 }
 
+// claimedPaths are the paths other snapshots of the same job already name.
+func (c *Controller) claimedPaths(s *v1beta1.FlinkStateSnapshot) (map[string]bool, error) {
+	claimed := map[string]bool{}
+	others, err := c.caches.SnapshotsOfJob(snapshots.JobKey(s))
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range others {
+		if o.Status.Path != "" && (o.Namespace != s.Namespace || o.Name != s.Name) {
+			claimed[o.Status.Path] = true
+		}
+	}
+	return claimed, nil
+}
+
+// adoptFromHistory picks the entry of Flink's checkpoint history that is
+// most likely the forgotten attempt: the EARLIEST one of the same kind
+// triggered at or after the attempt (less historyTolerance for clock skew),
+// whatever its status. A later entry is someone else's snapshot (the next
+// periodic checkpoint, another resource's savepoint): adopting it would make
+// two resources name one path, and deleting one would dispose the other's
+// data, so entries whose path another snapshot of the job names are skipped
+// too. Same kind means:
+//   - savepoints: a savepoint, not a stop-with-savepoint's (SYNC_SAVEPOINT,
+//     an upgrade's), in the requested format where Flink reports it;
+//   - checkpoints: the operator asks for a FULL checkpoint, which Flink's
+//     history does not tell apart from an incremental one (checkpoint_type
+//     is CHECKPOINT for both), so a checkpoint is adopted only when the job
+//     takes no incremental checkpoints at all.
+//
+// nil when nothing qualifies.
+func adoptFromHistory(s *v1beta1.FlinkStateSnapshot, cfg config.Config, history []flink.CheckpointStatistics,
+	triggered time.Time, claimed map[string]bool) *flink.CheckpointStatistics {
+	since := triggered.Add(-historyTolerance).UnixMilli()
+	var best *flink.CheckpointStatistics
+	for i := range history {
+		h := &history[i]
+		if h.TriggerTimestamp < since || !sameKind(s, cfg, h) || (h.ExternalPath != "" && claimed[h.ExternalPath]) {
+			continue
+		}
+		if best == nil || h.TriggerTimestamp < best.TriggerTimestamp || (h.TriggerTimestamp == best.TriggerTimestamp && h.ID < best.ID) {
+			best = h
+		}
+	}
+	return best
+}
+
+func sameKind(s *v1beta1.FlinkStateSnapshot, cfg config.Config, h *flink.CheckpointStatistics) bool {
+	if !snapshots.IsSavepoint(s) {
+		return !h.IsSavepoint && !incrementalCheckpoints(cfg)
+	}
+	if !h.IsSavepoint || strings.EqualFold(h.CheckpointType, "SYNC_SAVEPOINT") {
+		return false
+	}
+	want := string(s.Spec.Savepoint.FormatType)
+	if want == "" || want == string(v1beta1.SavepointFormatUnknown) {
+		want = string(flink.SavepointFormatCanonical)
+	}
+	return h.SavepointFormat == "" || strings.EqualFold(h.SavepointFormat, want)
+}
+
+// incrementalCheckpoints reports whether the job may take incremental
+// checkpoints (execution.checkpointing.incremental, formerly
+// state.backend.incremental; default false). Unparseable counts as yes: it
+// only ever makes adoption stricter.
+func incrementalCheckpoints(cfg config.Config) bool {
+	for _, key := range []string{"execution.checkpointing.incremental", "state.backend.incremental"} {
+		if v, ok := cfg.Raw(key); ok {
+			on, err := strconv.ParseBool(strings.TrimSpace(v))
+			return err != nil || on
+		}
+	}
+	return false
+}
+
 // fail records a failed attempt and decides between retry and FAILED.
 func (c *Controller) fail(s *v1beta1.FlinkStateSnapshot, now time.Time, msg string) time.Duration {
 	s.Status.Failures++
 	s.Status.Error = msg
 	s.Status.ResultTimestamp = snapshots.FormatTime(now)
 	s.Status.Path = ""
-	reason := ReasonCheckpointError
-	if snapshots.IsSavepoint(s) {
-		reason = ReasonSavepointError
-	}
-	c.recorder.Event(s, "Warning", reason, msg)
+	// The SavepointError/CheckpointError event is emitted by commit once
+	// this failure is recorded.
 	if snapshots.RetryAllowed(s.Status.Failures, snapshots.BackoffLimit(s)) {
 		s.Status.State = v1beta1.SnapshotTriggerPending
 		return snapshots.RetryDelay(s.Status.Failures)
@@ -417,18 +567,18 @@ func (c *Controller) fail(s *v1beta1.FlinkStateSnapshot, now time.Time, msg stri
 	return 0
 }
 
-// abandon ends a snapshot whose job is gone or not running; it is not retried.
-func (c *Controller) abandon(s *v1beta1.FlinkStateSnapshot, t *target, now time.Time) {
+// abandon ends a snapshot whose job is gone or not running; it is not
+// retried. detail is appended to the message. The SnapshotAbandoned event is
+// emitted by commit once the state is recorded.
+func (c *Controller) abandon(s *v1beta1.FlinkStateSnapshot, t *target, now time.Time, detail string) {
 	what := "is not running"
 	if !t.found {
 		what = "was not found"
 	}
-	msg := fmt.Sprintf("Secondary resource %s for savepoint %s %s", snapshots.JobRefString(&t.ref), s.Name, what)
 	s.Status.State = v1beta1.SnapshotAbandoned
 	s.Status.Path = ""
-	s.Status.Error = msg
+	s.Status.Error = fmt.Sprintf("Secondary resource %s for savepoint %s %s", snapshots.JobRefString(&t.ref), s.Name, what) + detail
 	s.Status.ResultTimestamp = snapshots.FormatTime(now)
-	c.recorder.Event(s, "Warning", ReasonSnapshotAbandoned, msg)
 }
 
 func (c *Controller) flinkClient(t *target) (*flink.Client, error) {
