@@ -60,7 +60,7 @@ integration: ## Integration tests against a real local control plane
 # a 2-core machine.
 flink-e2e: ## Real Flink: JVMs alone, on the local cluster, and under the operator
 	@bin_dir="$$(hack/build-cluster-bins.sh)" && \
-	  FLINKOP_KUBE_BIN_DIR="$$bin_dir" $(GO) test -p 1 -count=1 -timeout=40m ./e2e/flink/... ./e2e/realflink/... ./e2e/snapshote2e/... ./e2e/deploymente2e/... ./e2e/periodice2e/... ./e2e/sessionjobe2e/... ./e2e/installe2e/... ./e2e/tryit/... ./e2e/examplese2e/...
+	  FLINKOP_KUBE_BIN_DIR="$$bin_dir" $(GO) test -p 1 -count=1 -timeout=40m ./e2e/flink/... ./e2e/realflink/... ./e2e/snapshote2e/... ./e2e/deploymente2e/... ./e2e/periodice2e/... ./e2e/sessionjobe2e/... ./e2e/installe2e/... ./e2e/tryit/... ./e2e/examplese2e/... ./e2e/leadere2e/...
 
 e2e: integration flink-e2e ## End-to-end tests: real control plane, real Flink
 

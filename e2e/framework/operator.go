@@ -67,10 +67,41 @@ func (p *Operator) Stop() {
 	default:
 	}
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	// A paused process (Signal(SIGSTOP)) handles SIGTERM only once resumed.
+	_ = p.cmd.Process.Signal(syscall.SIGCONT)
 	select {
 	case <-p.done:
 	case <-time.After(15 * time.Second):
 		_ = p.cmd.Process.Kill()
 		<-p.done
 	}
+}
+
+// Pid is the operator's process id.
+func (p *Operator) Pid() int { return p.cmd.Process.Pid }
+
+// Done is closed once the operator has exited.
+func (p *Operator) Done() <-chan struct{} { return p.done }
+
+// Signal sends sig to the operator process alone: SIGSTOP and SIGCONT pause
+// and resume it (a frozen replica), SIGKILL crashes it.
+func (p *Operator) Signal(sig syscall.Signal) error {
+	select {
+	case <-p.done:
+		return fmt.Errorf("signal %v: the operator already exited: %v", sig, p.err)
+	default:
+	}
+	return p.cmd.Process.Signal(sig)
+}
+
+// Kill is kill -9: SIGKILL, then it waits until the process is gone (a
+// paused process dies too).
+func (p *Operator) Kill() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Kill()
+	<-p.done
 }

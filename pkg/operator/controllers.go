@@ -17,7 +17,6 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/clock"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	flinkcache "github.com/flinkops/flink-operator/pkg/cache"
@@ -65,13 +64,17 @@ func newControllers(ctx context.Context, kube kubernetes.Interface, flink client
 	if err != nil {
 		return nil, err
 	}
-	httpClient := &http.Client{Transport: metrics.InstrumentFlinkREST(http.DefaultTransport)}
+	flinkTransport := metrics.InstrumentFlinkREST(http.DefaultTransport)
+	if opts.fenceFlinkREST != nil {
+		flinkTransport = opts.fenceFlinkREST(flinkTransport)
+	}
+	httpClient := &http.Client{Transport: flinkTransport}
 	endpoints, err := endpointResolver(opts.FlinkEndpoint, inf)
 	if err != nil {
 		return nil, err
 	}
 	snapshotOpts := snapshot.Options{Config: opts.Config, HTTPClient: httpClient, Endpoints: endpoints,
-		AdmissionGuard: newAdmissionGuard(kube, opts.Webhook.ConfigName, clock.RealClock{}).Check}
+		AdmissionGuard: snapshotGuard(reviewKeys(opts.reviewKey))}
 	if os.Getenv(FaultEnv) == "exit-after-snapshot-intent" {
 		var once sync.Once
 		snapshotOpts.AfterIntentWritten = func(key string) {
@@ -101,7 +104,7 @@ func newControllers(ctx context.Context, kube kubernetes.Interface, flink client
 	if enabled[deployment.QueueName] {
 		c.deployments, err = deployment.New(flink, kube, caches, inf.Kube, recorder, deployment.Options{
 			Config: opts.Config, HTTPClient: httpClient, Endpoints: endpoints,
-			SnapshotCRDMissing: opts.snapshotCRDMissing,
+			SnapshotCRDMissing: opts.snapshotCRDMissing, ReviewKeys: reviewKeys(opts.reviewKey),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("creating FlinkDeployment controller: %w", err)
@@ -110,7 +113,7 @@ func newControllers(ctx context.Context, kube kubernetes.Interface, flink client
 	if enabled[sessionjob.QueueName] {
 		c.sessionJobs, err = sessionjob.New(flink, caches, recorder, sessionjob.Options{
 			Config: opts.Config, HTTPClient: httpClient, Endpoints: endpoints,
-			SnapshotCRDMissing: opts.snapshotCRDMissing,
+			SnapshotCRDMissing: opts.snapshotCRDMissing, ReviewKeys: reviewKeys(opts.reviewKey),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("creating FlinkSessionJob controller: %w", err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/discovery"
@@ -84,6 +85,11 @@ func run(ctx context.Context, cancel context.CancelCauseFunc, opts Options) erro
 		closeListeners(probes)
 		return err
 	}
+	// The key of cross-namespace review stamps, for the webhook (signs) and
+	// the controllers (verify).
+	if opts.reviewKey = newReviewKey(ctx, kube, opts); opts.reviewKey != nil {
+		go opts.reviewKey.Run(ctx, reviewKeyRefresh)
+	}
 	// The webhook takes its listers now, before the factories start.
 	webhookSrv, webhookCerts, err := newWebhook(ctx, kube, flink, inf, opts)
 	if err != nil {
@@ -110,9 +116,31 @@ func run(ctx context.Context, cancel context.CancelCauseFunc, opts Options) erro
 		}
 	}()
 
+	// With leader election the controllers write through clients fenced by
+	// this replica's view of the lease (leaseFence), so a replica that lost
+	// it cannot write even in the instant before it exits; informers, the
+	// webhook and probes keep the unfenced clients, as every replica serves
+	// them.
+	ctrlKube, ctrlFlink := kube, flink
+	var election *election
+	if opts.LeaderElect {
+		if election, err = newElection(opts); err != nil {
+			return err
+		}
+		fenced := rest.CopyConfig(restConfig)
+		fenced.Wrap(election.fence.wrap)
+		opts.fenceFlinkREST = election.fence.wrap
+		if ctrlKube, err = kubernetes.NewForConfig(fenced); err != nil {
+			return fmt.Errorf("creating Kubernetes client: %w", err)
+		}
+		if ctrlFlink, err = clientset.NewForConfig(fenced); err != nil {
+			return fmt.Errorf("creating flink.apache.org client: %w", err)
+		}
+	}
+
 	// Controllers request their informers now, so the caches are warm before
 	// this replica leads.
-	ctrls, err := newControllers(ctx, kube, flink, inf, opts)
+	ctrls, err := newControllers(ctx, ctrlKube, ctrlFlink, inf, opts)
 	if err != nil {
 		return err
 	}
@@ -137,7 +165,7 @@ func run(ctx context.Context, cancel context.CancelCauseFunc, opts Options) erro
 		logger.Info("Shutting down")
 		return nil
 	}
-	return runWithLeaderElection(ctx, kube, opts, runControllers)
+	return election.run(ctx, kube, runControllers)
 }
 
 func loadRESTConfig(kubeconfig string) (*rest.Config, error) {
@@ -197,54 +225,109 @@ func rootCause(err error) error {
 	}
 }
 
-func runWithLeaderElection(ctx context.Context, kube kubernetes.Interface, opts Options, run func(context.Context)) error {
-	logger := klog.FromContext(ctx)
+// election is this replica's part in leader election.
+type election struct {
+	opts     Options
+	identity string
+	timings  leaseTimings
+	fence    *leaseFence
+}
+
+// newElection reads the timings before anything starts, so a bad value stops
+// the operator at once with the key's name.
+func newElection(opts Options) (*election, error) {
+	timings, err := leaderElectionTimings(opts.Config)
+	if err != nil {
+		return nil, fmt.Errorf("configuring leader election: %w", err)
+	}
 	host, _ := os.Hostname()
-	identity := host + "_" + string(uuid.NewUUID())
-	namespace := opts.LeaderElectionNamespace
+	return &election{
+		opts:     opts,
+		identity: host + "_" + string(uuid.NewUUID()),
+		timings:  timings,
+		fence:    newLeaseFence(timings.renew),
+	}, nil
+}
+
+// exitLostLease ends the process when the lease is lost while it should keep
+// running, as kube-controller-manager and controller-runtime do: nothing the
+// controllers are doing may continue (a worker mid-sync, a Flink call about
+// to be sent), and a restart rejoins the election with fresh caches. A
+// variable so that in-process tests can observe it instead.
+var exitLostLease = func() { klog.FlushAndExit(klog.ExitFlushTimeout, 1) }
+
+func (e *election) run(ctx context.Context, kube kubernetes.Interface, run func(context.Context)) error {
+	logger := klog.FromContext(ctx)
+	namespace := e.opts.LeaderElectionNamespace
 	if namespace == "" {
 		namespace = os.Getenv("POD_NAMESPACE")
 	}
 	if namespace == "" {
 		namespace = "default"
 	}
-	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1ObjectMeta(namespace, opts.LeaderElectionID),
+	lease := klog.KRef(namespace, e.opts.LeaderElectionID)
+	lock := fencedLock{fence: e.fence, Interface: &resourcelock.LeaseLock{
+		LeaseMeta:  metav1ObjectMeta(namespace, e.opts.LeaderElectionID),
 		Client:     kube.CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{Identity: identity},
+		LockConfig: resourcelock.ResourceLockConfig{Identity: e.identity},
+	}}
+	var once sync.Once
+	lost := func(why string) {
+		once.Do(func() {
+			e.fence.revoke()
+			logger.Error(nil, "Lost the leader election lease: exiting at once", "lease", lease, "identity", e.identity, "reason", why)
+			exitLostLease()
+		})
 	}
-	timings, err := leaderElectionTimings(opts.Config)
-	if err != nil {
-		return fmt.Errorf("configuring leader election: %w", err)
-	}
-	var wg sync.WaitGroup
+	// client-go starts OnStartedLeading in a goroutine that may begin after
+	// Run returned: it registers under mu, and does nothing once stopped.
+	var (
+		mu      sync.Mutex
+		stopped bool
+		running sync.WaitGroup
+	)
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock:            lock,
 		ReleaseOnCancel: true,
-		LeaseDuration:   timings.lease,
-		RenewDeadline:   timings.renew,
-		RetryPeriod:     timings.retry,
-		Name:            opts.LeaderElectionID,
+		LeaseDuration:   e.timings.lease,
+		RenewDeadline:   e.timings.renew,
+		RetryPeriod:     e.timings.retry,
+		Name:            e.opts.LeaderElectionID,
 		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(ctx context.Context) {
-				wg.Add(1)
-				defer wg.Done()
-				logger.Info("Became leader", "lease", klog.KRef(namespace, opts.LeaderElectionID), "identity", identity)
-				run(ctx)
+			OnStartedLeading: func(leaderCtx context.Context) {
+				mu.Lock()
+				if stopped {
+					mu.Unlock()
+					return
+				}
+				running.Add(1)
+				mu.Unlock()
+				defer running.Done()
+				logger.Info("Became leader", "lease", lease, "identity", e.identity, "validFor", e.fence.remaining().Round(time.Millisecond))
+				go watchFence(leaderCtx, e.fence, func() { lost("lease not renewed within the renew deadline") })
+				run(leaderCtx)
 			},
 			OnStoppedLeading: func() {
-				logger.Info("Stopped leading", "lease", klog.KRef(namespace, opts.LeaderElectionID), "identity", identity)
+				if ctx.Err() == nil {
+					lost("renewal failed or another replica holds the lease")
+					return
+				}
+				logger.Info("Stopped leading", "lease", lease, "identity", e.identity)
 			},
 		},
 	})
 	if err != nil {
 		return fmt.Errorf("configuring leader election: %w", err)
 	}
+	logger.Info("Joining leader election", "lease", lease, "identity", e.identity,
+		"leaseDuration", e.timings.lease, "renewDeadline", e.timings.renew, "retryPeriod", e.timings.retry)
 	elector.Run(ctx)
-	wg.Wait()
+	mu.Lock()
+	stopped = true
+	mu.Unlock()
+	running.Wait()
 	if ctx.Err() == nil {
-		// Lost the lease while the process should keep running: exit so a
-		// restart rejoins the election with fresh caches, never two leaders.
+		// Only reached when exitLostLease returns (tests).
 		return errors.New("lost leader election lease")
 	}
 	logger.Info("Shutting down")

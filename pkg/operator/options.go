@@ -4,9 +4,11 @@
 package operator
 
 import (
+	"net/http"
 	"time"
 
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/webhook"
 )
 
 // Options are the operator's process-level settings, mostly from flags.
@@ -44,6 +46,14 @@ type Options struct {
 	// snapshotCRDMissing is set by Run when the FlinkStateSnapshot CRD is
 	// not installed: legacy mode, no snapshot informer nor controller.
 	snapshotCRDMissing bool
+	// reviewKey is set by run when cross-namespace references are enabled:
+	// the key the webhook stamps reviewed references with and the
+	// controllers verify them with (admissionguard.go).
+	reviewKey *webhook.ReviewKey
+	// fenceFlinkREST is set by run under leader election: it wraps the
+	// Flink REST transport so that a replica whose lease may have passed to
+	// another sends no state-changing request to a JobManager either.
+	fenceFlinkREST func(http.RoundTripper) http.RoundTripper
 }
 
 // DefaultOptions returns the defaults the flags start from.
