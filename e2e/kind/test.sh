@@ -27,11 +27,12 @@ wait_jsonpath() {
 	k wait --for="jsonpath=${path}=${want}" --timeout="${timeout}" "${resource}" "$@"
 }
 
-# The host path of a file:///flink-data/... path written by a pod.
+# The host path of a file:///tmp/flink-data/... path written by a pod (the
+# examples mount the node's /tmp/flink-data at the same path).
 host_path() {
 	local p="${1#file://}"
 	p="${p#file:}"
-	printf '%s%s\n' "${data_dir}" "${p#/flink-data}"
+	printf '%s%s\n' "${data_dir}" "${p#"${node_data_dir}"}"
 }
 
 smoke() {
@@ -39,7 +40,7 @@ smoke() {
 	log "smoke: namespace ${ns}"
 	k delete namespace "${ns}" --ignore-not-found --wait=true --timeout=180s
 	k create namespace "${ns}"
-	# A fresh directory tree for this run (the example writes to /flink-data/{savepoints,checkpoints}).
+	# A fresh directory tree for this run (the example writes to /tmp/flink-data/{savepoints,checkpoints}).
 	node_rm "${node_data_dir}/savepoints" "${node_data_dir}/checkpoints"
 
 	log "smoke: application.yaml"
