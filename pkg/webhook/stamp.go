@@ -65,50 +65,44 @@ func (v *Validator) Mutate(ctx context.Context, req *admissionv1.AdmissionReques
 	kind := req.Kind.Kind
 	switch kind {
 	case "FlinkDeployment":
-		cur, old, resp := decodeObjects[v1beta1.FlinkDeployment](req)
-		if resp != nil {
-			return resp
-		}
-		ref := initialSnapshotReference(kind, cur.Namespace, cur.Spec.Job)
-		if old == nil {
-			return v.stamp(ctx, req, kind, cur, nil, ref, nil, false)
-		}
-		if cur.DeletionTimestamp != nil {
-			return allow(nil)
-		}
-		return v.stamp(ctx, req, kind, cur, old, ref, initialSnapshotReference(kind, old.Namespace, old.Spec.Job), !sameJSON(old.Spec, cur.Spec))
+		return stampObject(ctx, v, req, func(d *v1beta1.FlinkDeployment) (*crossReference, *admissionv1.AdmissionResponse) {
+			return initialSnapshotReference(kind, d.Namespace, d.Spec.Job), nil
+		}, func(d *v1beta1.FlinkDeployment) any { return d.Spec })
 	case "FlinkSessionJob":
-		cur, old, resp := decodeObjects[v1beta1.FlinkSessionJob](req)
-		if resp != nil {
-			return resp
-		}
-		ref := initialSnapshotReference(kind, cur.Namespace, cur.Spec.Job)
-		if old == nil {
-			return v.stamp(ctx, req, kind, cur, nil, ref, nil, false)
-		}
-		if cur.DeletionTimestamp != nil {
-			return allow(nil)
-		}
-		return v.stamp(ctx, req, kind, cur, old, ref, initialSnapshotReference(kind, old.Namespace, old.Spec.Job), !sameJSON(old.Spec, cur.Spec))
+		return stampObject(ctx, v, req, func(j *v1beta1.FlinkSessionJob) (*crossReference, *admissionv1.AdmissionResponse) {
+			return initialSnapshotReference(kind, j.Namespace, j.Spec.Job), nil
+		}, func(j *v1beta1.FlinkSessionJob) any { return j.Spec })
 	case "FlinkStateSnapshot":
-		cur, old, resp := decodeObjects[v1beta1.FlinkStateSnapshot](req)
-		if resp != nil {
-			return resp
-		}
-		ref, resp := snapshotJobReference(cur)
-		if resp != nil {
-			return resp
-		}
-		if old == nil {
-			return v.stamp(ctx, req, kind, cur, nil, ref, nil, false)
-		}
-		if cur.DeletionTimestamp != nil {
-			return allow(nil)
-		}
-		oldRef, _ := snapshotJobReference(old)
-		return v.stamp(ctx, req, kind, cur, old, ref, oldRef, !sameJSON(old.Spec, cur.Spec))
+		return stampObject(ctx, v, req, snapshotJobReference, func(s *v1beta1.FlinkStateSnapshot) any { return s.Spec })
 	}
 	return deny(http.StatusForbidden, "Unexpected resource: "+kind)
+}
+
+// stampObject decodes the request's objects of one kind and stamps the new
+// one: refOf reads an object's cross-namespace reference (nil without one;
+// a response refuses the object), specOf its spec, whose change on UPDATE
+// is what may earn a fresh stamp.
+func stampObject[T object, P interface {
+	*T
+	metav1.Object
+}](ctx context.Context, v *Validator, req *admissionv1.AdmissionRequest,
+	refOf func(P) (*crossReference, *admissionv1.AdmissionResponse), specOf func(P) any) *admissionv1.AdmissionResponse {
+	cur, old, resp := decodeObjects[T](req)
+	if resp != nil {
+		return resp
+	}
+	ref, resp := refOf(P(cur))
+	if resp != nil {
+		return resp
+	}
+	if old == nil {
+		return v.stamp(ctx, req, req.Kind.Kind, P(cur), nil, ref, nil, false)
+	}
+	if P(cur).GetDeletionTimestamp() != nil {
+		return allow(nil)
+	}
+	oldRef, _ := refOf(P(old))
+	return v.stamp(ctx, req, req.Kind.Kind, P(cur), P(old), ref, oldRef, !sameJSON(specOf(P(old)), specOf(P(cur))))
 }
 
 // stamp decides the review annotation of obj (see the rules above); old is
