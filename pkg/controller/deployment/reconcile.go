@@ -13,11 +13,9 @@ import (
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/cluster"
-	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/controller/legacysnapshots"
+	"github.com/flinkops/flink-operator/pkg/controller/snapshotref"
 	"github.com/flinkops/flink-operator/pkg/lifecycle"
-	"github.com/flinkops/flink-operator/pkg/snapshots"
-	"github.com/flinkops/flink-operator/pkg/webhook/review"
 )
 
 // firstDeploy records the first valid spec and deploys it: from
@@ -437,26 +435,8 @@ func mergeAnnotations(live, desired map[string]string) map[string]string {
 	return out
 }
 
-// snapshotRefPath resolves spec.job.initialStateSnapshotRef of dep from
-// the cache (pkg/snapshots.RestorePath says what will do). A reference to
-// another namespace also needs dep to carry the admission webhook's stamp
-// for exactly this reference (pkg/webhook/review): the option alone would
-// let whoever may create a FlinkDeployment start it from any namespace's
-// snapshot whenever the webhook was absent, skipped or not yet registered.
-// Checked before the snapshot is even looked up.
+// snapshotRefPath resolves spec.job.initialStateSnapshotRef of dep
+// (snapshotref.Path: a cross-namespace reference needs the webhook's stamp).
 func (c *Controller) snapshotRefPath(dep *v1beta1.FlinkDeployment, ref *v1beta1.SnapshotReference) (string, error) {
-	ns := dep.Namespace
-	cross, _ := c.cfg.Bool(config.KeySnapshotCrossNamespaceReferencesEnabled)
-	if refNS := snapshots.RefNamespace(ref, ns); refNS != ns && cross {
-		target := review.Reference{Kind: "FlinkStateSnapshot", Namespace: refNS, Name: ref.Name}
-		if _, err := review.Verify(c.reviewKeys, "FlinkDeployment", dep, target); err != nil {
-			return "", fmt.Errorf("spec.job.initialStateSnapshotRef: FlinkStateSnapshot %s/%s is in another namespace and this reference was not reviewed by the operator's admission webhook (which checks that its author may get that snapshot, then stamps the FlinkDeployment): %v; the next change of its spec, by a user allowed to get that snapshot, gets it reviewed",
-				refNS, ref.Name, err)
-		}
-	}
-	snap, err := c.caches.Snapshot(snapshots.RefNamespace(ref, ns), ref.Name)
-	if err != nil && !apierrors.IsNotFound(err) {
-		return "", err
-	}
-	return snapshots.RestorePath(ref, ns, snap, cross)
+	return snapshotref.Path(c.caches, c.cfg, c.reviewKeys, "FlinkDeployment", dep, ref)
 }

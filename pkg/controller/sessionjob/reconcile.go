@@ -2,19 +2,14 @@ package sessionjob
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
-	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/controller/legacysnapshots"
+	"github.com/flinkops/flink-operator/pkg/controller/snapshotref"
 	"github.com/flinkops/flink-operator/pkg/lifecycle"
-	"github.com/flinkops/flink-operator/pkg/snapshots"
 	"github.com/flinkops/flink-operator/pkg/validation"
-	"github.com/flinkops/flink-operator/pkg/webhook/review"
 )
 
 // reconcile moves the job toward the spec, one step per sync.
@@ -318,26 +313,8 @@ func (c *Controller) steady(ctx context.Context, sc *syncState) error {
 	return nil
 }
 
-// snapshotRefPath resolves spec.job.initialStateSnapshotRef of sj from
-// the cache (pkg/snapshots.RestorePath says what will do). A reference to
-// another namespace also needs sj to carry the admission webhook's stamp
-// for exactly this reference (pkg/webhook/review): the option alone would
-// let whoever may create a FlinkSessionJob start it from any namespace's
-// snapshot whenever the webhook was absent, skipped or not yet registered.
-// Checked before the snapshot is even looked up.
+// snapshotRefPath resolves spec.job.initialStateSnapshotRef of sj
+// (snapshotref.Path: a cross-namespace reference needs the webhook's stamp).
 func (c *Controller) snapshotRefPath(sj *v1beta1.FlinkSessionJob, ref *v1beta1.SnapshotReference) (string, error) {
-	ns := sj.Namespace
-	cross, _ := c.cfg.Bool(config.KeySnapshotCrossNamespaceReferencesEnabled)
-	if refNS := snapshots.RefNamespace(ref, ns); refNS != ns && cross {
-		target := review.Reference{Kind: "FlinkStateSnapshot", Namespace: refNS, Name: ref.Name}
-		if _, err := review.Verify(c.reviewKeys, "FlinkSessionJob", sj, target); err != nil {
-			return "", fmt.Errorf("spec.job.initialStateSnapshotRef: FlinkStateSnapshot %s/%s is in another namespace and this reference was not reviewed by the operator's admission webhook (which checks that its author may get that snapshot, then stamps the FlinkSessionJob): %v; the next change of its spec, by a user allowed to get that snapshot, gets it reviewed",
-				refNS, ref.Name, err)
-		}
-	}
-	snap, err := c.caches.Snapshot(snapshots.RefNamespace(ref, ns), ref.Name)
-	if err != nil && !apierrors.IsNotFound(err) {
-		return "", err
-	}
-	return snapshots.RestorePath(ref, ns, snap, cross)
+	return snapshotref.Path(c.caches, c.cfg, c.reviewKeys, "FlinkSessionJob", sj, ref)
 }
