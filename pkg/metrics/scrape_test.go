@@ -86,5 +86,4 @@ func TestSnapshotGaugeComesFromTheCountAtScrapeTime(t *testing.T) {
 	if _, ok := scrape(t)[series]; ok {
 		t.Error("the gauge is still exposed after unregister")
 	}
-	unregister = func() {}
 }
