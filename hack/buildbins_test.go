@@ -102,7 +102,9 @@ func runScript(t *testing.T, root, path, cache string, env ...string) (string, [
 	for sc.Scan() {
 		lines = append(lines, line{time.Now(), sc.Text()})
 	}
-	return stdout.String(), lines, cmd.Wait()
+	// Wait first: it is what finishes copying stdout into the builder.
+	err = cmd.Wait()
+	return stdout.String(), lines, err
 }
 
 // load keeps every core busy until stop is closed: the "parallel build
