@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -16,22 +14,17 @@ import (
 	kubescheme "k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/klog/v2"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	flinkcache "github.com/flinkops/flink-operator/pkg/cache"
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/controller/deployment"
+	"github.com/flinkops/flink-operator/pkg/controller/jobmanager"
 	"github.com/flinkops/flink-operator/pkg/controller/sessionjob"
 	"github.com/flinkops/flink-operator/pkg/controller/snapshot"
 	clientset "github.com/flinkops/flink-operator/pkg/generated/clientset/versioned"
 	"github.com/flinkops/flink-operator/pkg/metrics"
 )
-
-// FaultEnv names a test-only fault point. "exit-after-snapshot-intent" kills
-// the process (SIGKILL, like kill -9) right after a snapshot's IN_PROGRESS
-// intent is written and before Flink is called, once per process.
-const FaultEnv = "FLINKOP_TEST_FAULT"
 
 // controllers is the set of controllers one operator process runs.
 type controllers struct {
@@ -73,17 +66,15 @@ func newControllers(ctx context.Context, kube kubernetes.Interface, flink client
 	if err != nil {
 		return nil, err
 	}
+	// The live JobManager Deployments and REST Services, from the informers
+	// the FlinkDeployment controller watches too: the snapshot and session
+	// job controllers reach a cluster in the version it runs.
+	jobManagers := jobmanager.NewLookup(inf.Kube)
 	snapshotOpts := snapshot.Options{Config: opts.Config, HTTPClient: httpClient, Endpoints: endpoints,
-		AdmissionGuard: snapshotGuard(reviewKeys(opts.reviewKey))}
-	if os.Getenv(FaultEnv) == "exit-after-snapshot-intent" {
-		var once sync.Once
-		snapshotOpts.AfterIntentWritten = func(key string) {
-			once.Do(func() {
-				klog.FromContext(ctx).Info("Test fault point: killing the process after writing the snapshot intent", "snapshot", key)
-				klog.Flush()
-				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
-			})
-		}
+		AdmissionGuard: snapshotGuard(reviewKeys(opts.reviewKey)), JobManagers: jobManagers}
+	// Test fault points: none outside the faultinject build (faults_*.go).
+	if err := installFaults(ctx, &snapshotOpts); err != nil {
+		return nil, err
 	}
 	enabled, err := enabledControllers(opts.Controllers)
 	if err != nil {
@@ -112,7 +103,7 @@ func newControllers(ctx context.Context, kube kubernetes.Interface, flink client
 	}
 	if enabled[sessionjob.QueueName] {
 		c.sessionJobs, err = sessionjob.New(flink, caches, recorder, sessionjob.Options{
-			Config: opts.Config, HTTPClient: httpClient, Endpoints: endpoints,
+			Config: opts.Config, HTTPClient: httpClient, Endpoints: endpoints, JobManagers: jobManagers,
 			SnapshotCRDMissing: opts.snapshotCRDMissing, ReviewKeys: reviewKeys(opts.reviewKey),
 		})
 		if err != nil {

@@ -17,10 +17,11 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	flinkcache "github.com/flinkops/flink-operator/pkg/cache"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
+	"github.com/flinkops/flink-operator/pkg/controller/jobmanager"
 	"github.com/flinkops/flink-operator/pkg/controller/legacysnapshots"
 	"github.com/flinkops/flink-operator/pkg/controller/workers"
 	"github.com/flinkops/flink-operator/pkg/endpoints"
-	"github.com/flinkops/flink-operator/pkg/flink"
 	clientset "github.com/flinkops/flink-operator/pkg/generated/clientset/versioned"
 	"github.com/flinkops/flink-operator/pkg/snapshots"
 	"github.com/flinkops/flink-operator/pkg/webhook/review"
@@ -74,10 +75,9 @@ type Controller struct {
 
 	cfg          config.Config
 	clock        clock.WithTicker
-	endpoints    endpoints.Resolver
-	httpClient   *http.Client
+	jobManagers  jobmanager.Dialer
 	newTriggerID func() string
-	faultPoint   func(key, point string)
+	writer       jobengine.Writer[*v1beta1.FlinkDeployment]
 
 	snapshotCRDMissing bool
 	reviewKeys         review.Keys
@@ -117,14 +117,22 @@ func New(client clientset.Interface, kube kubernetes.Interface, caches *flinkcac
 		),
 		cfg:          opts.Config,
 		clock:        opts.Clock,
-		endpoints:    opts.Endpoints,
-		httpClient:   opts.HTTPClient,
+		jobManagers:  jobmanager.Dialer{Endpoints: opts.Endpoints, HTTPClient: opts.HTTPClient},
 		newTriggerID: opts.NewTriggerID,
-		faultPoint:   opts.FaultPoint,
 		legacy:       legacysnapshots.NewRunner(opts.NewTriggerID),
 
 		snapshotCRDMissing: opts.SnapshotCRDMissing,
 		reviewKeys:         opts.ReviewKeys,
+	}
+	c.writer = jobengine.Writer[*v1beta1.FlinkDeployment]{
+		Update: func(ctx context.Context, d *v1beta1.FlinkDeployment) (*v1beta1.FlinkDeployment, error) {
+			return client.FlinkV1beta1().FlinkDeployments(d.Namespace).Update(ctx, d, metav1.UpdateOptions{})
+		},
+		UpdateStatus: func(ctx context.Context, d *v1beta1.FlinkDeployment) (*v1beta1.FlinkDeployment, error) {
+			return client.FlinkV1beta1().FlinkDeployments(d.Namespace).UpdateStatus(ctx, d, metav1.UpdateOptions{})
+		},
+		Recorder: recorder,
+		Fault:    opts.FaultPoint,
 	}
 	err := caches.AddEventHandlers(flinkcache.Handlers{
 		// A snapshot of a job that turns terminal wakes the job: a periodic
@@ -213,17 +221,4 @@ func (c *Controller) Run(ctx context.Context, n int) {
 		Name: QueueName, KeyName: "flinkdeployment", Queue: c.queue, Sync: c.Sync,
 		Synced: []cache.InformerSynced{c.caches.HasSynced, c.owned.hasSynced},
 	}.Run(ctx, n)
-}
-
-// flinkClient builds a REST client for a cluster's JobManager.
-func (c *Controller) flinkClient(dep *v1beta1.FlinkDeployment, port int, version flink.Version, cfg config.Config) (*flink.Client, error) {
-	url, err := c.endpoints(dep, port)
-	if err != nil {
-		return nil, err
-	}
-	timeout, err := cfg.Duration(config.KeyFlinkClientTimeout)
-	if err != nil {
-		return nil, err
-	}
-	return flink.New(flink.Config{BaseURL: url, Version: version, HTTPClient: c.httpClient, Timeout: timeout})
 }

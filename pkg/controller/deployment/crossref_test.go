@@ -9,6 +9,7 @@ import (
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/webhook/review"
 )
 
@@ -81,7 +82,7 @@ func TestCrossNamespaceSnapshotRefNeedsReviewStamp(t *testing.T) {
 			if deps, _ := f.kube.AppsV1().Deployments(ns).List(f.ctx, metav1.ListOptions{}); len(deps.Items) != 0 {
 				t.Errorf("%d Deployments created from an unreviewed reference", len(deps.Items))
 			}
-			if !hasEvent(f.events(), "Warning", ReasonValidationError) {
+			if !hasEvent(f.events(), "Warning", jobengine.ReasonValidationError) {
 				t.Error("no Warning ValidationError event")
 			}
 		})

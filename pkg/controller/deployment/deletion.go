@@ -7,11 +7,11 @@ import (
 	"strings"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/lifecycle"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // syncDeletion handles a deleted FlinkDeployment. With
@@ -29,22 +29,22 @@ func (c *Controller) syncDeletion(ctx context.Context, key string, cached *v1bet
 	if err != nil {
 		return 0, err
 	}
-	st := &sc.dep.Status
+	st := &sc.Obj.Status
 	if blocked, err := c.sessionJobsBlockDeletion(sc); err != nil || blocked {
 		if err != nil {
 			return 0, err
 		}
 		return c.commit(ctx, sc)
 	}
-	onDeletion, _ := sc.cfg.Bool(config.KeyJobSavepointOnDeletion)
+	onDeletion, _ := sc.Cfg.Bool(config.KeyJobSavepointOnDeletion)
 	stoppable := sc.recorded != nil && sc.recorded.Spec.Job != nil && st.JobStatus.JobID != "" &&
 		st.JobStatus.State != v1beta1.JobStatusSuspended
 	done := true
 	if onDeletion && stoppable {
-		timeout := lifecycle.StopTimeout(sc.cfg)
-		deadline := sc.dep.DeletionTimestamp.Add(timeout)
-		if !sc.now.Before(deadline) {
-			sc.event("Warning", ReasonSavepointError, "No savepoint of job %s within %s of the deletion (%s); deleting without one",
+		timeout := lifecycle.StopTimeout(sc.Cfg)
+		deadline := sc.Obj.DeletionTimestamp.Add(timeout)
+		if !sc.Now.Before(deadline) {
+			sc.Event(corev1.EventTypeWarning, jobengine.ReasonSavepointError, "No savepoint of job %s within %s of the deletion (%s); deleting without one",
 				st.JobStatus.JobID, timeout, config.FlinkCheckpointTimeout)
 			lifecycle.ClearStopTrigger(&st.JobStatus)
 		} else {
@@ -52,22 +52,14 @@ func (c *Controller) syncDeletion(ctx context.Context, key string, cached *v1bet
 			if err != nil {
 				return 0, err
 			}
-			if !done && sc.requeue > deadline.Sub(sc.now) {
-				sc.requeue = deadline.Sub(sc.now)
+			if !done {
+				sc.RequeueNoLaterThan(deadline.Sub(sc.Now))
 			}
 		}
 	}
 	if done {
-		sc.event("Normal", ReasonCleanup, "Cleaning up FlinkDeployment")
-		sc.then("remove finalizer", func(ctx context.Context) error {
-			toWrite := sc.base.DeepCopy()
-			toWrite.Finalizers = slices.DeleteFunc(toWrite.Finalizers, func(f string) bool { return f == Finalizer })
-			if _, err := c.client.FlinkV1beta1().FlinkDeployments(toWrite.Namespace).Update(ctx, toWrite, metav1.UpdateOptions{}); err != nil {
-				return fmt.Errorf("removing finalizer of FlinkDeployment %s: %w", key, err)
-			}
-			return nil
-		})
-		sc.requeue = 0
+		sc.Event(corev1.EventTypeNormal, jobengine.ReasonCleanup, "Cleaning up FlinkDeployment")
+		c.writer.RemoveFinalizer(sc.State, Finalizer)
 	}
 	return c.commit(ctx, sc)
 }
@@ -75,25 +67,25 @@ func (c *Controller) syncDeletion(ctx context.Context, key string, cached *v1bet
 // stopOnDeletion takes one step of the savepoint on deletion; done reports
 // that the finalizer may go.
 func (c *Controller) stopOnDeletion(ctx context.Context, sc *syncState) (done bool, err error) {
-	js := &sc.dep.Status.JobStatus
+	js := &sc.Obj.Status.JobStatus
 	if err := c.observe(ctx, sc); err != nil {
 		return false, err
 	}
 	if info := js.SavepointInfo; info != nil && info.TriggerType == v1beta1.SnapshotTriggerUpgrade && info.TriggerID != "" {
-		o := c.checkStop(ctx, sc)
+		o := sc.CheckStop(ctx, c.jobKind(sc))
 		switch {
 		case o.Pending:
 			return false, nil
 		case o.Lost:
-			sc.event("Warning", ReasonSavepointError, "Job %s finished after stop-with-savepoint but its savepoint's path is unknown; deleting", js.JobID)
+			sc.Event(corev1.EventTypeWarning, jobengine.ReasonSavepointError, "Job %s finished after stop-with-savepoint but its savepoint's path is unknown; deleting", js.JobID)
 			lifecycle.ClearStopTrigger(js)
 			return true, nil
 		case o.Failure != "":
-			sc.event("Warning", ReasonSavepointError, "%s; deleting without a savepoint", o.Failure)
+			sc.Event(corev1.EventTypeWarning, jobengine.ReasonSavepointError, "%s; deleting without a savepoint", o.Failure)
 			lifecycle.ClearStopTrigger(js)
 			return true, nil
 		}
-		if err := c.recordSavepoint(sc, o.Path); err != nil {
+		if err := sc.RecordSavepoint(c.jobKind(sc), o.Path); err != nil {
 			return false, err
 		}
 		js.UpgradeSavepointPath = o.Path
@@ -101,15 +93,15 @@ func (c *Controller) stopOnDeletion(ctx context.Context, sc *syncState) (done bo
 		lifecycle.ClearStopTrigger(js)
 		return true, nil
 	}
-	if c.jobHealthy(sc) {
-		c.triggerStop(sc)
+	if sc.JobHealthy() {
+		sc.TriggerStop(c.jobKind(sc))
 		return false, nil
 	}
 	if c.jobStarting(sc) {
-		sc.after(sc.progressInterval())
+		sc.RequeueWithin(sc.ProgressInterval())
 		return false, nil
 	}
-	sc.event("Normal", ReasonCleanup, "Job %s is %s: no savepoint taken on deletion", js.JobID, describeJob(sc))
+	sc.Event(corev1.EventTypeNormal, jobengine.ReasonCleanup, "Job %s is %s: no savepoint taken on deletion", js.JobID, describeJob(sc))
 	return true, nil
 }
 
@@ -121,7 +113,7 @@ func (c *Controller) sessionJobsBlockDeletion(sc *syncState) (bool, error) {
 	if sc.recorded == nil || sc.recorded.Spec.Job != nil {
 		return false, nil
 	}
-	jobs, err := c.caches.SessionJobsOfCluster(sc.dep.Namespace, sc.dep.Name)
+	jobs, err := c.caches.SessionJobsOfCluster(sc.Obj.Namespace, sc.Obj.Name)
 	if err != nil || len(jobs) == 0 {
 		return false, err
 	}
@@ -131,8 +123,8 @@ func (c *Controller) sessionJobsBlockDeletion(sc *syncState) (bool, error) {
 	}
 	slices.Sort(names)
 	msg := fmt.Sprintf("Session cluster %s is kept while FlinkSessionJobs run on it: %s; delete them first (their jobs are stopped through this cluster)",
-		sc.dep.Name, strings.Join(names, ", "))
-	sc.fail(ReasonCleanup, "%s", msg) // one Warning event while it stays the same
-	sc.after(sc.reconcileInterval())
+		sc.Obj.Name, strings.Join(names, ", "))
+	sc.Fail(jobengine.ReasonCleanup, "%s", msg) // one Warning event while it stays the same
+	sc.RequeueWithin(sc.ReconcileInterval())
 	return true, nil
 }

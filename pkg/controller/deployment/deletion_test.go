@@ -10,6 +10,7 @@ import (
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 )
 
 // markDeleted is what `kubectl delete` does to an object with finalizers.
@@ -37,7 +38,7 @@ func TestDeletionWithoutSavepoint(t *testing.T) {
 	if f.stops() != 0 {
 		t.Errorf("savepoint taken without savepoint-on-deletion")
 	}
-	if !hasEvent(f.events(), "Normal", ReasonCleanup) {
+	if !hasEvent(f.events(), "Normal", jobengine.ReasonCleanup) {
 		t.Errorf("no Cleanup event")
 	}
 }
@@ -80,7 +81,7 @@ func TestDeletionSavepointBoundedByTimeout(t *testing.T) {
 	}
 	ev := f.events()
 	if !slices.ContainsFunc(ev, func(e string) bool {
-		return strings.HasPrefix(e, "Warning "+ReasonSavepointError+" ") && strings.Contains(e, "execution.checkpointing.timeout")
+		return strings.HasPrefix(e, "Warning "+jobengine.ReasonSavepointError+" ") && strings.Contains(e, "execution.checkpointing.timeout")
 	}) {
 		t.Errorf("no timeout event: %v", ev)
 	}

@@ -21,27 +21,27 @@ const (
 // warnSnapshotCRDMissing emits SnapshotResourcesDisabled once per job (per
 // operator process) while the CRD is missing.
 func (c *Controller) warnSnapshotCRDMissing(sc *syncState) {
-	if !c.snapshotCRDMissing || sc.dep.Spec.Job == nil {
+	if !c.snapshotCRDMissing || sc.Obj.Spec.Job == nil {
 		return
 	}
-	c.legacy.WarnCRDMissing(sc.dep.UID, sc.event)
+	c.legacy.WarnCRDMissing(sc.Obj.UID, sc.Event)
 }
 
 // legacyJob is this sync's job as legacysnapshots sees it.
 func (c *Controller) legacyJob(sc *syncState) legacysnapshots.Job {
 	j := legacysnapshots.Job{
-		Key:        sc.key,
-		Status:     &sc.dep.Status.JobStatus,
-		Config:     sc.cfg,
-		Now:        sc.now,
-		Client:     sc.client,
-		Healthy:    c.jobHealthy(sc),
-		RetryAfter: sc.reconcileInterval(),
-		Log:        sc.log,
-		Event:      sc.event,
-		Fail:       sc.fail,
-		After:      sc.after,
-		Then:       sc.then,
+		Key:        sc.Key,
+		Status:     &sc.Obj.Status.JobStatus,
+		Config:     sc.Cfg,
+		Now:        sc.Now,
+		Client:     sc.Client,
+		Healthy:    sc.JobHealthy(),
+		RetryAfter: sc.ReconcileInterval(),
+		Log:        sc.Log,
+		Event:      sc.Event,
+		Fail:       sc.Fail,
+		After:      sc.RequeueWithin,
+		Then:       sc.AfterStatusWrite,
 	}
 	if sc.recorded != nil {
 		j.Recorded = sc.recorded.Spec.Job

@@ -10,6 +10,7 @@ import (
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/flink/fakejm"
 )
 
@@ -136,7 +137,7 @@ func TestLegacyNonceSavepoint(t *testing.T) {
 	if f.savepointOps() != 1 || len(f.snapshots()) != 0 || savepointInfo(f.get("job")).LastPeriodicSavepointTimestamp != 0 {
 		t.Errorf("%d savepoints, %d snapshot resources", f.savepointOps(), len(f.snapshots()))
 	}
-	if ev := f.events(); hasEvent(ev, "Warning", ReasonSavepointError) {
+	if ev := f.events(); hasEvent(ev, "Warning", jobengine.ReasonSavepointError) {
 		t.Errorf("events %v", ev)
 	}
 }

@@ -10,7 +10,9 @@ import (
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/cluster"
+	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/flink"
+	"github.com/flinkops/flink-operator/pkg/lifecycle"
 )
 
 func TestFirstDeployFromInitialSavepoint(t *testing.T) {
@@ -31,7 +33,7 @@ func TestFirstDeployFromInitialSavepoint(t *testing.T) {
 		t.Fatalf("after first sync: %s", statusString(got))
 	}
 	rec, err := decodeSpec(st.ReconciliationStatus.LastReconciledSpec)
-	if err != nil || !rec.Meta.FirstDeployment || !sameSpec(rec.Spec, d.Spec) {
+	if err != nil || !rec.Meta.FirstDeployment || !lifecycle.SameSpec(rec.Spec, d.Spec) {
 		t.Errorf("lastReconciledSpec %s (%v)", st.ReconciliationStatus.LastReconciledSpec, err)
 	}
 
@@ -78,7 +80,7 @@ func TestFirstDeployFromInitialSavepoint(t *testing.T) {
 		t.Errorf("JobManager runs job %s from %q", p.jobID, p.restore)
 	}
 	ev := f.events()
-	if !hasEvent(ev, "Normal", ReasonSubmit) || !hasEvent(ev, "Normal", ReasonJobStatusChanged) {
+	if !hasEvent(ev, "Normal", jobengine.ReasonSubmit) || !hasEvent(ev, "Normal", jobengine.ReasonJobStatusChanged) {
 		t.Errorf("events %v", ev)
 	}
 }
@@ -185,7 +187,7 @@ func TestBadSpecKeepsLastGoodDeployment(t *testing.T) {
 			ev := f.events()
 			n := 0
 			for _, e := range ev {
-				if strings.HasPrefix(e, "Warning "+ReasonValidationError+" ") {
+				if strings.HasPrefix(e, "Warning "+jobengine.ReasonValidationError+" ") {
 					n++
 				}
 			}

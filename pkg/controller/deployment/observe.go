@@ -11,6 +11,8 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/cluster"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
+	"github.com/flinkops/flink-operator/pkg/controller/jobmanager"
 	"github.com/flinkops/flink-operator/pkg/flink"
 	"github.com/flinkops/flink-operator/pkg/lifecycle"
 )
@@ -18,14 +20,14 @@ import (
 // AnnotationFlinkVersion on the JobManager Deployment records the Flink
 // version the cluster was built for, so the REST client speaks the running
 // cluster's dialect even while an upgrade to another version is recorded.
-const AnnotationFlinkVersion = "flinkops.io/flink-version"
+const AnnotationFlinkVersion = jobmanager.AnnotationFlinkVersion
 
 // observe records what the cluster is doing: the TaskManagers (for the
 // scale subresource), the JobManager Deployment, and, once the JobManager
 // answers, the job.
 func (c *Controller) observe(ctx context.Context, sc *syncState) error {
-	st := &sc.dep.Status
-	tm := &v1beta1.TaskManagerInfo{LabelSelector: cluster.TaskManagerSelector(sc.dep.Name)}
+	st := &sc.Obj.Status
+	tm := &v1beta1.TaskManagerInfo{LabelSelector: cluster.TaskManagerSelector(sc.Obj.Name)}
 	if d := sc.owned.taskManager; d != nil && d.DeletionTimestamp == nil {
 		tm.Replicas = d.Status.Replicas
 	}
@@ -61,44 +63,44 @@ func (c *Controller) observe(ctx context.Context, sc *syncState) error {
 // (pods ready, REST API not answering yet), READY. When READY it returns the
 // jobs overview (applications) and, once per deployment, /config.
 func (c *Controller) observeJobManager(ctx context.Context, sc *syncState) ([]flink.JobOverview, *flink.DashboardConfig, error) {
-	st := &sc.dep.Status
+	st := &sc.Obj.Status
 	jm := sc.owned.jobManager
 	set := func(s v1beta1.JobManagerDeploymentStatus) { st.JobManagerDeploymentStatus = s }
 	if jm == nil || jm.DeletionTimestamp != nil {
 		set(v1beta1.JobManagerMissing)
 		return nil, nil, nil
 	}
-	if !ownedBy(jm, sc.dep) {
+	if !ownedBy(jm, sc.Obj) {
 		set(v1beta1.JobManagerError)
-		sc.fail(ReasonDeploymentError, "Deployment %s/%s exists and is not controlled by this FlinkDeployment", jm.Namespace, jm.Name)
+		sc.Fail(ReasonDeploymentError, "Deployment %s/%s exists and is not controlled by this FlinkDeployment", jm.Namespace, jm.Name)
 		return nil, nil, nil
 	}
 	if jm.Status.ReadyReplicas < 1 {
 		if msg := deploymentFailure(jm); msg != "" {
 			set(v1beta1.JobManagerError)
-			sc.fail(ReasonDeploymentError, "JobManager deployment failed: %s", msg)
-			sc.after(sc.progressInterval())
+			sc.Fail(ReasonDeploymentError, "JobManager deployment failed: %s", msg)
+			sc.RequeueWithin(sc.ProgressInterval())
 			return nil, nil, nil
 		}
-		timeout, _ := sc.cfg.Duration(config.KeyDeploymentReadinessTimeout)
+		timeout, _ := sc.Cfg.Duration(config.KeyDeploymentReadinessTimeout)
 		if deployedAt := time.UnixMilli(st.ReconciliationStatus.ReconciliationTimestamp); timeout > 0 &&
-			st.ReconciliationStatus.State == v1beta1.ReconciliationDeployed && sc.now.Sub(deployedAt) > timeout {
+			st.ReconciliationStatus.State == v1beta1.ReconciliationDeployed && sc.Now.Sub(deployedAt) > timeout {
 			set(v1beta1.JobManagerError)
-			sc.fail(ReasonDeploymentError, "JobManager deployment is not ready %s after it was deployed (%s); check its pods and events",
+			sc.Fail(ReasonDeploymentError, "JobManager deployment is not ready %s after it was deployed (%s); check its pods and events",
 				timeout, config.KeyDeploymentReadinessTimeout)
-			sc.after(sc.progressInterval())
+			sc.RequeueWithin(sc.ProgressInterval())
 			return nil, nil, nil
 		}
 		set(v1beta1.JobManagerDeploying)
-		sc.after(sc.progressInterval())
+		sc.RequeueWithin(sc.ProgressInterval())
 		return nil, nil, nil
 	}
 
 	client, err := c.clusterClient(sc)
 	if err != nil {
 		set(v1beta1.JobManagerDeployedNotReady)
-		sc.log.V(2).Info("Cannot reach the JobManager", "err", err)
-		sc.after(sc.progressInterval())
+		sc.Log.V(2).Info("Cannot reach the JobManager", "err", err)
+		sc.RequeueWithin(sc.ProgressInterval())
 		return nil, nil, nil
 	}
 	var jobs []flink.JobOverview
@@ -115,12 +117,12 @@ func (c *Controller) observeJobManager(ctx context.Context, sc *syncState) ([]fl
 	}
 	if err != nil {
 		set(v1beta1.JobManagerDeployedNotReady)
-		sc.log.V(2).Info("JobManager REST API not answering yet", "err", err)
-		sc.after(sc.progressInterval())
+		sc.Log.V(2).Info("JobManager REST API not answering yet", "err", err)
+		sc.RequeueWithin(sc.ProgressInterval())
 		return nil, nil, nil
 	}
 	set(v1beta1.JobManagerReady)
-	sc.client = client
+	sc.Client = client
 	return jobs, info, nil
 }
 
@@ -138,46 +140,27 @@ func deploymentFailure(d *appsv1.Deployment) string {
 }
 
 // clusterClient is a REST client for the JobManager that is running, which
-// during an upgrade is built from the previous spec: its Flink version comes
-// from the live JobManager Deployment and its port from the live REST Service.
+// during an upgrade is built from the previous spec: the rule of
+// pkg/controller/jobmanager (version from the live JobManager Deployment,
+// port from the live REST Service) that the other controllers use too.
 func (c *Controller) clusterClient(sc *syncState) (*flink.Client, error) {
-	port := 0
-	if svc := sc.owned.restService; svc != nil {
-		for _, p := range svc.Spec.Ports {
-			if p.Name == cluster.RESTPortName {
-				port = int(p.Port)
-			}
-		}
-	}
-	if port == 0 {
-		port = int(cluster.DefaultRESTPort)
-		if p, ok, err := sc.cfg.OptionalInt(config.FlinkRestPort); err == nil && ok {
-			port = p
-		}
-	}
-	versionText := string(sc.recorded.Spec.FlinkVersion)
-	if jm := sc.owned.jobManager; jm != nil && jm.Annotations[AnnotationFlinkVersion] != "" {
-		versionText = jm.Annotations[AnnotationFlinkVersion]
-	}
-	version, err := flink.ParseVersion(versionText)
-	if err != nil {
-		return nil, err
-	}
-	return c.flinkClient(sc.dep, port, version, sc.cfg)
+	return c.jobManagers.Dial(jobmanager.Cluster{
+		Deployment: sc.Obj, JobManager: sc.owned.jobManager, RESTService: sc.owned.restService, Config: sc.Cfg,
+	})
 }
 
 // jobObservable says whether the job's state should be read from Flink. Not
 // while the log says the job was stopped for an upgrade or is suspended:
 // jobStatus.state is then the operator's SUSPENDED marker.
 func (sc *syncState) jobObservable() bool {
-	if sc.recorded == nil || sc.dep.Status.JobStatus.JobID == "" {
+	if sc.recorded == nil || sc.Obj.Status.JobStatus.JobID == "" {
 		return false
 	}
-	st := &sc.dep.Status
+	st := &sc.Obj.Status
 	if st.ReconciliationStatus.State == v1beta1.ReconciliationUpgrading {
 		return st.JobStatus.State != v1beta1.JobStatusSuspended
 	}
-	return sc.recorded.Spec.Job != nil && !jobSuspended(&sc.recorded.Spec)
+	return sc.recorded.Spec.Job != nil && !jobengine.JobSuspended(&sc.recorded.Spec)
 }
 
 // observeJob updates jobStatus from the jobs overview. A job RUNNING whose
@@ -186,68 +169,51 @@ func (sc *syncState) jobObservable() bool {
 // is recorded in upgradeSavepointPath in the same write, so that an
 // upgrade of a failed job restarts from its last state.
 func (c *Controller) observeJob(ctx context.Context, sc *syncState, jobs []flink.JobOverview) {
-	js := &sc.dep.Status.JobStatus
+	js := &sc.Obj.Status.JobStatus
 	for i := range jobs {
 		if jobs[i].ID == js.JobID {
-			sc.job = &jobs[i]
+			sc.Job = &jobs[i]
 		}
 	}
-	if sc.job == nil {
+	if sc.Job == nil {
 		// Not submitted yet (the JobManager runs main() first), or lost.
-		sc.after(sc.progressInterval())
+		sc.RequeueWithin(sc.ProgressInterval())
 		return
 	}
-	state := effectiveState(sc.job)
-	js.JobName = sc.job.Name
-	if sc.job.StartTime > 0 {
-		js.StartTime = strconv.FormatInt(sc.job.StartTime, 10)
+	state := effectiveState(sc.Job)
+	js.JobName = sc.Job.Name
+	if sc.Job.StartTime > 0 {
+		js.StartTime = strconv.FormatInt(sc.Job.StartTime, 10)
 	}
 	if state == js.State {
 		return
 	}
 	if state.IsGloballyTerminal() && !js.State.IsGloballyTerminal() {
-		path, err := c.latestState(ctx, sc)
+		path, err := sc.LatestState(ctx)
 		switch {
 		case err != nil && flink.IsRetryable(err):
 			// Record the terminal state together with its last checkpoint
 			// or not at all: try again soon.
-			sc.log.Info("Job ended but its checkpoints cannot be read yet", "state", state, "err", err)
-			sc.after(sc.progressInterval())
+			sc.Log.Info("Job ended but its checkpoints cannot be read yet", "state", state, "err", err)
+			sc.RequeueWithin(sc.ProgressInterval())
 			return
 		case err != nil:
-			sc.fail(ReasonUpgradeFailed, "Job %s is %s and its last state cannot be used: %v", js.JobID, state, err)
+			sc.Fail(jobengine.ReasonUpgradeFailed, "Job %s is %s and its last state cannot be used: %v", js.JobID, state, err)
 		case path != js.UpgradeSavepointPath:
-			sc.log.Info("Recorded the last state of the ended job", "state", state, "path", path)
+			sc.Log.Info("Recorded the last state of the ended job", "state", state, "path", path)
 			js.UpgradeSavepointPath = path
 		}
 	}
-	typ := "Normal"
+	typ := corev1.EventTypeNormal
 	if state == v1beta1.JobStatusFailed {
-		typ = "Warning"
+		typ = corev1.EventTypeWarning
 	}
-	sc.event(typ, ReasonJobStatusChanged, "Job status changed from %s to %s", stateOrNew(string(js.State)), state)
+	sc.Event(typ, jobengine.ReasonJobStatusChanged, "Job status changed from %s to %s", jobengine.StateOrNew(string(js.State)), state)
 	js.State = state
-	js.UpdateTime = strconv.FormatInt(sc.now.UnixMilli(), 10)
+	js.UpdateTime = strconv.FormatInt(sc.Now.UnixMilli(), 10)
 	if !state.IsGloballyTerminal() && state != v1beta1.JobStatusRunning {
-		sc.after(sc.progressInterval())
+		sc.RequeueWithin(sc.ProgressInterval())
 	}
 }
 
 func effectiveState(j *flink.JobOverview) v1beta1.JobStatusState { return lifecycle.EffectiveState(j) }
-
-// latestState is the state to restart the job from: the newest restorable
-// checkpoint or savepoint Flink reports for it, else what the job itself
-// started from (upgradeSavepointPath, "" for empty state). Call it only
-// when the job cannot take another checkpoint (terminal), or as a
-// best-effort early record.
-func (c *Controller) latestState(ctx context.Context, sc *syncState) (string, error) {
-	js := &sc.dep.Status.JobStatus
-	stats, err := sc.client.Checkpoints(ctx, js.JobID)
-	switch {
-	case flink.IsNotFound(err): // checkpointing disabled
-		return js.UpgradeSavepointPath, nil
-	case err != nil:
-		return "", err
-	}
-	return lifecycle.LatestStatePath(stats, js.UpgradeSavepointPath)
-}

@@ -13,6 +13,7 @@ import (
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/cluster"
+	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/controller/legacysnapshots"
 	"github.com/flinkops/flink-operator/pkg/controller/snapshotref"
 	"github.com/flinkops/flink-operator/pkg/lifecycle"
@@ -23,11 +24,11 @@ import (
 // names if set (also recorded as upgradeSavepointPath, which the snapshot
 // controller then never disposes), else from empty state. A job created suspended is only recorded.
 func (c *Controller) firstDeploy(ctx context.Context, sc *syncState) error {
-	st := &sc.dep.Status
-	st.ObservedGeneration = sc.dep.Generation
-	v, err := c.validate(sc.dep, sc.dep.Spec, nil)
+	st := &sc.Obj.Status
+	st.ObservedGeneration = sc.Obj.Generation
+	v, err := c.validate(sc.Obj, sc.Obj.Spec, nil)
 	if err != nil {
-		sc.fail(ReasonValidationError, "%v", err)
+		sc.Fail(jobengine.ReasonValidationError, "%v", err)
 		return nil
 	}
 	var restore string
@@ -36,9 +37,9 @@ func (c *Controller) firstDeploy(ctx context.Context, sc *syncState) error {
 		if job.InitialStateSnapshotRef != nil {
 			// Resolved before anything is recorded: a reference that cannot
 			// be used deploys nothing, never a job from empty state.
-			if restore, err = c.snapshotRefPath(sc.dep, job.InitialStateSnapshotRef); err != nil {
-				sc.fail(ReasonValidationError, "%v", err)
-				sc.after(sc.progressInterval())
+			if restore, err = c.snapshotRefPath(sc.Obj, job.InitialStateSnapshotRef); err != nil {
+				sc.Fail(jobengine.ReasonValidationError, "%v", err)
+				sc.RequeueWithin(sc.ProgressInterval())
 				return nil
 			}
 		}
@@ -48,11 +49,11 @@ func (c *Controller) firstDeploy(ctx context.Context, sc *syncState) error {
 		return err
 	}
 	sc.recorded = &reconciledSpec{Spec: v.spec, Meta: reconciledMeta{APIVersion: v1beta1.SchemeGroupVersion.String(), FirstDeployment: true}}
-	sc.cfg = v.cfg
+	sc.Cfg = v.cfg
 	st.ReconciliationStatus = v1beta1.ReconciliationStatus{
 		State:                   v1beta1.ReconciliationUpgrading,
 		LastReconciledSpec:      encoded,
-		ReconciliationTimestamp: sc.now.UnixMilli(),
+		ReconciliationTimestamp: sc.Now.UnixMilli(),
 	}
 	if job := v.spec.Job; job != nil {
 		st.JobStatus.UpgradeSavepointPath = restore
@@ -65,8 +66,8 @@ func (c *Controller) firstDeploy(ctx context.Context, sc *syncState) error {
 // log entry: reconciliationStatus UPGRADING with the new spec) together with
 // what the stop of the old job needs, then goes as far as one status write
 // allows.
-func (c *Controller) startUpgrade(ctx context.Context, sc *syncState, v *validated, change specChange) error {
-	st := &sc.dep.Status
+func (c *Controller) startUpgrade(ctx context.Context, sc *syncState, v *validated, change jobengine.Change) error {
+	st := &sc.Obj.Status
 	old := sc.recorded
 	spec := *v.spec.DeepCopy()
 	// The manual snapshot nonces stay as they were recorded: a nonce that
@@ -75,35 +76,35 @@ func (c *Controller) startUpgrade(ctx context.Context, sc *syncState, v *validat
 		spec.Job.SavepointTriggerNonce = old.Spec.Job.SavepointTriggerNonce
 		spec.Job.CheckpointTriggerNonce = old.Spec.Job.CheckpointTriggerNonce
 	}
-	wasSuspended := jobSuspended(&old.Spec)
+	wasSuspended := jobengine.JobSuspended(&old.Spec)
 	encoded, err := encodeSpec(spec, wasSuspended && old.Meta.FirstDeployment)
 	if err != nil {
 		return err
 	}
-	st.ObservedGeneration = sc.dep.Generation
-	if change == changeSuspended {
+	st.ObservedGeneration = sc.Obj.Generation
+	if change == jobengine.ChangeSuspended {
 		st.ReconciliationStatus.LastReconciledSpec = encoded
-		st.ReconciliationStatus.ReconciliationTimestamp = sc.now.UnixMilli()
-		sc.event("Normal", ReasonSpecChanged, "Spec changed while the job is suspended; it is applied when the job resumes")
+		st.ReconciliationStatus.ReconciliationTimestamp = sc.Now.UnixMilli()
+		sc.Event(corev1.EventTypeNormal, jobengine.ReasonSpecChanged, "Spec changed while the job is suspended; it is applied when the job resumes")
 		sc.recorded = &reconciledSpec{Spec: spec, Meta: old.Meta}
 		return nil
 	}
 
 	sc.recorded = &reconciledSpec{Spec: spec, Meta: reconciledMeta{APIVersion: old.Meta.APIVersion, FirstDeployment: wasSuspended && old.Meta.FirstDeployment}}
-	sc.cfg = v.cfg
+	sc.Cfg = v.cfg
 	st.ReconciliationStatus.State = v1beta1.ReconciliationUpgrading
 	st.ReconciliationStatus.LastReconciledSpec = encoded
-	st.ReconciliationStatus.ReconciliationTimestamp = sc.now.UnixMilli()
+	st.ReconciliationStatus.ReconciliationTimestamp = sc.Now.UnixMilli()
 	lifecycle.ClearStopTrigger(&st.JobStatus)
 	// A legacy savepoint/checkpoint in flight belongs to the job being
 	// stopped: drop it (with its failure event) before the stop reuses the
 	// trigger fields.
 	legacysnapshots.ResetTriggers(c.legacyJob(sc))
 
-	mode := upgradeMode(&spec)
+	mode := jobengine.UpgradeMode(&spec)
 	js := &st.JobStatus
 	switch {
-	case change == changeRedeploy:
+	case change == jobengine.ChangeRedeploy:
 		// Upstream: cancel statelessly, restart from initialSavepointPath
 		// (or, ours, the snapshot initialStateSnapshotRef names, resolved by
 		// reconcile).
@@ -112,14 +113,14 @@ func (c *Controller) startUpgrade(ctx context.Context, sc *syncState, v *validat
 			js.UpgradeSavepointPath = sc.refPath
 		}
 		js.State = v1beta1.JobStatusSuspended
-		sc.event("Normal", ReasonSpecChanged, "savepointRedeployNonce changed: redeploying from %s", js.UpgradeSavepointPath)
+		sc.Event(corev1.EventTypeNormal, jobengine.ReasonSpecChanged, "savepointRedeployNonce changed: redeploying from %s", js.UpgradeSavepointPath)
 	case wasSuspended:
 		// Resume: the job was stopped and its state recorded at suspend.
 		if mode == v1beta1.UpgradeModeStateless && !old.Meta.FirstDeployment {
 			js.UpgradeSavepointPath = ""
 		}
 		js.State = v1beta1.JobStatusSuspended
-		sc.event("Normal", ReasonSpecChanged, "Resuming job (upgradeMode %s)", mode)
+		sc.Event(corev1.EventTypeNormal, jobengine.ReasonSpecChanged, "Resuming job (upgradeMode %s)", mode)
 	case spec.Job == nil || mode == v1beta1.UpgradeModeStateless:
 		// Nothing to keep: the teardown ends the job.
 		js.UpgradeSavepointPath = ""
@@ -128,11 +129,11 @@ func (c *Controller) startUpgrade(ctx context.Context, sc *syncState, v *validat
 		}
 		c.announce(sc, change, mode)
 	default:
-		if mode == v1beta1.UpgradeModeLastState && sc.client != nil && sc.job != nil {
+		if mode == v1beta1.UpgradeModeLastState && sc.Client != nil && sc.Job != nil {
 			// Best-effort early record of the last state, in the same write
 			// as the intent; the stop below refines it once the job can no
 			// longer checkpoint.
-			if path, err := c.latestState(ctx, sc); err == nil {
+			if path, err := sc.LatestState(ctx); err == nil {
 				js.UpgradeSavepointPath = path
 			}
 		}
@@ -141,35 +142,35 @@ func (c *Controller) startUpgrade(ctx context.Context, sc *syncState, v *validat
 	return c.continueUpgrade(ctx, sc)
 }
 
-func (c *Controller) announce(sc *syncState, change specChange, mode v1beta1.UpgradeMode) {
-	if change == changeSuspend {
-		sc.event("Normal", ReasonSuspended, "Suspending the job (upgradeMode %s)", mode)
+func (c *Controller) announce(sc *syncState, change jobengine.Change, mode v1beta1.UpgradeMode) {
+	if change == jobengine.ChangeSuspend {
+		sc.Event(corev1.EventTypeNormal, jobengine.ReasonSuspended, "Suspending the job (upgradeMode %s)", mode)
 		return
 	}
-	sc.event("Normal", ReasonSpecChanged, "Spec changed, upgrading (upgradeMode %s)", mode)
+	sc.Event(corev1.EventTypeNormal, jobengine.ReasonSpecChanged, "Spec changed, upgrading (upgradeMode %s)", mode)
 }
 
 // continueUpgrade does the next step of the upgrade the log records:
 // stop the old job keeping its state, tear the old cluster down, then
 // deploy the recorded spec (or settle as suspended).
 func (c *Controller) continueUpgrade(ctx context.Context, sc *syncState) error {
-	st := &sc.dep.Status
+	st := &sc.Obj.Status
 	if sc.recorded.Spec.Job != nil && st.JobStatus.State != v1beta1.JobStatusSuspended && st.JobStatus.JobID != "" {
 		return c.stopJob(ctx, sc)
 	}
 	if c.teardown(sc) {
 		return nil
 	}
-	if jobSuspended(&sc.recorded.Spec) {
+	if jobengine.JobSuspended(&sc.recorded.Spec) {
 		st.ReconciliationStatus.State = v1beta1.ReconciliationDeployed
 		st.JobStatus.State = v1beta1.JobStatusSuspended
 		st.JobManagerDeploymentStatus = v1beta1.JobManagerMissing
 		st.ClusterInfo = nil
 		what := "empty state"
-		if p := st.JobStatus.UpgradeSavepointPath; p != "" && upgradeMode(&sc.recorded.Spec) != v1beta1.UpgradeModeStateless {
+		if p := st.JobStatus.UpgradeSavepointPath; p != "" && jobengine.UpgradeMode(&sc.recorded.Spec) != v1beta1.UpgradeModeStateless {
 			what = p
 		}
-		sc.event("Normal", ReasonSuspended, "Job suspended and its cluster deleted; resuming restores from %s", what)
+		sc.Event(corev1.EventTypeNormal, jobengine.ReasonSuspended, "Job suspended and its cluster deleted; resuming restores from %s", what)
 		return nil
 	}
 	return c.deploy(ctx, sc)
@@ -182,24 +183,24 @@ func (c *Controller) continueUpgrade(ctx context.Context, sc *syncState) error {
 // upgrade mode is last-state, where upstream keeps it (HA metadata is keyed
 // by it).
 func (c *Controller) deploy(_ context.Context, sc *syncState) error {
-	st := &sc.dep.Status
+	st := &sc.Obj.Status
 	spec := sc.recorded.Spec
 	jobID, restore := "", ""
 	if spec.Job != nil {
 		jobID = st.JobStatus.JobID
-		if upgradeMode(&spec) != v1beta1.UpgradeModeLastState || jobID == "" {
-			jobID = newJobID(string(sc.dep.UID), jobID, sc.dep.Generation)
+		if jobengine.UpgradeMode(&spec) != v1beta1.UpgradeModeLastState || jobID == "" {
+			jobID = newJobID(string(sc.Obj.UID), jobID, sc.Obj.Generation)
 		}
 		restore = st.JobStatus.UpgradeSavepointPath
 	}
 	built, err := c.build(sc, spec, jobID, restore)
 	if err != nil {
-		sc.fail(ReasonUpgradeFailed, "Cannot build the Flink cluster: %v", err)
-		sc.after(retryFailed)
+		sc.Fail(jobengine.ReasonUpgradeFailed, "Cannot build the Flink cluster: %v", err)
+		sc.RequeueWithin(jobengine.RetryFailed)
 		return nil
 	}
 	st.ReconciliationStatus.State = v1beta1.ReconciliationDeployed
-	st.ReconciliationStatus.ReconciliationTimestamp = sc.now.UnixMilli()
+	st.ReconciliationStatus.ReconciliationTimestamp = sc.Now.UnixMilli()
 	prev := st.JobStatus
 	st.JobStatus = v1beta1.JobStatus{
 		JobID:                jobID,
@@ -215,14 +216,14 @@ func (c *Controller) deploy(_ context.Context, sc *syncState) error {
 		if restore != "" {
 			from = restore
 		}
-		sc.event("Normal", ReasonSubmit, "Deploying job %s from %s", jobID, from)
+		sc.Event(corev1.EventTypeNormal, jobengine.ReasonSubmit, "Deploying job %s from %s", jobID, from)
 	} else {
-		sc.event("Normal", ReasonSubmit, "Deploying session cluster")
+		sc.Event(corev1.EventTypeNormal, jobengine.ReasonSubmit, "Deploying session cluster")
 	}
 	if err := c.ensureObjects(sc, built, true); err != nil {
 		return err
 	}
-	sc.after(sc.progressInterval())
+	sc.RequeueWithin(sc.ProgressInterval())
 	return nil
 }
 
@@ -231,16 +232,16 @@ func (c *Controller) deploy(_ context.Context, sc *syncState) error {
 // runs, and the cluster is looked at again soon or late depending on
 // whether it is settled.
 func (c *Controller) steady(ctx context.Context, sc *syncState) error {
-	st := &sc.dep.Status
+	st := &sc.Obj.Status
 	spec := sc.recorded.Spec
-	if jobSuspended(&spec) {
+	if jobengine.JobSuspended(&spec) {
 		return nil // nothing runs; resuming is a spec change
 	}
 	app := spec.Job != nil
 	built, err := c.build(sc, spec, st.JobStatus.JobID, st.JobStatus.UpgradeSavepointPath)
 	if err != nil {
-		sc.fail(ReasonDeploymentError, "Cannot build the Flink cluster: %v", err)
-		sc.after(retryFailed)
+		sc.Fail(ReasonDeploymentError, "Cannot build the Flink cluster: %v", err)
+		sc.RequeueWithin(jobengine.RetryFailed)
 		return nil
 	}
 	createJM := false
@@ -250,16 +251,16 @@ func (c *Controller) steady(ctx context.Context, sc *syncState) error {
 		// exist.
 		js := st.JobStatus
 		switch {
-		case !app, haEnabled(sc.cfg), upgradeMode(&spec) == v1beta1.UpgradeModeStateless,
+		case !app, haEnabled(sc.Cfg), jobengine.UpgradeMode(&spec) == v1beta1.UpgradeModeStateless,
 			js.State == v1beta1.JobStatusReconciling, js.State == "":
 			createJM = true
 		case js.State.IsGloballyTerminal():
 			// The job had ended; an upgrade restarts it from its recorded
 			// last state. Nothing to restart now.
 		default:
-			sc.fail(ReasonDeploymentError, "JobManager deployment is missing and the job's last state (last seen %s) cannot be read. "+
+			sc.Fail(ReasonDeploymentError, "JobManager deployment is missing and the job's last state (last seen %s) cannot be read. "+
 				"Manual restore required: set spec.job.initialSavepointPath to the latest checkpoint or savepoint and change spec.job.savepointRedeployNonce", js.State)
-			sc.after(retryFailed)
+			sc.RequeueWithin(jobengine.RetryFailed)
 		}
 	}
 	if err := c.ensureObjects(sc, built, createJM); err != nil {
@@ -271,25 +272,25 @@ func (c *Controller) steady(ctx context.Context, sc *syncState) error {
 	if healthy && rs.LastStableSpec != rs.LastReconciledSpec {
 		rs.LastStableSpec = rs.LastReconciledSpec
 	}
-	if app && sc.client != nil {
+	if app && sc.Client != nil {
 		// Snapshots are planned while the JobManager answers (history
 		// cleanup disposes through it); new ones only while the job runs —
 		// and only once RUNNING is recorded: a snapshot created in the same
 		// sync that observes RUNNING would reach the snapshot controller
 		// before the status does, and be abandoned as "not running". The
 		// next sync, right after this status write, takes it.
-		recordedRunning := sc.base.Status.JobStatus.State == v1beta1.JobStatusRunning
+		recordedRunning := sc.Base.Status.JobStatus.State == v1beta1.JobStatusRunning
 		if healthy && !recordedRunning {
-			sc.after(time.Second)
+			sc.RequeueWithin(time.Second)
 		}
 		if err := c.reconcileSnapshots(ctx, sc, healthy && recordedRunning && rs.State == v1beta1.ReconciliationDeployed); err != nil {
 			return err
 		}
 	}
 	if healthy {
-		sc.after(sc.reconcileInterval())
+		sc.RequeueWithin(sc.ReconcileInterval())
 	} else {
-		sc.after(sc.progressInterval())
+		sc.RequeueWithin(sc.ProgressInterval())
 	}
 	return nil
 }
@@ -297,7 +298,7 @@ func (c *Controller) steady(ctx context.Context, sc *syncState) error {
 // build computes the cluster's objects; the JobManager also carries the
 // Flink version it was built for.
 func (c *Controller) build(sc *syncState, spec v1beta1.FlinkDeploymentSpec, jobID, restore string) (*cluster.Cluster, error) {
-	in := cluster.Input{Deployment: sc.dep, Spec: spec, OperatorConfig: c.cfg}
+	in := cluster.Input{Deployment: sc.Obj, Spec: spec, OperatorConfig: c.cfg}
 	if spec.Job != nil {
 		in.JobID, in.RestorePath = jobID, restore
 	}
@@ -320,7 +321,7 @@ func (c *Controller) build(sc *syncState, spec v1beta1.FlinkDeploymentSpec, jobI
 // to it go through an upgrade instead. Objects of the same name controlled
 // by someone else are left alone and reported.
 func (c *Controller) ensureObjects(sc *syncState, built *cluster.Cluster, createJM bool) error {
-	ns, o := sc.dep.Namespace, sc.owned
+	ns, o := sc.Obj.Namespace, sc.owned
 	core, apps := c.kube.CoreV1(), c.kube.AppsV1()
 	create := metav1.CreateOptions{}
 	update := metav1.UpdateOptions{}
@@ -378,18 +379,18 @@ func (sc *syncState) ensure(w objectWrites) {
 	name := kindOf(w.desired) + " " + w.desired.GetName()
 	switch {
 	case w.live == nil:
-		sc.then("create "+name, func(ctx context.Context) error {
+		sc.AfterStatusWrite("create "+name, func(ctx context.Context) error {
 			if err := w.create(ctx); err != nil && !apierrors.IsAlreadyExists(err) {
 				return fmt.Errorf("creating %s: %w", name, err)
 			}
 			return nil
 		})
-	case !ownedBy(w.live, sc.dep):
-		sc.fail(ReasonDeploymentError, "%s exists and is not controlled by this FlinkDeployment; delete or rename it", name)
+	case !ownedBy(w.live, sc.Obj):
+		sc.Fail(ReasonDeploymentError, "%s exists and is not controlled by this FlinkDeployment; delete or rename it", name)
 	case w.live.GetDeletionTimestamp() != nil:
-		sc.after(teardownPoll) // recreated once it is gone
+		sc.RequeueWithin(teardownPoll) // recreated once it is gone
 	case w.update != nil && cluster.SpecHashChanged(w.desired, w.live):
-		sc.then("update "+name, func(ctx context.Context) error {
+		sc.AfterStatusWrite("update "+name, func(ctx context.Context) error {
 			if err := w.update(ctx); err != nil {
 				return fmt.Errorf("updating %s: %w", name, err)
 			}

@@ -6,13 +6,16 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/flink"
+	"github.com/flinkops/flink-operator/pkg/lifecycle"
 	"github.com/flinkops/flink-operator/pkg/snapshots"
 )
 
@@ -33,19 +36,19 @@ import (
 // snapshotResources says whether this job records snapshots as
 // FlinkStateSnapshot resources (else in the legacy status fields).
 func (c *Controller) snapshotResources(sc *syncState) bool {
-	on, err := config.SnapshotResourcesEnabled(c.cfg, sc.cfg)
+	on, err := config.SnapshotResourcesEnabled(c.cfg, sc.Cfg)
 	return err == nil && on
 }
 
 // jobView is what the snapshot rules need to know about the job, from the
 // sync (recorded spec, its effective config, status) and the snapshot cache.
 func (c *Controller) jobView(sc *syncState, running bool) (snapshots.JobView, error) {
-	dep := sc.dep
+	dep := sc.Obj
 	v := snapshots.JobView{
 		Kind:      v1beta1.JobReferenceKindDeployment,
 		Namespace: dep.Namespace,
 		Name:      dep.Name,
-		Config:    sc.cfg,
+		Config:    sc.Cfg,
 		Running:   running,
 		Since:     dep.CreationTimestamp.Time,
 	}
@@ -102,17 +105,17 @@ func (c *Controller) jobView(sc *syncState, running bool) (snapshots.JobView, er
 // while its JobManager answers. running means the deployed job is RUNNING
 // on all its tasks and no upgrade is in progress.
 func (c *Controller) reconcileSnapshots(ctx context.Context, sc *syncState, running bool) error {
-	if sc.recorded == nil || sc.recorded.Spec.Job == nil || sc.dep.Spec.Job == nil {
+	if sc.recorded == nil || sc.recorded.Spec.Job == nil || sc.Obj.Spec.Job == nil {
 		return nil
 	}
 	view, err := c.jobView(sc, running)
 	if err != nil {
 		return err
 	}
-	nonces := running && (!equalNonce(view.SavepointNonce, view.ReconciledSavepointNonce) ||
-		!equalNonce(view.CheckpointNonce, view.ReconciledCheckpointNonce))
+	nonces := running && (!lifecycle.EqualNonce(view.SavepointNonce, view.ReconciledSavepointNonce) ||
+		!lifecycle.EqualNonce(view.CheckpointNonce, view.ReconciledCheckpointNonce))
 	if nonces {
-		if _, err := c.validate(sc.dep, sc.dep.Spec, sc.recorded); err != nil {
+		if _, err := c.validate(sc.Obj, sc.Obj.Spec, sc.recorded); err != nil {
 			// Reported by reconcile; the nonces wait for a valid spec.
 			view.SavepointNonce, view.CheckpointNonce = view.ReconciledSavepointNonce, view.ReconciledCheckpointNonce
 			nonces = false
@@ -128,14 +131,14 @@ func (c *Controller) reconcileSnapshots(ctx context.Context, sc *syncState, runn
 		return nil
 	}
 
-	plan, err := snapshots.PlanSnapshots(view, sc.now)
+	plan, err := snapshots.PlanSnapshots(view, sc.Now)
 	if err != nil {
 		// Only a configuration that changed under a recorded spec gets here.
-		sc.fail(ReasonValidationError, "Snapshots of job %s/%s: %v", view.Namespace, view.Name, err)
+		sc.Fail(jobengine.ReasonValidationError, "Snapshots of job %s/%s: %v", view.Namespace, view.Name, err)
 		return nil
 	}
 	for _, w := range plan.Warnings {
-		sc.fail(ReasonValidationError, "spec.flinkConfiguration: %s", w)
+		sc.Fail(jobengine.ReasonValidationError, "spec.flinkConfiguration: %s", w)
 	}
 	for _, s := range plan.Create {
 		c.createSnapshot(sc, s)
@@ -143,7 +146,7 @@ func (c *Controller) reconcileSnapshots(ctx context.Context, sc *syncState, runn
 	for _, s := range plan.Delete {
 		c.deleteSnapshot(sc, s)
 	}
-	sc.after(plan.RequeueAfter)
+	sc.RequeueWithin(plan.RequeueAfter)
 
 	if !nonces {
 		return nil
@@ -153,7 +156,7 @@ func (c *Controller) reconcileSnapshots(ctx context.Context, sc *syncState, runn
 	// (said once, then consumed, as upstream).
 	sp, cp, unsupported := snapshots.HandledNonces(view, plan)
 	if unsupported {
-		sc.event("Warning", ReasonCheckpointError, "Checkpoint failed for checkpointTriggerNonce: %d: manual checkpoints need Flink 1.17+", *view.CheckpointNonce)
+		sc.Event(corev1.EventTypeWarning, jobengine.ReasonCheckpointError, "Checkpoint failed for checkpointTriggerNonce: %d: manual checkpoints need Flink 1.17+", *view.CheckpointNonce)
 	}
 	return c.recordNonces(sc, sp, cp)
 }
@@ -162,8 +165,8 @@ func (c *Controller) reconcileSnapshots(ctx context.Context, sc *syncState, runn
 // snapshot of that name that exists already is the same one, made by an
 // earlier attempt of this sync.
 func (c *Controller) createSnapshot(sc *syncState, s *v1beta1.FlinkStateSnapshot) {
-	log := sc.log
-	sc.before("create snapshot "+s.Name, func(ctx context.Context) error {
+	log := sc.Log
+	sc.BeforeStatusWrite("create snapshot "+s.Name, func(ctx context.Context) error {
 		_, err := c.client.FlinkV1beta1().FlinkStateSnapshots(s.Namespace).Create(ctx, s, metav1.CreateOptions{})
 		switch {
 		case apierrors.IsAlreadyExists(err):
@@ -181,9 +184,9 @@ func (c *Controller) createSnapshot(sc *syncState, s *v1beta1.FlinkStateSnapshot
 // status write. The UID precondition makes sure a newer snapshot of the same
 // name is never the one deleted; one already gone is fine.
 func (c *Controller) deleteSnapshot(sc *syncState, s *v1beta1.FlinkStateSnapshot) {
-	log, uid := sc.log, s.UID
+	log, uid := sc.Log, s.UID
 	namespace, name := s.Namespace, s.Name
-	sc.then("delete snapshot "+name, func(ctx context.Context) error {
+	sc.AfterStatusWrite("delete snapshot "+name, func(ctx context.Context) error {
 		opts := metav1.DeleteOptions{}
 		if uid != "" {
 			opts.Preconditions = &metav1.Preconditions{UID: &uid}
@@ -205,7 +208,7 @@ func (c *Controller) deleteSnapshot(sc *syncState, s *v1beta1.FlinkStateSnapshot
 // leave STABLE).
 func (c *Controller) recordNonces(sc *syncState, sp, cp *int64) error {
 	rec := sc.recorded.Spec.Job
-	if equalNonce(sp, rec.SavepointTriggerNonce) && equalNonce(cp, rec.CheckpointTriggerNonce) {
+	if lifecycle.EqualNonce(sp, rec.SavepointTriggerNonce) && lifecycle.EqualNonce(cp, rec.CheckpointTriggerNonce) {
 		return nil
 	}
 	updated := sc.recorded.Spec.DeepCopy()
@@ -214,7 +217,7 @@ func (c *Controller) recordNonces(sc *syncState, sp, cp *int64) error {
 	if err != nil {
 		return err
 	}
-	rs := &sc.dep.Status.ReconciliationStatus
+	rs := &sc.Obj.Status.ReconciliationStatus
 	if rs.LastStableSpec == rs.LastReconciledSpec {
 		rs.LastStableSpec = encoded
 	}
@@ -234,9 +237,9 @@ func upgradeSnapshotName(dep *v1beta1.FlinkDeployment, ts int64) string {
 // savepoint: an existing savepoint (alreadyExists) the snapshot controller
 // marks COMPLETED without calling Flink, in the format the stop asked for.
 func (c *Controller) upgradeSnapshot(sc *syncState, path string, ts int64) (*v1beta1.FlinkStateSnapshot, error) {
-	view := snapshots.JobView{Kind: v1beta1.JobReferenceKindDeployment, Namespace: sc.dep.Namespace, Name: sc.dep.Name, Config: sc.cfg}
+	view := snapshots.JobView{Kind: v1beta1.JobReferenceKindDeployment, Namespace: sc.Obj.Namespace, Name: sc.Obj.Name, Config: sc.Cfg}
 	var format v1beta1.SavepointFormatType
-	if info := sc.dep.Status.JobStatus.SavepointInfo; info != nil {
+	if info := sc.Obj.Status.JobStatus.SavepointInfo; info != nil {
 		format = info.FormatType
 	}
 	return snapshots.UpgradeSnapshotWithFormat(view, path, time.UnixMilli(ts), format)
@@ -246,11 +249,11 @@ func (c *Controller) upgradeSnapshot(sc *syncState, path string, ts int64) (*v1b
 // for the stop-with-savepoint in flight, if a crash came between recording
 // it and the status write.
 func (c *Controller) upgradeSnapshotPath(sc *syncState) string {
-	info := sc.dep.Status.JobStatus.SavepointInfo
+	info := sc.Obj.Status.JobStatus.SavepointInfo
 	if info == nil || info.TriggerTimestamp == nil {
 		return ""
 	}
-	s, err := c.caches.Snapshot(sc.dep.Namespace, upgradeSnapshotName(sc.dep, *info.TriggerTimestamp))
+	s, err := c.caches.Snapshot(sc.Obj.Namespace, upgradeSnapshotName(sc.Obj, *info.TriggerTimestamp))
 	if err != nil || s.Spec.Savepoint == nil {
 		return ""
 	}

@@ -13,6 +13,7 @@ import (
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/flink"
 	"github.com/flinkops/flink-operator/pkg/snapshots"
 )
@@ -184,7 +185,7 @@ func TestCheckpointsNeedFlink117(t *testing.T) {
 	if n := len(f.snapshots()); n != 0 {
 		t.Errorf("%d snapshots on Flink 1.16", n)
 	}
-	if ev := f.events(); !hasEvent(ev, "Warning", ReasonCheckpointError) {
+	if ev := f.events(); !hasEvent(ev, "Warning", jobengine.ReasonCheckpointError) {
 		t.Errorf("events %v", ev)
 	}
 	rec, _ := decodeSpec(f.get("job").Status.ReconciliationStatus.LastReconciledSpec)
@@ -384,7 +385,7 @@ func TestSnapshotResourcesDisabled(t *testing.T) {
 	if n := len(f.snapshots()); n != 0 {
 		t.Errorf("%d snapshots created with snapshot resources disabled", n)
 	}
-	if ev := f.events(); hasEvent(ev, "Warning", ReasonSavepointError) {
+	if ev := f.events(); hasEvent(ev, "Warning", jobengine.ReasonSavepointError) {
 		t.Errorf("events %v", ev)
 	}
 	// Legacy mode: the savepoints are in the deprecated status fields.
@@ -538,7 +539,7 @@ func TestBadPeriodicInterval(t *testing.T) {
 	}
 	warnings := 0
 	for _, e := range f.events() {
-		if strings.HasPrefix(e, "Warning "+ReasonValidationError+" ") {
+		if strings.HasPrefix(e, "Warning "+jobengine.ReasonValidationError+" ") {
 			warnings++
 		}
 	}

@@ -4,7 +4,9 @@ import (
 	"testing"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/flink"
+	"github.com/flinkops/flink-operator/pkg/lifecycle"
 )
 
 func TestClassify(t *testing.T) {
@@ -16,27 +18,27 @@ func TestClassify(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		change func(*v1beta1.FlinkDeploymentSpec)
-		want   specChange
+		want   jobengine.Change
 	}{
-		{"nothing", func(*v1beta1.FlinkDeploymentSpec) {}, changeNone},
+		{"nothing", func(*v1beta1.FlinkDeploymentSpec) {}, jobengine.ChangeNone},
 		{"config key order and spacing", func(s *v1beta1.FlinkDeploymentSpec) {
 			s.FlinkConfiguration = &v1beta1.Configuration{Raw: []byte(`{"b":"2","a":"1"}`)}
-		}, changeNone},
-		{"savepoint nonce", func(s *v1beta1.FlinkDeploymentSpec) { s.Job.SavepointTriggerNonce = new(int64(1)) }, changeNonces},
-		{"checkpoint nonce", func(s *v1beta1.FlinkDeploymentSpec) { s.Job.CheckpointTriggerNonce = new(int64(1)) }, changeNonces},
-		{"autoscaler nonce", func(s *v1beta1.FlinkDeploymentSpec) { s.Job.AutoscalerResetNonce = new(int64(1)) }, changeNonces},
-		{"suspend", func(s *v1beta1.FlinkDeploymentSpec) { s.Job.State = v1beta1.JobStateSuspended }, changeSuspend},
-		{"redeploy nonce", func(s *v1beta1.FlinkDeploymentSpec) { s.Job.SavepointRedeployNonce = new(int64(1)) }, changeRedeploy},
-		{"restart nonce", func(s *v1beta1.FlinkDeploymentSpec) { s.RestartNonce = new(int64(1)) }, changeUpgrade},
-		{"image", func(s *v1beta1.FlinkDeploymentSpec) { s.Image = "flink:1.20.1" }, changeUpgrade},
+		}, jobengine.ChangeNone},
+		{"savepoint nonce", func(s *v1beta1.FlinkDeploymentSpec) { s.Job.SavepointTriggerNonce = new(int64(1)) }, jobengine.ChangeNonces},
+		{"checkpoint nonce", func(s *v1beta1.FlinkDeploymentSpec) { s.Job.CheckpointTriggerNonce = new(int64(1)) }, jobengine.ChangeNonces},
+		{"autoscaler nonce", func(s *v1beta1.FlinkDeploymentSpec) { s.Job.AutoscalerResetNonce = new(int64(1)) }, jobengine.ChangeNonces},
+		{"suspend", func(s *v1beta1.FlinkDeploymentSpec) { s.Job.State = v1beta1.JobStateSuspended }, jobengine.ChangeSuspend},
+		{"redeploy nonce", func(s *v1beta1.FlinkDeploymentSpec) { s.Job.SavepointRedeployNonce = new(int64(1)) }, jobengine.ChangeRedeploy},
+		{"restart nonce", func(s *v1beta1.FlinkDeploymentSpec) { s.RestartNonce = new(int64(1)) }, jobengine.ChangeUpgrade},
+		{"image", func(s *v1beta1.FlinkDeploymentSpec) { s.Image = "flink:1.20.1" }, jobengine.ChangeUpgrade},
 		{"config value", func(s *v1beta1.FlinkDeploymentSpec) {
 			s.FlinkConfiguration = &v1beta1.Configuration{Raw: []byte(`{"a": "1", "b": "3"}`)}
-		}, changeUpgrade},
+		}, jobengine.ChangeUpgrade},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			spec := *base.DeepCopy()
 			tc.change(&spec)
-			if got := classify(base, spec); got != tc.want {
+			if got := jobengine.Classify(base, spec); got != tc.want {
 				t.Errorf("classify = %s, want %s", got, tc.want)
 			}
 		})
@@ -45,12 +47,12 @@ func TestClassify(t *testing.T) {
 	suspended.Job.State = v1beta1.JobStateSuspended
 	changed := *suspended.DeepCopy()
 	changed.Image = "flink:1.20.1"
-	if got := classify(suspended, changed); got != changeSuspended {
+	if got := jobengine.Classify(suspended, changed); got != jobengine.ChangeSuspended {
 		t.Errorf("change while suspended = %s", got)
 	}
 	resumed := *changed.DeepCopy()
 	resumed.Job.State = v1beta1.JobStateRunning
-	if got := classify(suspended, resumed); got != changeUpgrade {
+	if got := jobengine.Classify(suspended, resumed); got != jobengine.ChangeUpgrade {
 		t.Errorf("resume = %s", got)
 	}
 }
@@ -62,12 +64,12 @@ func TestReconciledSpecRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	dec, err := decodeSpec(enc)
-	if err != nil || !dec.Meta.FirstDeployment || dec.Meta.APIVersion != "flink.apache.org/v1beta1" || !sameSpec(dec.Spec, spec) {
+	if err != nil || !dec.Meta.FirstDeployment || dec.Meta.APIVersion != "flink.apache.org/v1beta1" || !lifecycle.SameSpec(dec.Spec, spec) {
 		t.Fatalf("round trip of %s: %+v %v", enc, dec, err)
 	}
 	// Upstream's legacy form: the spec itself with apiVersion.
 	legacy, err := decodeSpec(`{"apiVersion":"flink.apache.org/v1beta1","image":"flink:1.20","job":{"jarURI":"local:///job.jar"}}`)
-	if err != nil || !sameSpec(legacy.Spec, spec) {
+	if err != nil || !lifecycle.SameSpec(legacy.Spec, spec) {
 		t.Fatalf("legacy: %+v %v", legacy, err)
 	}
 	if none, err := decodeSpec(""); none != nil || err != nil {

@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/lifecycle"
 )
 
@@ -23,7 +24,7 @@ func lifecycleOf(d *v1beta1.FlinkDeployment, recorded *reconciledSpec) v1beta1.R
 	return lifecycle.State(lifecycle.Observed{
 		Deleting:  d.DeletionTimestamp != nil,
 		Recorded:  recorded != nil,
-		Suspended: recorded != nil && jobSuspended(&recorded.Spec),
+		Suspended: recorded != nil && jobengine.JobSuspended(&recorded.Spec),
 		Status:    st.ReconciliationStatus,
 		JobState:  st.JobStatus.State,
 		Error:     st.Error,
@@ -36,11 +37,11 @@ func lifecycleOf(d *v1beta1.FlinkDeployment, recorded *reconciledSpec) v1beta1.R
 // when the job runs (applications) or the JobManager is ready (session
 // clusters).
 func setRunningCondition(sc *syncState) {
-	st := &sc.dep.Status
-	cond := metav1.Condition{Type: "Running", ObservedGeneration: sc.dep.Generation, LastTransitionTime: metav1.NewTime(sc.now)}
+	st := &sc.Obj.Status
+	cond := metav1.Condition{Type: "Running", ObservedGeneration: sc.Obj.Generation, LastTransitionTime: metav1.NewTime(sc.Now)}
 	app := sc.recorded != nil && sc.recorded.Spec.Job != nil
 	if sc.recorded == nil {
-		app = sc.dep.Spec.Job != nil
+		app = sc.Obj.Spec.Job != nil
 	}
 	if app {
 		state := string(st.JobStatus.State)

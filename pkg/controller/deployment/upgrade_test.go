@@ -10,6 +10,7 @@ import (
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/flink"
 	"github.com/flinkops/flink-operator/pkg/flink/fakejm"
 )
@@ -118,7 +119,7 @@ func TestSavepointUpgrade(t *testing.T) {
 		t.Errorf("%d stop-with-savepoint operations, want 1", n)
 	}
 	ev := f.events()
-	if !hasEvent(ev, "Normal", ReasonSpecChanged) || !hasEvent(ev, "Normal", ReasonSubmit) {
+	if !hasEvent(ev, "Normal", jobengine.ReasonSpecChanged) || !hasEvent(ev, "Normal", jobengine.ReasonSubmit) {
 		t.Errorf("events %v", ev)
 	}
 }
@@ -161,7 +162,7 @@ func TestSavepointFailureFallsBackToLastState(t *testing.T) {
 	if n := f.stops(); n != 1 {
 		t.Errorf("%d stop-with-savepoint operations, want 1", n)
 	}
-	if !hasEvent(f.events(), "Warning", ReasonSavepointError) {
+	if !hasEvent(f.events(), "Warning", jobengine.ReasonSavepointError) {
 		t.Errorf("no SavepointError event")
 	}
 	if got := f.get("job"); got.Status.Error != "" || got.Status.JobStatus.SavepointInfo != nil {
@@ -196,7 +197,7 @@ func TestSavepointFailureWithoutFallbackTearsNothingDown(t *testing.T) {
 	if st, _ := jm.JobState(before.Status.JobStatus.JobID); st != flink.JobRunning {
 		t.Fatalf("old job %s, want RUNNING", st)
 	}
-	if !hasEvent(f.events(), "Warning", ReasonSavepointError) {
+	if !hasEvent(f.events(), "Warning", jobengine.ReasonSavepointError) {
 		t.Errorf("no SavepointError event")
 	}
 
@@ -297,7 +298,7 @@ func TestLastStateUnknownNeedsManualRestore(t *testing.T) {
 	if f.jmDeployment("job").UID != jmUID {
 		t.Fatalf("the cluster was torn down without a known last state")
 	}
-	if !hasEvent(f.events(), "Warning", ReasonUpgradeFailed) {
+	if !hasEvent(f.events(), "Warning", jobengine.ReasonUpgradeFailed) {
 		t.Errorf("no UpgradeFailed event")
 	}
 	// The JobManager answers again: the upgrade goes on from the latest checkpoint.
@@ -322,7 +323,7 @@ func TestFailedJobUpgradedFromLatestCheckpoint(t *testing.T) {
 	if failed.Status.JobStatus.UpgradeSavepointPath != latest || failed.Status.LifecycleState != v1beta1.LifecycleFailed {
 		t.Fatalf("failed job: %s, want its latest checkpoint %s recorded", statusString(failed), latest)
 	}
-	if !hasEvent(f.events(), "Warning", ReasonJobStatusChanged) {
+	if !hasEvent(f.events(), "Warning", jobengine.ReasonJobStatusChanged) {
 		t.Errorf("no JobStatusChanged warning")
 	}
 	f.edit("job", newArgs)
@@ -354,7 +355,7 @@ func TestSuspendAndResume(t *testing.T) {
 	if snaps := f.snapshots(); len(snaps) != 1 || snaps[0].Spec.Savepoint.Path != path {
 		t.Errorf("snapshots %+v, want the suspend savepoint", snaps)
 	}
-	if !hasEvent(f.events(), "Normal", ReasonSuspended) {
+	if !hasEvent(f.events(), "Normal", jobengine.ReasonSuspended) {
 		t.Errorf("no Suspended event")
 	}
 	// Nothing happens while suspended.

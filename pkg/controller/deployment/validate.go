@@ -4,6 +4,7 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/cluster"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/controller/jobmanager"
 	"github.com/flinkops/flink-operator/pkg/flink"
 	"github.com/flinkops/flink-operator/pkg/validation"
 )
@@ -44,10 +45,5 @@ func (c *Controller) validate(dep *v1beta1.FlinkDeployment, spec v1beta1.FlinkDe
 // effectiveConfig is the configuration of a spec that was validated once
 // (a recorded one); it cannot fail unless the operator config changed.
 func (c *Controller) effectiveConfig(spec *v1beta1.FlinkDeploymentSpec) (config.Config, error) {
-	values, err := spec.FlinkConfiguration.Values()
-	if err != nil {
-		return nil, err
-	}
-	cfg, _, err := config.Effective(c.cfg, values)
-	return cfg, err
+	return jobmanager.EffectiveConfig(c.cfg, spec.FlinkConfiguration)
 }

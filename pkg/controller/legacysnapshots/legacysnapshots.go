@@ -28,6 +28,8 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
@@ -76,7 +78,7 @@ type Runner struct {
 // the job with this UID, once per operator process.
 func (r *Runner) WarnCRDMissing(uid types.UID, event func(typ, reason, format string, args ...any)) {
 	if _, seen := r.crdWarned.LoadOrStore(uid, struct{}{}); !seen {
-		event("Warning", ReasonSnapshotResourcesDisabled, "%s", CRDMissingMessage)
+		event(corev1.EventTypeWarning, ReasonSnapshotResourcesDisabled, "%s", CRDMissingMessage)
 	}
 }
 
@@ -179,7 +181,7 @@ func (r *Runner) Reconcile(ctx context.Context, j Job, view snapshots.JobView, r
 	case view.CheckpointNonce == nil:
 		cp = nil
 	case !view.CheckpointsSupported && !lifecycle.EqualNonce(view.CheckpointNonce, view.ReconciledCheckpointNonce):
-		j.Event("Warning", ReasonCheckpointError, "Checkpoint failed for checkpointTriggerNonce: %d: manual checkpoints need Flink 1.17+", *view.CheckpointNonce)
+		j.Event(corev1.EventTypeWarning, ReasonCheckpointError, "Checkpoint failed for checkpointTriggerNonce: %d: manual checkpoints need Flink 1.17+", *view.CheckpointNonce)
 		cp = view.CheckpointNonce
 	}
 	return Nonces{Savepoint: sp, Checkpoint: cp, Record: true}
@@ -212,14 +214,14 @@ func ResetTriggers(j Job) {
 		if info.TriggerType != v1beta1.SnapshotTriggerManual {
 			spNonce = nil
 		}
-		j.Event("Warning", ReasonSavepointError, "%s", snapshots.LegacyFailureMessage(v1beta1.SnapshotTypeSavepoint, info.TriggerType, spNonce))
+		j.Event(corev1.EventTypeWarning, ReasonSavepointError, "%s", snapshots.LegacyFailureMessage(v1beta1.SnapshotTypeSavepoint, info.TriggerType, spNonce))
 		snapshots.ResetLegacySavepointTrigger(info)
 	}
 	if info := js.CheckpointInfo; snapshots.LegacyCheckpointPending(info) {
 		if info.TriggerType != v1beta1.SnapshotTriggerManual {
 			cpNonce = nil
 		}
-		j.Event("Warning", ReasonCheckpointError, "%s", snapshots.LegacyFailureMessage(v1beta1.SnapshotTypeCheckpoint, info.TriggerType, cpNonce))
+		j.Event(corev1.EventTypeWarning, ReasonCheckpointError, "%s", snapshots.LegacyFailureMessage(v1beta1.SnapshotTypeCheckpoint, info.TriggerType, cpNonce))
 		snapshots.ResetLegacyCheckpointTrigger(info)
 	}
 }
@@ -399,7 +401,7 @@ func (r *Runner) observe(ctx context.Context, j Job, t inFlight) {
 	giveUp := snapshots.LegacyGiveUp(t.triggered, gracePeriod(j.Config, t.graceKey), j.Now)
 	log := j.Log.WithValues("type", t.typ, "triggerType", t.triggerType)
 	fail := func(cause string) {
-		j.Event("Warning", t.reason, "%s", msg)
+		j.Event(corev1.EventTypeWarning, t.reason, "%s", msg)
 		if giveUp {
 			log.Info("Legacy snapshot failed, giving up", "triggerId", *t.id, "reason", cause)
 			t.giveUp()
@@ -411,7 +413,7 @@ func (r *Runner) observe(ctx context.Context, j Job, t inFlight) {
 		j.After(snapshots.MinPollDelay)
 	}
 	if !j.Healthy || j.Client == nil {
-		j.Event("Warning", t.reason, "%s", msg)
+		j.Event(corev1.EventTypeWarning, t.reason, "%s", msg)
 		log.Info("Job is not running, dropping the pending legacy snapshot", "triggerId", *t.id)
 		t.reset()
 		return
@@ -524,7 +526,7 @@ func (r *Runner) dispose(ctx context.Context, j Job, path string) bool {
 			return false
 		case res.Failed() && !alreadyGone(res.Failure):
 			r.disposals.Delete(key)
-			j.Event("Warning", ReasonCleanupFailed, "Disposing savepoint %s failed: %s; it stays in the savepoint history", path, failureMessage(res.Failure))
+			j.Event(corev1.EventTypeWarning, ReasonCleanupFailed, "Disposing savepoint %s failed: %s; it stays in the savepoint history", path, failureMessage(res.Failure))
 			j.After(j.RetryAfter)
 			return false
 		}

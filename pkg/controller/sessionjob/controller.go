@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -15,6 +17,8 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	flinkcache "github.com/flinkops/flink-operator/pkg/cache"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
+	"github.com/flinkops/flink-operator/pkg/controller/jobmanager"
 	"github.com/flinkops/flink-operator/pkg/controller/legacysnapshots"
 	"github.com/flinkops/flink-operator/pkg/controller/workers"
 	"github.com/flinkops/flink-operator/pkg/endpoints"
@@ -72,6 +76,10 @@ type Options struct {
 	// (pkg/webhook/review); without a valid stamp such a reference is never
 	// used.
 	ReviewKeys review.Keys
+	// JobManagers reads the session cluster's live JobManager Deployment
+	// and REST Service (pkg/controller/jobmanager: they decide the Flink
+	// version and port the cluster speaks); default jobmanager.NoObjects.
+	JobManagers jobmanager.Lookup
 }
 
 // Controller reconciles FlinkSessionJobs: jobs submitted through the REST
@@ -84,11 +92,12 @@ type Controller struct {
 
 	cfg            config.Config
 	clock          clock.WithTicker
-	endpoints      endpoints.Resolver
-	httpClient     *http.Client
+	jobManagers    jobmanager.Lookup
+	dialer         jobmanager.Dialer
 	artifactClient *http.Client
 	newTriggerID   func() string
 	faultPoint     func(key, point string)
+	writer         jobengine.Writer[*v1beta1.FlinkSessionJob]
 
 	snapshotCRDMissing bool
 	reviewKeys         review.Keys
@@ -116,6 +125,9 @@ func New(client clientset.Interface, caches *flinkcache.Caches, recorder record.
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = http.DefaultClient
 	}
+	if opts.JobManagers == nil {
+		opts.JobManagers = jobmanager.NoObjects
+	}
 	if opts.ArtifactClient == nil {
 		opts.ArtifactClient = &http.Client{Timeout: 5 * time.Minute}
 	}
@@ -138,8 +150,8 @@ func New(client clientset.Interface, caches *flinkcache.Caches, recorder record.
 		),
 		cfg:                opts.Config,
 		clock:              opts.Clock,
-		endpoints:          opts.Endpoints,
-		httpClient:         opts.HTTPClient,
+		jobManagers:        opts.JobManagers,
+		dialer:             jobmanager.Dialer{Endpoints: opts.Endpoints, HTTPClient: opts.HTTPClient},
 		artifactClient:     opts.ArtifactClient,
 		newTriggerID:       opts.NewTriggerID,
 		faultPoint:         opts.FaultPoint,
@@ -147,6 +159,16 @@ func New(client clientset.Interface, caches *flinkcache.Caches, recorder record.
 		reviewKeys:         opts.ReviewKeys,
 		legacy:             legacysnapshots.NewRunner(opts.NewTriggerID),
 		submissions:        newSubmissions(opts.MaxConcurrentSubmissions, opts.MaxJarBytes, opts.JarDir),
+	}
+	c.writer = jobengine.Writer[*v1beta1.FlinkSessionJob]{
+		Update: func(ctx context.Context, j *v1beta1.FlinkSessionJob) (*v1beta1.FlinkSessionJob, error) {
+			return client.FlinkV1beta1().FlinkSessionJobs(j.Namespace).Update(ctx, j, metav1.UpdateOptions{})
+		},
+		UpdateStatus: func(ctx context.Context, j *v1beta1.FlinkSessionJob) (*v1beta1.FlinkSessionJob, error) {
+			return client.FlinkV1beta1().FlinkSessionJobs(j.Namespace).UpdateStatus(ctx, j, metav1.UpdateOptions{})
+		},
+		Recorder: recorder,
+		Fault:    opts.FaultPoint,
 	}
 	err := caches.AddEventHandlers(flinkcache.Handlers{
 		SessionJobs: cache.ResourceEventHandlerFuncs{
@@ -267,7 +289,7 @@ func (c *Controller) Run(ctx context.Context, n int) {
 	defer c.submissions.stop()
 	workers.Loop{
 		Name: QueueName, KeyName: "flinksessionjob", Queue: c.queue, Sync: c.Sync,
-		Synced: []cache.InformerSynced{c.caches.HasSynced},
+		Synced: []cache.InformerSynced{c.caches.HasSynced, c.jobManagers.HasSynced},
 	}.Run(ctx, n)
 }
 

@@ -2,14 +2,14 @@ package sessionjob
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/lifecycle"
 )
 
@@ -35,30 +35,22 @@ func (c *Controller) syncDeletion(ctx context.Context, key string, cached *v1bet
 		if err := c.observe(ctx, sc); err != nil {
 			return 0, err
 		}
-		deadline := sc.sj.DeletionTimestamp.Add(lifecycle.StopTimeout(sc.cfg))
-		if sc.now.Before(deadline) {
+		deadline := sc.Obj.DeletionTimestamp.Add(lifecycle.StopTimeout(sc.Cfg))
+		if sc.Now.Before(deadline) {
 			done = c.stopOnDeletion(ctx, sc)
-			if !done && sc.requeue > deadline.Sub(sc.now) {
-				sc.requeue = deadline.Sub(sc.now)
+			if !done {
+				sc.RequeueNoLaterThan(deadline.Sub(sc.Now))
 			}
 		} else {
-			sc.event("Warning", ReasonCleanup, "Job %s could not be stopped within %s of the deletion (%s); removing the FlinkSessionJob anyway",
-				sc.sj.Status.JobStatus.JobID, lifecycle.StopTimeout(sc.cfg), config.FlinkCheckpointTimeout)
-			lifecycle.ClearStopTrigger(&sc.sj.Status.JobStatus)
+			sc.Event(corev1.EventTypeWarning, jobengine.ReasonCleanup, "Job %s could not be stopped within %s of the deletion (%s); removing the FlinkSessionJob anyway",
+				sc.Obj.Status.JobStatus.JobID, lifecycle.StopTimeout(sc.Cfg), config.FlinkCheckpointTimeout)
+			lifecycle.ClearStopTrigger(&sc.Obj.Status.JobStatus)
 		}
 	}
-	sc.errs = nil // a deleted job's status errors no longer matter
+	sc.ClearErrors() // a deleted job's status errors no longer matter
 	if done {
-		sc.event("Normal", ReasonCleanup, "Cleaning up FlinkSessionJob")
-		sc.then("remove finalizer", func(ctx context.Context) error {
-			toWrite := sc.base.DeepCopy()
-			toWrite.Finalizers = slices.DeleteFunc(toWrite.Finalizers, func(f string) bool { return f == Finalizer })
-			if _, err := c.client.FlinkV1beta1().FlinkSessionJobs(toWrite.Namespace).Update(ctx, toWrite, metav1.UpdateOptions{}); err != nil {
-				return fmt.Errorf("removing finalizer of FlinkSessionJob %s: %w", key, err)
-			}
-			return nil
-		})
-		sc.requeue = 0
+		sc.Event(corev1.EventTypeNormal, jobengine.ReasonCleanup, "Cleaning up FlinkSessionJob")
+		c.writer.RemoveFinalizer(sc.State, Finalizer)
 	}
 	return c.commit(ctx, sc)
 }
@@ -66,11 +58,11 @@ func (c *Controller) syncDeletion(ctx context.Context, key string, cached *v1bet
 // hasCluster resolves the session cluster for a deletion; a missing one
 // means there is no job left to stop.
 func (c *Controller) hasCluster(sc *syncState) bool {
-	if sc.recorded == nil || sc.sj.Status.JobStatus.JobID == "" {
+	if sc.recorded == nil || sc.Obj.Status.JobStatus.JobID == "" {
 		return false
 	}
 	if !c.resolveCluster(sc) {
-		sc.requeue = 0
+		sc.NoRequeue()
 		return false
 	}
 	return true
@@ -79,22 +71,22 @@ func (c *Controller) hasCluster(sc *syncState) bool {
 // stopOnDeletion takes one step of stopping the job of a deleted session
 // job; it reports whether the finalizer may go.
 func (c *Controller) stopOnDeletion(ctx context.Context, sc *syncState) bool {
-	js := &sc.sj.Status.JobStatus
+	js := &sc.Obj.Status.JobStatus
 	if info := js.SavepointInfo; info != nil && info.TriggerType == v1beta1.SnapshotTriggerUpgrade && info.TriggerID != "" {
-		o := c.checkStop(ctx, sc)
+		o := sc.CheckStop(ctx, c.jobKind(sc))
 		switch {
 		case o.Pending:
 			return false
 		case o.Lost:
-			sc.event("Warning", ReasonSavepointError, "Job %s finished after stop-with-savepoint but its savepoint's path is unknown; deleting", js.JobID)
+			sc.Event(corev1.EventTypeWarning, jobengine.ReasonSavepointError, "Job %s finished after stop-with-savepoint but its savepoint's path is unknown; deleting", js.JobID)
 			lifecycle.ClearStopTrigger(js)
 		case o.Failure != "":
-			sc.event("Warning", ReasonSavepointError, "%s; cancelling the job instead", o.Failure)
+			sc.Event(corev1.EventTypeWarning, jobengine.ReasonSavepointError, "%s; cancelling the job instead", o.Failure)
 			lifecycle.ClearStopTrigger(js)
 			return c.ensureEnded(sc)
 		default:
-			if err := c.recordSavepoint(sc, o.Path); err != nil {
-				sc.event("Warning", ReasonSavepointError, "%v", err)
+			if err := sc.RecordSavepoint(c.jobKind(sc), o.Path); err != nil {
+				sc.Event(corev1.EventTypeWarning, jobengine.ReasonSavepointError, "%v", err)
 			}
 			js.UpgradeSavepointPath = o.Path
 			js.State = v1beta1.JobStatusSuspended
@@ -102,13 +94,13 @@ func (c *Controller) stopOnDeletion(ctx context.Context, sc *syncState) bool {
 		}
 		return c.ensureEnded(sc)
 	}
-	onDeletion, _ := sc.cfg.Bool(config.KeyJobSavepointOnDeletion)
-	if onDeletion && js.State != v1beta1.JobStatusSuspended && jobHealthy(sc) {
-		c.triggerStop(sc)
+	onDeletion, _ := sc.Cfg.Bool(config.KeyJobSavepointOnDeletion)
+	if onDeletion && js.State != v1beta1.JobStatusSuspended && sc.JobHealthy() {
+		sc.TriggerStop(c.jobKind(sc))
 		return false
 	}
 	if !sc.jobs {
-		sc.after(sc.progressInterval())
+		sc.RequeueWithin(sc.ProgressInterval())
 		return false
 	}
 	return c.ensureEnded(sc)

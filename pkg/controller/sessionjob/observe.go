@@ -4,13 +4,16 @@ import (
 	"context"
 	"strconv"
 
+	corev1 "k8s.io/api/core/v1"
+
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/flink"
 	"github.com/flinkops/flink-operator/pkg/lifecycle"
 )
 
 // observe reads the session cluster's jobs overview when the cluster is
-// ready, finds the job the status names (sc.job), and records its state
+// ready, finds the job the status names (sc.Job), and records its state
 // unless the log says the job was stopped or suspended.
 func (c *Controller) observe(ctx context.Context, sc *syncState) error {
 	if !sc.clusterReady() {
@@ -18,20 +21,20 @@ func (c *Controller) observe(ctx context.Context, sc *syncState) error {
 	}
 	client, err := c.flinkClient(sc)
 	if err != nil {
-		sc.log.V(2).Info("Cannot reach the session JobManager", "err", err)
+		sc.Log.V(2).Info("Cannot reach the session JobManager", "err", err)
 		return nil
 	}
 	jobs, err := client.JobsOverview(ctx)
 	if err != nil {
-		sc.log.V(2).Info("Session JobManager REST API not answering", "err", err)
-		sc.after(sc.progressInterval())
+		sc.Log.V(2).Info("Session JobManager REST API not answering", "err", err)
+		sc.RequeueWithin(sc.ProgressInterval())
 		return nil
 	}
-	sc.client, sc.jobs = client, true
-	js := &sc.sj.Status.JobStatus
+	sc.Client, sc.jobs = client, true
+	js := &sc.Obj.Status.JobStatus
 	for i := range jobs {
 		if js.JobID != "" && jobs[i].ID == js.JobID {
-			sc.job = &jobs[i]
+			sc.Job = &jobs[i]
 		}
 	}
 	if sc.jobObservable() {
@@ -44,14 +47,14 @@ func (c *Controller) observe(ctx context.Context, sc *syncState) error {
 // not while the log says the job was stopped for an upgrade or is
 // suspended (jobStatus.state is then the operator's SUSPENDED marker).
 func (sc *syncState) jobObservable() bool {
-	st := &sc.sj.Status
+	st := &sc.Obj.Status
 	if sc.recorded == nil || st.JobStatus.JobID == "" {
 		return false
 	}
 	if st.ReconciliationStatus.State == v1beta1.ReconciliationUpgrading {
 		return st.JobStatus.State != v1beta1.JobStatusSuspended
 	}
-	return !jobSuspended(&sc.recorded.Spec)
+	return !jobengine.JobSuspended(&sc.recorded.Spec)
 }
 
 // observeJob updates jobStatus from the jobs overview. A RUNNING job whose
@@ -60,58 +63,42 @@ func (sc *syncState) jobObservable() bool {
 // upgradeSavepointPath in the same write, so an upgrade restarts it from
 // its last state.
 func (c *Controller) observeJob(ctx context.Context, sc *syncState) {
-	js := &sc.sj.Status.JobStatus
-	if sc.job == nil {
+	js := &sc.Obj.Status.JobStatus
+	if sc.Job == nil {
 		return // not submitted yet, or lost: reconcile decides
 	}
-	state := effectiveState(sc.job)
-	js.JobName = sc.job.Name
-	if sc.job.StartTime > 0 {
-		js.StartTime = strconv.FormatInt(sc.job.StartTime, 10)
+	state := effectiveState(sc.Job)
+	js.JobName = sc.Job.Name
+	if sc.Job.StartTime > 0 {
+		js.StartTime = strconv.FormatInt(sc.Job.StartTime, 10)
 	}
 	if state == js.State {
 		return
 	}
 	if state.IsGloballyTerminal() && !js.State.IsGloballyTerminal() {
-		path, err := c.latestState(ctx, sc)
+		path, err := sc.LatestState(ctx)
 		switch {
 		case err != nil && flink.IsRetryable(err):
-			sc.log.Info("Job ended but its checkpoints cannot be read yet", "state", state, "err", err)
-			sc.after(sc.progressInterval())
+			sc.Log.Info("Job ended but its checkpoints cannot be read yet", "state", state, "err", err)
+			sc.RequeueWithin(sc.ProgressInterval())
 			return
 		case err != nil:
-			sc.fail(ReasonUpgradeFailed, "Job %s is %s and its last state cannot be used: %v", js.JobID, state, err)
+			sc.Fail(jobengine.ReasonUpgradeFailed, "Job %s is %s and its last state cannot be used: %v", js.JobID, state, err)
 		case path != js.UpgradeSavepointPath:
-			sc.log.Info("Recorded the last state of the ended job", "state", state, "path", path)
+			sc.Log.Info("Recorded the last state of the ended job", "state", state, "path", path)
 			js.UpgradeSavepointPath = path
 		}
 	}
-	typ := "Normal"
+	typ := corev1.EventTypeNormal
 	if state == v1beta1.JobStatusFailed {
-		typ = "Warning"
+		typ = corev1.EventTypeWarning
 	}
-	sc.event(typ, ReasonJobStatusChanged, "Job status changed from %s to %s", stateOrNew(string(js.State)), state)
+	sc.Event(typ, jobengine.ReasonJobStatusChanged, "Job status changed from %s to %s", jobengine.StateOrNew(string(js.State)), state)
 	js.State = state
-	js.UpdateTime = strconv.FormatInt(sc.now.UnixMilli(), 10)
+	js.UpdateTime = strconv.FormatInt(sc.Now.UnixMilli(), 10)
 	if !state.IsGloballyTerminal() && state != v1beta1.JobStatusRunning {
-		sc.after(sc.progressInterval())
+		sc.RequeueWithin(sc.ProgressInterval())
 	}
 }
 
 func effectiveState(j *flink.JobOverview) v1beta1.JobStatusState { return lifecycle.EffectiveState(j) }
-
-// latestState is the state to restart the job from: the newest restorable
-// checkpoint or savepoint Flink reports for it, else what the job started
-// from (upgradeSavepointPath, "" for empty state). Only call it when the job
-// cannot take another checkpoint, or as a best-effort early record.
-func (c *Controller) latestState(ctx context.Context, sc *syncState) (string, error) {
-	js := &sc.sj.Status.JobStatus
-	stats, err := sc.client.Checkpoints(ctx, js.JobID)
-	switch {
-	case flink.IsNotFound(err): // checkpointing disabled
-		return js.UpgradeSavepointPath, nil
-	case err != nil:
-		return "", err
-	}
-	return lifecycle.LatestStatePath(stats, js.UpgradeSavepointPath)
-}

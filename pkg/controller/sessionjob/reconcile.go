@@ -5,7 +5,11 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
+	"github.com/flinkops/flink-operator/pkg/controller/jobmanager"
 	"github.com/flinkops/flink-operator/pkg/controller/legacysnapshots"
 	"github.com/flinkops/flink-operator/pkg/controller/snapshotref"
 	"github.com/flinkops/flink-operator/pkg/lifecycle"
@@ -14,13 +18,13 @@ import (
 
 // reconcile moves the job toward the spec, one step per sync.
 func (c *Controller) reconcile(ctx context.Context, sc *syncState) error {
-	st := &sc.sj.Status
+	st := &sc.Obj.Status
 	if sc.cluster != nil && sc.cluster.DeletionTimestamp != nil {
 		// Nothing new goes to a cluster on its way out; it waits for this
 		// session job to be deleted.
-		sc.fail(ReasonSessionCluster, "Session cluster FlinkDeployment %s/%s is being deleted; it is kept until its FlinkSessionJobs are deleted",
+		sc.Fail(ReasonSessionCluster, "Session cluster FlinkDeployment %s/%s is being deleted; it is kept until its FlinkSessionJobs are deleted",
 			sc.cluster.Namespace, sc.cluster.Name)
-		sc.after(sc.reconcileInterval())
+		sc.RequeueWithin(sc.ReconcileInterval())
 		return nil
 	}
 	switch {
@@ -31,18 +35,18 @@ func (c *Controller) reconcile(ctx context.Context, sc *syncState) error {
 		// newer spec is applied once this upgrade is done.
 		return c.continueUpgrade(ctx, sc)
 	}
-	change := classify(sc.recorded.Spec, sc.sj.Spec)
-	st.ObservedGeneration = sc.sj.Generation
-	if change != changeNone && change != changeNonces {
+	change := jobengine.Classify(sc.recorded.Spec, sc.Obj.Spec)
+	st.ObservedGeneration = sc.Obj.Generation
+	if change != jobengine.ChangeNone && change != jobengine.ChangeNonces {
 		err := c.validate(sc)
-		if ref := sc.sj.Spec.Job.InitialStateSnapshotRef; err == nil && change == changeRedeploy && ref != nil {
+		if ref := sc.Obj.Spec.Job.InitialStateSnapshotRef; err == nil && change == jobengine.ChangeRedeploy && ref != nil {
 			// The running job stays as it is until the snapshot will do.
-			sc.refPath, err = c.snapshotRefPath(sc.sj, ref)
+			sc.refPath, err = c.snapshotRefPath(sc.Obj, ref)
 		}
 		if err != nil {
 			// A bad spec is reported; the last good job keeps running.
-			sc.fail(ReasonValidationError, "%v", err)
-			sc.after(sc.progressInterval())
+			sc.Fail(jobengine.ReasonValidationError, "%v", err)
+			sc.RequeueWithin(sc.ProgressInterval())
 		} else if sc.cluster != nil && !c.upgradeWaitsForSavepoint(sc, change) {
 			return c.startUpgrade(ctx, sc, change)
 		}
@@ -54,23 +58,23 @@ func (c *Controller) reconcile(ctx context.Context, sc *syncState) error {
 // delays a spec change (upstream's rule) unless
 // kubernetes.operator.job.upgrade.ignore-pending-savepoint is set in the
 // new spec's configuration; steady keeps following the savepoint.
-func (c *Controller) upgradeWaitsForSavepoint(sc *syncState, change specChange) bool {
-	running := sc.job != nil && sc.sj.Status.JobStatus.State == v1beta1.JobStatusRunning
-	if change == changeSuspended || !running {
+func (c *Controller) upgradeWaitsForSavepoint(sc *syncState, change jobengine.Change) bool {
+	running := sc.Job != nil && sc.Obj.Status.JobStatus.State == v1beta1.JobStatusRunning
+	if change == jobengine.ChangeSuspended || !running {
 		return false
 	}
-	cfg, err := effectiveConfig(sc.cfg, sc.sj.Spec.FlinkConfiguration)
-	if err != nil || !legacysnapshots.UpgradeBlocked(cfg, &sc.sj.Status.JobStatus) {
+	cfg, err := jobmanager.EffectiveConfig(sc.Cfg, sc.Obj.Spec.FlinkConfiguration)
+	if err != nil || !legacysnapshots.UpgradeBlocked(cfg, &sc.Obj.Status.JobStatus) {
 		return false
 	}
-	sc.log.Info(legacysnapshots.DelayMessage, "triggerId", sc.sj.Status.JobStatus.SavepointInfo.TriggerID)
+	sc.Log.Info(legacysnapshots.DelayMessage, "triggerId", sc.Obj.Status.JobStatus.SavepointInfo.TriggerID)
 	return true
 }
 
 // validate applies the rules the webhook applies (pkg/validation), against
 // the session cluster as it is now.
 func (c *Controller) validate(sc *syncState) error {
-	_, err := validation.SessionJob(sc.sj, sc.cluster, c.cfg)
+	_, err := validation.SessionJob(sc.Obj, sc.cluster, c.cfg)
 	return err
 }
 
@@ -80,28 +84,28 @@ func (c *Controller) validate(sc *syncState) error {
 // disposes), else from empty state. A job created suspended is only
 // recorded. Nothing is recorded before the session cluster exists.
 func (c *Controller) firstDeploy(ctx context.Context, sc *syncState) error {
-	st := &sc.sj.Status
-	st.ObservedGeneration = sc.sj.Generation
+	st := &sc.Obj.Status
+	st.ObservedGeneration = sc.Obj.Generation
 	if err := c.validate(sc); err != nil {
-		sc.fail(ReasonValidationError, "%v", err)
+		sc.Fail(jobengine.ReasonValidationError, "%v", err)
 		return nil
 	}
 	if sc.cluster == nil {
 		return nil // reported by resolveCluster, retried with backoff
 	}
-	restore := strings.TrimSpace(sc.sj.Spec.Job.InitialSavepointPath)
-	if ref := sc.sj.Spec.Job.InitialStateSnapshotRef; ref != nil {
+	restore := strings.TrimSpace(sc.Obj.Spec.Job.InitialSavepointPath)
+	if ref := sc.Obj.Spec.Job.InitialStateSnapshotRef; ref != nil {
 		// Resolved before anything is recorded: a reference that cannot be
 		// used submits nothing, never a job from empty state.
-		path, err := c.snapshotRefPath(sc.sj, ref)
+		path, err := c.snapshotRefPath(sc.Obj, ref)
 		if err != nil {
-			sc.fail(ReasonValidationError, "%v", err)
-			sc.after(sc.progressInterval())
+			sc.Fail(jobengine.ReasonValidationError, "%v", err)
+			sc.RequeueWithin(sc.ProgressInterval())
 			return nil
 		}
 		restore = path
 	}
-	spec := *sc.sj.Spec.DeepCopy()
+	spec := *sc.Obj.Spec.DeepCopy()
 	encoded, err := encodeSpec(spec, true)
 	if err != nil {
 		return err
@@ -110,7 +114,7 @@ func (c *Controller) firstDeploy(ctx context.Context, sc *syncState) error {
 	st.ReconciliationStatus = v1beta1.ReconciliationStatus{
 		State:                   v1beta1.ReconciliationUpgrading,
 		LastReconciledSpec:      encoded,
-		ReconciliationTimestamp: sc.now.UnixMilli(),
+		ReconciliationTimestamp: sc.Now.UnixMilli(),
 	}
 	st.JobStatus.UpgradeSavepointPath = restore
 	st.JobStatus.State = v1beta1.JobStatusSuspended // nothing runs yet
@@ -120,25 +124,25 @@ func (c *Controller) firstDeploy(ctx context.Context, sc *syncState) error {
 // startUpgrade records the intent to apply a changed spec (UPGRADING with
 // the new spec) together with what the stop of the old job needs, then goes
 // as far as one status write allows.
-func (c *Controller) startUpgrade(ctx context.Context, sc *syncState, change specChange) error {
-	st := &sc.sj.Status
+func (c *Controller) startUpgrade(ctx context.Context, sc *syncState, change jobengine.Change) error {
+	st := &sc.Obj.Status
 	old := sc.recorded
-	spec := *sc.sj.Spec.DeepCopy()
+	spec := *sc.Obj.Spec.DeepCopy()
 	// A nonce that changed together with the rest is honoured once the new
 	// job runs.
 	if spec.Job != nil && old.Spec.Job != nil {
 		spec.Job.SavepointTriggerNonce = old.Spec.Job.SavepointTriggerNonce
 		spec.Job.CheckpointTriggerNonce = old.Spec.Job.CheckpointTriggerNonce
 	}
-	wasSuspended := jobSuspended(&old.Spec)
+	wasSuspended := jobengine.JobSuspended(&old.Spec)
 	encoded, err := encodeSpec(spec, wasSuspended && old.Meta.FirstDeployment)
 	if err != nil {
 		return err
 	}
-	if change == changeSuspended {
+	if change == jobengine.ChangeSuspended {
 		st.ReconciliationStatus.LastReconciledSpec = encoded
-		st.ReconciliationStatus.ReconciliationTimestamp = sc.now.UnixMilli()
-		sc.event("Normal", ReasonSpecChanged, "Spec changed while the job is suspended; it is applied when the job resumes")
+		st.ReconciliationStatus.ReconciliationTimestamp = sc.Now.UnixMilli()
+		sc.Event(corev1.EventTypeNormal, jobengine.ReasonSpecChanged, "Spec changed while the job is suspended; it is applied when the job resumes")
 		sc.recorded = &reconciledSpec{Spec: spec, Meta: old.Meta}
 		return nil
 	}
@@ -148,17 +152,17 @@ func (c *Controller) startUpgrade(ctx context.Context, sc *syncState, change spe
 	}
 	st.ReconciliationStatus.State = v1beta1.ReconciliationUpgrading
 	st.ReconciliationStatus.LastReconciledSpec = encoded
-	st.ReconciliationStatus.ReconciliationTimestamp = sc.now.UnixMilli()
+	st.ReconciliationStatus.ReconciliationTimestamp = sc.Now.UnixMilli()
 	lifecycle.ClearStopTrigger(&st.JobStatus)
 	// A legacy savepoint/checkpoint in flight belongs to the job being
 	// stopped: drop it (with its failure event) before the stop reuses the
 	// trigger fields.
 	legacysnapshots.ResetTriggers(c.legacyJob(sc))
 
-	mode := upgradeMode(&spec)
+	mode := jobengine.UpgradeMode(&spec)
 	js := &st.JobStatus
 	switch {
-	case change == changeRedeploy:
+	case change == jobengine.ChangeRedeploy:
 		// Upstream: cancel statelessly, restart from initialSavepointPath.
 		// The old job is cancelled by continueUpgrade (ensureEnded).
 		js.UpgradeSavepointPath = strings.TrimSpace(spec.Job.InitialSavepointPath)
@@ -166,23 +170,23 @@ func (c *Controller) startUpgrade(ctx context.Context, sc *syncState, change spe
 			js.UpgradeSavepointPath = sc.refPath // resolved by reconcile
 		}
 		js.State = v1beta1.JobStatusSuspended
-		sc.event("Normal", ReasonSpecChanged, "savepointRedeployNonce changed: redeploying from %s", js.UpgradeSavepointPath)
+		sc.Event(corev1.EventTypeNormal, jobengine.ReasonSpecChanged, "savepointRedeployNonce changed: redeploying from %s", js.UpgradeSavepointPath)
 	case wasSuspended:
 		if mode == v1beta1.UpgradeModeStateless && !old.Meta.FirstDeployment {
 			js.UpgradeSavepointPath = ""
 		}
 		js.State = v1beta1.JobStatusSuspended
-		sc.event("Normal", ReasonSpecChanged, "Resuming job (upgradeMode %s)", mode)
+		sc.Event(corev1.EventTypeNormal, jobengine.ReasonSpecChanged, "Resuming job (upgradeMode %s)", mode)
 	default:
 		if mode == v1beta1.UpgradeModeStateless {
 			// Nothing to keep: ensureEnded cancels the job.
 			js.UpgradeSavepointPath = ""
 			js.State = v1beta1.JobStatusSuspended
 		}
-		if change == changeSuspend {
-			sc.event("Normal", ReasonSuspended, "Suspending the job (upgradeMode %s)", mode)
+		if change == jobengine.ChangeSuspend {
+			sc.Event(corev1.EventTypeNormal, jobengine.ReasonSuspended, "Suspending the job (upgradeMode %s)", mode)
 		} else {
-			sc.event("Normal", ReasonSpecChanged, "Spec changed, upgrading (upgradeMode %s)", mode)
+			sc.Event(corev1.EventTypeNormal, jobengine.ReasonSpecChanged, "Spec changed, upgrading (upgradeMode %s)", mode)
 		}
 	}
 	return c.continueUpgrade(ctx, sc)
@@ -191,15 +195,15 @@ func (c *Controller) startUpgrade(ctx context.Context, sc *syncState, change spe
 // resolveConfig recomputes the effective configuration for the recorded
 // spec (its flinkConfiguration may just have changed).
 func (c *Controller) resolveConfig(sc *syncState) error {
-	cfg, err := effectiveConfig(c.cfg, sc.cluster.Spec.FlinkConfiguration)
+	cfg, err := jobmanager.EffectiveConfig(c.cfg, sc.cluster.Spec.FlinkConfiguration)
 	if err == nil {
-		cfg, err = effectiveConfig(cfg, sc.recorded.Spec.FlinkConfiguration)
+		cfg, err = jobmanager.EffectiveConfig(cfg, sc.recorded.Spec.FlinkConfiguration)
 	}
 	if err != nil {
-		sc.fail(ReasonValidationError, "spec.flinkConfiguration: %v", err)
+		sc.Fail(jobengine.ReasonValidationError, "spec.flinkConfiguration: %v", err)
 		return err
 	}
-	sc.cfg = cfg
+	sc.Cfg = cfg
 	return nil
 }
 
@@ -207,26 +211,26 @@ func (c *Controller) resolveConfig(sc *syncState) error {
 // the old job keeping its state, then record the new submission (or settle
 // as suspended).
 func (c *Controller) continueUpgrade(ctx context.Context, sc *syncState) error {
-	st := &sc.sj.Status
+	st := &sc.Obj.Status
 	if sc.cluster == nil {
 		return nil // reported; nothing can be stopped or submitted
 	}
 	if st.JobStatus.JobID != "" && st.JobStatus.State != v1beta1.JobStatusSuspended {
-		if done := c.stopJob(ctx, sc); !done {
-			return nil
+		if stopped, err := c.stopJob(ctx, sc); err != nil || !stopped {
+			return err
 		}
 	}
 	if !c.ensureEnded(sc) {
 		return nil
 	}
-	if jobSuspended(&sc.recorded.Spec) {
+	if jobengine.JobSuspended(&sc.recorded.Spec) {
 		st.ReconciliationStatus.State = v1beta1.ReconciliationDeployed
 		st.JobStatus.State = v1beta1.JobStatusSuspended
 		what := "empty state"
-		if p := st.JobStatus.UpgradeSavepointPath; p != "" && upgradeMode(&sc.recorded.Spec) != v1beta1.UpgradeModeStateless {
+		if p := st.JobStatus.UpgradeSavepointPath; p != "" && jobengine.UpgradeMode(&sc.recorded.Spec) != v1beta1.UpgradeModeStateless {
 			what = p
 		}
-		sc.event("Normal", ReasonSuspended, "Job suspended; resuming restores from %s", what)
+		sc.Event(corev1.EventTypeNormal, jobengine.ReasonSuspended, "Job suspended; resuming restores from %s", what)
 		return nil
 	}
 	c.deploy(sc)
@@ -239,11 +243,11 @@ func (c *Controller) continueUpgrade(ctx context.Context, sc *syncState) error {
 // itself is made by the next sync, once this record is written, so that a
 // crash can never leave a submitted job the status does not name.
 func (c *Controller) deploy(sc *syncState) {
-	st := &sc.sj.Status
-	jobID := newJobID(string(sc.sj.UID), st.JobStatus.JobID, sc.sj.Generation)
+	st := &sc.Obj.Status
+	jobID := newJobID(string(sc.Obj.UID), st.JobStatus.JobID, sc.Obj.Generation)
 	restore := st.JobStatus.UpgradeSavepointPath
 	st.ReconciliationStatus.State = v1beta1.ReconciliationDeployed
-	st.ReconciliationStatus.ReconciliationTimestamp = sc.now.UnixMilli()
+	st.ReconciliationStatus.ReconciliationTimestamp = sc.Now.UnixMilli()
 	prev := st.JobStatus
 	st.JobStatus = v1beta1.JobStatus{
 		JobID:                jobID,
@@ -252,41 +256,41 @@ func (c *Controller) deploy(sc *syncState) {
 		SavepointInfo:        prev.SavepointInfo,
 		CheckpointInfo:       prev.CheckpointInfo,
 	}
-	sc.job = nil
-	sc.after(time.Millisecond) // submit right after the record is written
+	sc.Job = nil
+	sc.RequeueWithin(time.Millisecond) // submit right after the record is written
 }
 
 // steady keeps a deployed job as recorded: the recorded submission is made
 // if Flink does not have it yet, the spec is marked stable once the job
 // runs, snapshots are planned, and the job is looked at again soon or late.
 func (c *Controller) steady(ctx context.Context, sc *syncState) error {
-	st := &sc.sj.Status
+	st := &sc.Obj.Status
 	spec := sc.recorded.Spec
-	if jobSuspended(&spec) || sc.cluster == nil {
+	if jobengine.JobSuspended(&spec) || sc.cluster == nil {
 		return nil
 	}
 	js := &st.JobStatus
 	if !sc.clusterReady() || !sc.jobs {
-		sc.log.V(2).Info("Waiting for the session cluster to be ready", "cluster", sc.cluster.Name,
+		sc.Log.V(2).Info("Waiting for the session cluster to be ready", "cluster", sc.cluster.Name,
 			"jobManager", sc.cluster.Status.JobManagerDeploymentStatus)
-		sc.after(sc.progressInterval())
+		sc.RequeueWithin(sc.ProgressInterval())
 		return nil
 	}
-	if sc.job == nil {
+	if sc.Job == nil {
 		switch {
-		case js.State == v1beta1.JobStatusReconciling && sc.base.Status.JobStatus.JobID == js.JobID:
+		case js.State == v1beta1.JobStatusReconciling && sc.Base.Status.JobStatus.JobID == js.JobID:
 			c.submit(ctx, sc)
-		case upgradeMode(&spec) == v1beta1.UpgradeModeStateless:
+		case jobengine.UpgradeMode(&spec) == v1beta1.UpgradeModeStateless:
 			// The cluster lost the job (a restart without HA): a stateless
 			// job is simply submitted again, under a new id.
-			sc.event("Warning", ReasonJobStatusChanged, "Job %s is not known to session cluster %s any more (last seen %s); submitting it again",
+			sc.Event(corev1.EventTypeWarning, jobengine.ReasonJobStatusChanged, "Job %s is not known to session cluster %s any more (last seen %s); submitting it again",
 				js.JobID, sc.cluster.Name, js.State)
 			c.deploy(sc)
 		default:
-			sc.fail(ReasonUpgradeFailed, "Job %s (last seen %s) is not known to session cluster %s any more, so its last checkpoint cannot be read. "+
+			sc.Fail(jobengine.ReasonUpgradeFailed, "Job %s (last seen %s) is not known to session cluster %s any more, so its last checkpoint cannot be read. "+
 				"%s: set spec.job.initialSavepointPath to its latest checkpoint or savepoint and change spec.job.savepointRedeployNonce",
 				js.JobID, js.State, sc.cluster.Name, manualRestore)
-			sc.after(retryFailed)
+			sc.RequeueWithin(jobengine.RetryFailed)
 		}
 		return nil
 	}
@@ -298,17 +302,17 @@ func (c *Controller) steady(ctx context.Context, sc *syncState) error {
 	// New snapshots only once RUNNING is recorded: a snapshot created in the
 	// sync that observes RUNNING would reach the snapshot controller before
 	// the status does, and be abandoned as "not running".
-	recordedRunning := sc.base.Status.JobStatus.State == v1beta1.JobStatusRunning
+	recordedRunning := sc.Base.Status.JobStatus.State == v1beta1.JobStatusRunning
 	if healthy && !recordedRunning {
-		sc.after(time.Second)
+		sc.RequeueWithin(time.Second)
 	}
 	if err := c.reconcileSnapshots(ctx, sc, healthy && recordedRunning); err != nil {
 		return err
 	}
 	if healthy {
-		sc.after(sc.reconcileInterval())
+		sc.RequeueWithin(sc.ReconcileInterval())
 	} else {
-		sc.after(sc.progressInterval())
+		sc.RequeueWithin(sc.ProgressInterval())
 	}
 	return nil
 }

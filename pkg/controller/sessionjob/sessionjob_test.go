@@ -920,3 +920,10 @@ func TestDeletionWhileClusterIsDeleted(t *testing.T) {
 		t.Errorf("job %s, want CANCELED through the cluster being deleted", st)
 	}
 }
+
+func derefInt64(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}

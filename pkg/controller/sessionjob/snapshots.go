@@ -6,12 +6,16 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/controller/legacysnapshots"
+	"github.com/flinkops/flink-operator/pkg/lifecycle"
 	"github.com/flinkops/flink-operator/pkg/snapshots"
 )
 
@@ -29,17 +33,17 @@ func (c *Controller) snapshotResources(sc *syncState) bool {
 	if c.snapshotCRDMissing {
 		return false
 	}
-	on, err := config.SnapshotResourcesEnabled(c.cfg, sc.cfg)
+	on, err := config.SnapshotResourcesEnabled(c.cfg, sc.Cfg)
 	return err == nil && on
 }
 
 func (c *Controller) jobView(sc *syncState, running bool) (snapshots.JobView, error) {
-	sj := sc.sj
+	sj := sc.Obj
 	v := snapshots.JobView{
 		Kind:                 v1beta1.JobReferenceKindSessionJob,
 		Namespace:            sj.Namespace,
 		Name:                 sj.Name,
-		Config:               sc.cfg,
+		Config:               sc.Cfg,
 		Running:              running,
 		Since:                sj.CreationTimestamp.Time,
 		CheckpointsSupported: sc.version.SupportsCheckpointTrigger(),
@@ -90,15 +94,15 @@ func (c *Controller) jobView(sc *syncState, running bool) (snapshots.JobView, er
 // running means the job is RUNNING, that is recorded, and no upgrade is in
 // progress.
 func (c *Controller) reconcileSnapshots(ctx context.Context, sc *syncState, running bool) error {
-	if sc.recorded.Spec.Job == nil || sc.sj.Spec.Job == nil {
+	if sc.recorded.Spec.Job == nil || sc.Obj.Spec.Job == nil {
 		return nil
 	}
 	view, err := c.jobView(sc, running)
 	if err != nil {
 		return err
 	}
-	nonces := running && (!equalNonce(view.SavepointNonce, view.ReconciledSavepointNonce) ||
-		!equalNonce(view.CheckpointNonce, view.ReconciledCheckpointNonce))
+	nonces := running && (!lifecycle.EqualNonce(view.SavepointNonce, view.ReconciledSavepointNonce) ||
+		!lifecycle.EqualNonce(view.CheckpointNonce, view.ReconciledCheckpointNonce))
 	if nonces && c.validate(sc) != nil {
 		// Reported by reconcile; the nonces wait for a valid spec.
 		view.SavepointNonce, view.CheckpointNonce = view.ReconciledSavepointNonce, view.ReconciledCheckpointNonce
@@ -114,13 +118,13 @@ func (c *Controller) reconcileSnapshots(ctx context.Context, sc *syncState, runn
 		}
 		return nil
 	}
-	plan, err := snapshots.PlanSnapshots(view, sc.now)
+	plan, err := snapshots.PlanSnapshots(view, sc.Now)
 	if err != nil {
-		sc.fail(ReasonValidationError, "Snapshots of session job %s/%s: %v", view.Namespace, view.Name, err)
+		sc.Fail(jobengine.ReasonValidationError, "Snapshots of session job %s/%s: %v", view.Namespace, view.Name, err)
 		return nil
 	}
 	for _, w := range plan.Warnings {
-		sc.fail(ReasonValidationError, "spec.flinkConfiguration: %s", w)
+		sc.Fail(jobengine.ReasonValidationError, "spec.flinkConfiguration: %s", w)
 	}
 	for _, s := range plan.Create {
 		c.createSnapshot(sc, s)
@@ -128,13 +132,13 @@ func (c *Controller) reconcileSnapshots(ctx context.Context, sc *syncState, runn
 	for _, s := range plan.Delete {
 		c.deleteSnapshot(sc, s)
 	}
-	sc.after(plan.RequeueAfter)
+	sc.RequeueWithin(plan.RequeueAfter)
 	if !nonces {
 		return nil
 	}
 	sp, cp, unsupported := snapshots.HandledNonces(view, plan)
 	if unsupported {
-		sc.event("Warning", ReasonCheckpointError, "Checkpoint failed for checkpointTriggerNonce: %d: manual checkpoints need Flink 1.17+", *view.CheckpointNonce)
+		sc.Event(corev1.EventTypeWarning, jobengine.ReasonCheckpointError, "Checkpoint failed for checkpointTriggerNonce: %d: manual checkpoints need Flink 1.17+", *view.CheckpointNonce)
 	}
 	return c.recordNonces(sc, sp, cp)
 }
@@ -145,25 +149,25 @@ func (c *Controller) warnSnapshotCRDMissing(sc *syncState) {
 	if !c.snapshotCRDMissing {
 		return
 	}
-	c.legacy.WarnCRDMissing(sc.sj.UID, sc.event)
+	c.legacy.WarnCRDMissing(sc.Obj.UID, sc.Event)
 }
 
 // legacyJob is this sync's job as legacysnapshots sees it (legacy mode:
 // savepointInfo/checkpointInfo, as for applications).
 func (c *Controller) legacyJob(sc *syncState) legacysnapshots.Job {
 	j := legacysnapshots.Job{
-		Key:        sc.key,
-		Status:     &sc.sj.Status.JobStatus,
-		Config:     sc.cfg,
-		Now:        sc.now,
-		Client:     sc.client,
-		Healthy:    sc.client != nil && sc.job != nil && sc.sj.Status.JobStatus.State == v1beta1.JobStatusRunning,
-		RetryAfter: sc.reconcileInterval(),
-		Log:        sc.log,
-		Event:      sc.event,
-		Fail:       sc.fail,
-		After:      sc.after,
-		Then:       sc.then,
+		Key:        sc.Key,
+		Status:     &sc.Obj.Status.JobStatus,
+		Config:     sc.Cfg,
+		Now:        sc.Now,
+		Client:     sc.Client,
+		Healthy:    sc.Client != nil && sc.Job != nil && sc.Obj.Status.JobStatus.State == v1beta1.JobStatusRunning,
+		RetryAfter: sc.ReconcileInterval(),
+		Log:        sc.Log,
+		Event:      sc.Event,
+		Fail:       sc.Fail,
+		After:      sc.RequeueWithin,
+		Then:       sc.AfterStatusWrite,
 	}
 	if sc.recorded != nil {
 		j.Recorded = sc.recorded.Spec.Job
@@ -172,8 +176,8 @@ func (c *Controller) legacyJob(sc *syncState) legacysnapshots.Job {
 }
 
 func (c *Controller) createSnapshot(sc *syncState, s *v1beta1.FlinkStateSnapshot) {
-	log := sc.log
-	sc.before("create snapshot "+s.Name, func(ctx context.Context) error {
+	log := sc.Log
+	sc.BeforeStatusWrite("create snapshot "+s.Name, func(ctx context.Context) error {
 		_, err := c.client.FlinkV1beta1().FlinkStateSnapshots(s.Namespace).Create(ctx, s, metav1.CreateOptions{})
 		switch {
 		case apierrors.IsAlreadyExists(err):
@@ -192,7 +196,7 @@ func (c *Controller) createSnapshot(sc *syncState, s *v1beta1.FlinkStateSnapshot
 // name is never the one deleted.
 func (c *Controller) deleteSnapshot(sc *syncState, s *v1beta1.FlinkStateSnapshot) {
 	uid, namespace, name := s.UID, s.Namespace, s.Name
-	sc.then("delete snapshot "+name, func(ctx context.Context) error {
+	sc.AfterStatusWrite("delete snapshot "+name, func(ctx context.Context) error {
 		opts := metav1.DeleteOptions{}
 		if uid != "" {
 			opts.Preconditions = &metav1.Preconditions{UID: &uid}
@@ -212,7 +216,7 @@ func (c *Controller) deleteSnapshot(sc *syncState, s *v1beta1.FlinkStateSnapshot
 // the stable spec if it was the reconciled one).
 func (c *Controller) recordNonces(sc *syncState, sp, cp *int64) error {
 	rec := sc.recorded.Spec.Job
-	if equalNonce(sp, rec.SavepointTriggerNonce) && equalNonce(cp, rec.CheckpointTriggerNonce) {
+	if lifecycle.EqualNonce(sp, rec.SavepointTriggerNonce) && lifecycle.EqualNonce(cp, rec.CheckpointTriggerNonce) {
 		return nil
 	}
 	updated := sc.recorded.Spec.DeepCopy()
@@ -221,7 +225,7 @@ func (c *Controller) recordNonces(sc *syncState, sp, cp *int64) error {
 	if err != nil {
 		return err
 	}
-	rs := &sc.sj.Status.ReconciliationStatus
+	rs := &sc.Obj.Status.ReconciliationStatus
 	if rs.LastStableSpec == rs.LastReconciledSpec {
 		rs.LastStableSpec = encoded
 	}
@@ -238,9 +242,9 @@ func upgradeSnapshotName(sj *v1beta1.FlinkSessionJob, ts int64) string {
 }
 
 func (c *Controller) upgradeSnapshot(sc *syncState, path string, ts int64) (*v1beta1.FlinkStateSnapshot, error) {
-	view := snapshots.JobView{Kind: v1beta1.JobReferenceKindSessionJob, Namespace: sc.sj.Namespace, Name: sc.sj.Name, Config: sc.cfg}
+	view := snapshots.JobView{Kind: v1beta1.JobReferenceKindSessionJob, Namespace: sc.Obj.Namespace, Name: sc.Obj.Name, Config: sc.Cfg}
 	var format v1beta1.SavepointFormatType
-	if info := sc.sj.Status.JobStatus.SavepointInfo; info != nil {
+	if info := sc.Obj.Status.JobStatus.SavepointInfo; info != nil {
 		format = info.FormatType
 	}
 	return snapshots.UpgradeSnapshotWithFormat(view, path, time.UnixMilli(ts), format)
@@ -250,11 +254,11 @@ func (c *Controller) upgradeSnapshot(sc *syncState, path string, ts int64) (*v1b
 // for the stop in flight, if a crash came between recording it and the
 // status write.
 func (c *Controller) upgradeSnapshotPath(sc *syncState) string {
-	info := sc.sj.Status.JobStatus.SavepointInfo
+	info := sc.Obj.Status.JobStatus.SavepointInfo
 	if info == nil || info.TriggerTimestamp == nil {
 		return ""
 	}
-	s, err := c.caches.Snapshot(sc.sj.Namespace, upgradeSnapshotName(sc.sj, *info.TriggerTimestamp))
+	s, err := c.caches.Snapshot(sc.Obj.Namespace, upgradeSnapshotName(sc.Obj, *info.TriggerTimestamp))
 	if err != nil || s.Spec.Savepoint == nil {
 		return ""
 	}

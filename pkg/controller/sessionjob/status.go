@@ -2,6 +2,7 @@ package sessionjob
 
 import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/lifecycle"
 )
 
@@ -13,17 +14,10 @@ func lifecycleOf(j *v1beta1.FlinkSessionJob, recorded *reconciledSpec) v1beta1.R
 	return lifecycle.State(lifecycle.Observed{
 		Deleting:           j.DeletionTimestamp != nil,
 		Recorded:           recorded != nil,
-		Suspended:          recorded != nil && jobSuspended(&recorded.Spec),
+		Suspended:          recorded != nil && jobengine.JobSuspended(&recorded.Spec),
 		Status:             j.Status.ReconciliationStatus,
 		JobState:           j.Status.JobStatus.State,
 		Error:              j.Status.Error,
 		ManualRestoreFails: true,
 	})
-}
-
-func stateOrNew(s string) string {
-	if s == "" {
-		return "NEW"
-	}
-	return s
 }

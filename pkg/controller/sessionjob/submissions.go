@@ -8,10 +8,13 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"k8s.io/klog/v2"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/flink"
 )
 
@@ -187,8 +190,8 @@ func submissionWanted(sj *v1beta1.FlinkSessionJob, id submissionID) bool {
 	if err != nil || rec == nil || rec.Spec.Job == nil || rec.Spec.Job.JarURI != id.jarURI {
 		return false
 	}
-	change := classify(rec.Spec, sj.Spec)
-	return change == changeNone || change == changeNonces
+	change := jobengine.Classify(rec.Spec, sj.Spec)
+	return change == jobengine.ChangeNone || change == jobengine.ChangeNonces
 }
 
 // gateSubmission runs first in every sync of an existing resource. While
@@ -245,7 +248,7 @@ func (c *Controller) gateSubmission(ctx context.Context, key string, sj *v1beta1
 			from = t.restore
 		}
 		log.Info("Submitted job", "cluster", t.cluster, "restorePath", t.restore)
-		c.recorder.Eventf(sj, "Normal", ReasonSubmit, "Submitted job %s to session cluster %s from %s", t.id.jobID, t.cluster, from)
+		c.recorder.Eventf(sj, corev1.EventTypeNormal, jobengine.ReasonSubmit, "Submitted job %s to session cluster %s from %s", t.id.jobID, t.cluster, from)
 	case abandoned:
 		// Its outcome no longer matters (a cut-short attempt is no failure
 		// to report or back off from): the sync decides afresh, and if the
@@ -263,7 +266,7 @@ func (c *Controller) gateSubmission(ctx context.Context, key string, sj *v1beta1
 			s.failures[key] = f
 		}
 		f.count++
-		base := retryFailed
+		base := jobengine.RetryFailed
 		if retryableSubmitError(err) {
 			base = t.retryBase
 		}
@@ -302,20 +305,20 @@ func (c *Controller) startSubmission(ctx context.Context, sc *syncState, id subm
 	runCtx, kill := context.WithCancel(context.WithoutCancel(ctx))
 	fetchCtx, abandon := context.WithCancel(runCtx)
 	t := &submitTask{
-		key: sc.key, id: id, cluster: sc.deploymentName(), restore: req.SavepointPath, retryBase: sc.progressInterval(),
+		key: sc.Key, id: id, cluster: sc.deploymentName(), restore: req.SavepointPath, retryBase: sc.ProgressInterval(),
 		abandon: abandon, kill: kill, done: make(chan struct{}), phase: "waiting",
 	}
 	s.mu.Lock()
-	if s.stopped || s.tasks[sc.key] != nil {
+	if s.stopped || s.tasks[sc.Key] != nil {
 		s.mu.Unlock()
 		abandon()
 		kill()
 		return false
 	}
-	s.tasks[sc.key] = t
+	s.tasks[sc.Key] = t
 	s.wg.Add(1)
 	s.mu.Unlock()
-	client := sc.client
+	client := sc.Client
 	go func() {
 		defer s.wg.Done()
 		defer kill()

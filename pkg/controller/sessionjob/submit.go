@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/flink"
 )
 
@@ -25,7 +26,7 @@ import (
 // interval for a transient failure, from a minute otherwise, up to 10
 // minutes) or when the spec changes.
 func (c *Controller) submit(ctx context.Context, sc *syncState) {
-	js := &sc.sj.Status.JobStatus
+	js := &sc.Obj.Status.JobStatus
 	spec := sc.recorded.Spec.Job
 
 	req := flink.JarRunRequest{
@@ -40,37 +41,37 @@ func (c *Controller) submit(ctx context.Context, sc *syncState) {
 	}
 	conf, err := jobFlinkConfiguration(sc)
 	if err != nil {
-		sc.fail(ReasonValidationError, "spec.flinkConfiguration: %v", err)
+		sc.Fail(jobengine.ReasonValidationError, "spec.flinkConfiguration: %v", err)
 		return
 	}
 	if len(conf) > 0 && !sc.version.SupportsJarRunFlinkConfiguration() {
-		sc.fail(ReasonValidationError, "spec.flinkConfiguration of a session job is sent with the submission, which needs Flink 1.17 or newer; session cluster %s runs %s",
+		sc.Fail(jobengine.ReasonValidationError, "spec.flinkConfiguration of a session job is sent with the submission, which needs Flink 1.17 or newer; session cluster %s runs %s",
 			sc.deploymentName(), sc.version)
 		return
 	}
 	req.FlinkConfiguration = conf
 
-	id := submissionID{uid: string(sc.sj.UID), jobID: js.JobID, jarURI: spec.JarURI}
-	if f := c.submissions.failure(sc.key, id); f != nil {
+	id := submissionID{uid: string(sc.Obj.UID), jobID: js.JobID, jarURI: spec.JarURI}
+	if f := c.submissions.failure(sc.Key, id); f != nil {
 		// The last failure stays the status error (and its event is not
 		// repeated) until an attempt succeeds.
-		sc.fail(f.reason, "%s", f.msg)
-		if wait := f.notBefore.Sub(sc.now); wait > 0 {
-			sc.after(wait)
+		sc.Fail(f.reason, "%s", f.msg)
+		if wait := f.notBefore.Sub(sc.Now); wait > 0 {
+			sc.RequeueWithin(wait)
 			return
 		}
 	}
-	if c.submissions.task(sc.key) != nil {
+	if c.submissions.task(sc.Key) != nil {
 		// The gate waits for running tasks and takes finished ones over,
 		// so this is an abandoned task that has not ended yet.
-		sc.after(c.submitPoll())
+		sc.RequeueWithin(c.submitPoll())
 		return
 	}
 	if c.startSubmission(ctx, sc, id, req) {
-		sc.log.V(2).Info("Started the submission", "jobId", js.JobID, "jarURI", redactURI(spec.JarURI))
+		sc.Log.V(2).Info("Started the submission", "jobId", js.JobID, "jarURI", redactURI(spec.JarURI))
 	}
 	// A safety net: the task's completion enqueues the key at once.
-	sc.after(sc.progressInterval())
+	sc.RequeueWithin(sc.ProgressInterval())
 }
 
 // jobFlinkConfiguration is the job's own flinkConfiguration as sent with

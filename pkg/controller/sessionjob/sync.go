@@ -2,102 +2,42 @@ package sessionjob
 
 import (
 	"context"
-	"fmt"
 	"slices"
-	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/klog/v2"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
-	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/flink"
 )
 
-// Event reasons, upstream's where it has one.
+// Event reasons of this controller alone (the shared ones are jobengine's).
 const (
-	ReasonSpecChanged      = "SpecChanged"
-	ReasonSuspended        = "Suspended"
-	ReasonSubmit           = "Submit"
-	ReasonJobStatusChanged = "JobStatusChanged"
-	ReasonSavepointError   = "SavepointError"
-	ReasonCheckpointError  = "CheckpointError"
-	ReasonUpgradeFailed    = "UpgradeFailed"
-	ReasonCleanup          = "Cleanup"
-	ReasonValidationError  = "ValidationError"
-	ReasonSessionCluster   = "SessionClusterNotReady"
-	ReasonSubmitFailed     = "SubmitFailed"
+	ReasonSessionCluster = "SessionClusterNotReady"
+	ReasonSubmitFailed   = "SubmitFailed"
 )
 
-const retryFailed = time.Minute // a step blocked by an error
-
-// syncState is one sync of one FlinkSessionJob: what was read, what the
-// status becomes, and the writes to make around the status write.
+// syncState is one sync of one FlinkSessionJob: the engine's state
+// (pkg/controller/jobengine) and what only a session job has.
 type syncState struct {
-	key  string
-	base *v1beta1.FlinkSessionJob // what the API server has
-	sj   *v1beta1.FlinkSessionJob // a copy whose status this sync edits
-	now  time.Time
-	log  klog.Logger
+	*jobengine.State[*v1beta1.FlinkSessionJob]
 
 	// recorded is lastReconciledSpec: the spec the job runs, or during an
 	// upgrade the spec being deployed. nil before the first deploy.
 	recorded *reconciledSpec
 	// cluster is the session FlinkDeployment (nil when missing or unusable);
-	// cfg the job's effective configuration: operator, cluster, job.
+	// Cfg (in the engine state) the job's effective configuration:
+	// operator, cluster, job.
 	cluster *v1beta1.FlinkDeployment
-	cfg     config.Config
 	version flink.Version
 
 	// refPath is the resolved spec.job.initialStateSnapshotRef of a
 	// savepointRedeployNonce change.
 	refPath string
 
-	client *flink.Client      // set when the session JobManager answered
-	job    *flink.JobOverview // the job, when the JobManager knows it
-	jobs   bool               // the jobs overview was read
-
-	errs    []syncError
-	events  []event
-	pre     []action
-	post    []action
-	requeue time.Duration
-}
-
-type syncError struct{ reason, msg string }
-
-type event struct{ typ, reason, msg string }
-
-type action struct {
-	name string
-	run  func(ctx context.Context) error
-}
-
-func (sc *syncState) fail(reason, format string, args ...any) {
-	sc.errs = append(sc.errs, syncError{reason, fmt.Sprintf(format, args...)})
-}
-
-func (sc *syncState) event(typ, reason, format string, args ...any) {
-	sc.events = append(sc.events, event{typ, reason, fmt.Sprintf(format, args...)})
-}
-
-// after asks for the next sync within d (the earliest request wins).
-func (sc *syncState) after(d time.Duration) {
-	if d > 0 && (sc.requeue == 0 || d < sc.requeue) {
-		sc.requeue = d
-	}
-}
-
-func (sc *syncState) then(name string, run func(ctx context.Context) error) {
-	sc.post = append(sc.post, action{name, run})
-}
-
-func (sc *syncState) before(name string, run func(ctx context.Context) error) {
-	sc.pre = append(sc.pre, action{name, run})
+	jobs bool // the jobs overview was read
 }
 
 // Sync reconciles one FlinkSessionJob: read it and its session cluster
@@ -130,7 +70,7 @@ func (c *Controller) Sync(ctx context.Context, key string) (time.Duration, error
 	}
 	base := cached
 	if !slices.Contains(base.Finalizers, Finalizer) {
-		if base, err = c.addFinalizer(ctx, base); err != nil {
+		if base, err = c.writer.AddFinalizer(ctx, base, Finalizer); err != nil {
 			return 0, err
 		}
 	}
@@ -151,7 +91,8 @@ func (c *Controller) Sync(ctx context.Context, key string) (time.Duration, error
 }
 
 func (c *Controller) newSync(ctx context.Context, key string, base *v1beta1.FlinkSessionJob) (*syncState, error) {
-	sc := &syncState{key: key, base: base, sj: base.DeepCopy(), now: c.clock.Now(), log: klog.FromContext(ctx), cfg: c.cfg}
+	sc := &syncState{State: jobengine.NewState(ctx, key, base, c.clock.Now())}
+	sc.Cfg = c.cfg
 	rec, err := decodeSpec(base.Status.ReconciliationStatus.LastReconciledSpec)
 	if err != nil {
 		return nil, err
@@ -160,87 +101,11 @@ func (c *Controller) newSync(ctx context.Context, key string, base *v1beta1.Flin
 	return sc, nil
 }
 
-func (c *Controller) addFinalizer(ctx context.Context, j *v1beta1.FlinkSessionJob) (*v1beta1.FlinkSessionJob, error) {
-	toWrite := j.DeepCopy()
-	toWrite.Finalizers = append(toWrite.Finalizers, Finalizer)
-	written, err := c.client.FlinkV1beta1().FlinkSessionJobs(j.Namespace).Update(ctx, toWrite, metav1.UpdateOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("adding finalizer to FlinkSessionJob %s/%s: %w", j.Namespace, j.Name, err)
-	}
-	return written, nil
-}
-
-// commit writes the status if it changed, then emits events and runs the
-// actions the status announced. Pre-commit writes (snapshot resources) come
-// first: they are idempotent, and a status that refers to them must not
-// exist without them.
+// commit derives what the status says of the whole resource (error,
+// lifecycle state) and hands the sync to the engine, which writes it once.
 func (c *Controller) commit(ctx context.Context, sc *syncState) (time.Duration, error) {
-	st := &sc.sj.Status
-	prevError := sc.base.Status.Error
-	msgs := make([]string, 0, len(sc.errs))
-	for _, e := range sc.errs {
-		msgs = append(msgs, e.msg)
-	}
-	st.Error = strings.Join(msgs, "; ")
-	if rs := &st.ReconciliationStatus; sc.recorded != nil && jobSuspended(&sc.recorded.Spec) &&
-		rs.State == v1beta1.ReconciliationDeployed && rs.LastStableSpec != rs.LastReconciledSpec {
-		// A job suspended by the user is stable in that state.
-		rs.LastStableSpec = rs.LastReconciledSpec
-	}
-	st.LifecycleState = lifecycleOf(sc.sj, sc.recorded)
-
-	for _, a := range sc.pre {
-		if err := a.run(ctx); err != nil {
-			return 0, err
-		}
-		c.fault(sc.key, "pre-commit:"+a.name)
-	}
-	if !equality.Semantic.DeepEqual(sc.base.Status, sc.sj.Status) {
-		toWrite := sc.base.DeepCopy()
-		toWrite.Status = sc.sj.Status
-		written, err := c.client.FlinkV1beta1().FlinkSessionJobs(toWrite.Namespace).UpdateStatus(ctx, toWrite, metav1.UpdateOptions{})
-		if err != nil {
-			return 0, fmt.Errorf("updating status of FlinkSessionJob %s: %w", sc.key, err)
-		}
-		if old, now := sc.base.Status.LifecycleState, written.Status.LifecycleState; old != now {
-			sc.log.Info("Lifecycle state changed", "from", stateOrNew(string(old)), "to", now,
-				"jobId", written.Status.JobStatus.JobID, "jobState", written.Status.JobStatus.State,
-				"restorePath", written.Status.JobStatus.UpgradeSavepointPath)
-		}
-		sc.base = written
-		c.fault(sc.key, "status-written")
-	}
-	if st.Error != "" && st.Error != prevError {
-		for _, e := range sc.errs {
-			c.recorder.Event(sc.sj, "Warning", e.reason, e.msg)
-		}
-	}
-	for _, e := range sc.events {
-		c.recorder.Event(sc.sj, e.typ, e.reason, e.msg)
-	}
-	for _, a := range sc.post {
-		if err := a.run(ctx); err != nil {
-			return 0, err
-		}
-		c.fault(sc.key, "action:"+a.name)
-	}
-	return sc.requeue, nil
-}
-
-// progressInterval is how soon to look again while something is changing.
-func (sc *syncState) progressInterval() time.Duration {
-	d, err := sc.cfg.Duration(config.KeyProgressCheckInterval)
-	if err != nil || d <= 0 {
-		return 10 * time.Second
-	}
-	return d
-}
-
-// reconcileInterval is how soon to look again when all is well.
-func (sc *syncState) reconcileInterval() time.Duration {
-	d, err := sc.cfg.Duration(config.KeyReconcileInterval)
-	if err != nil || d <= 0 {
-		return time.Minute
-	}
-	return d
+	sc.SetError()
+	jobengine.KeepSuspendedStable(&sc.Obj.Status.ReconciliationStatus, sc.recorded != nil && jobengine.JobSuspended(&sc.recorded.Spec))
+	sc.Obj.Status.LifecycleState = lifecycleOf(sc.Obj, sc.recorded)
+	return c.writer.Commit(ctx, sc.State)
 }

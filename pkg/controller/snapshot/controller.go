@@ -19,6 +19,7 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	flinkcache "github.com/flinkops/flink-operator/pkg/cache"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/controller/jobmanager"
 	"github.com/flinkops/flink-operator/pkg/controller/workers"
 	"github.com/flinkops/flink-operator/pkg/endpoints"
 	clientset "github.com/flinkops/flink-operator/pkg/generated/clientset/versioned"
@@ -52,6 +53,10 @@ type Options struct {
 	// (nil, or an error) no cross-namespace reference is acted on, even with
 	// kubernetes.operator.snapshot.cross-namespace-references.enabled.
 	AdmissionGuard func(ctx context.Context, s *v1beta1.FlinkStateSnapshot) error
+	// JobManagers reads a cluster's live JobManager Deployment and REST
+	// Service (pkg/controller/jobmanager: they decide the Flink version and
+	// port the running cluster speaks); default jobmanager.NoObjects.
+	JobManagers jobmanager.Lookup
 }
 
 // Controller reconciles FlinkStateSnapshots.
@@ -63,8 +68,8 @@ type Controller struct {
 
 	cfg          config.Config
 	clock        clock.WithTicker
-	endpoints    endpoints.Resolver
-	httpClient   *http.Client
+	jobManagers  jobmanager.Lookup
+	dialer       jobmanager.Dialer
 	newTriggerID func() string
 	afterIntent  func(string)
 	guard        func(ctx context.Context, s *v1beta1.FlinkStateSnapshot) error
@@ -98,6 +103,9 @@ func New(client clientset.Interface, caches *flinkcache.Caches, recorder record.
 	if opts.NewTriggerID == nil {
 		opts.NewTriggerID = snapshots.NewTriggerID
 	}
+	if opts.JobManagers == nil {
+		opts.JobManagers = jobmanager.NoObjects
+	}
 	c := &Controller{
 		client:   client,
 		caches:   caches,
@@ -108,8 +116,8 @@ func New(client clientset.Interface, caches *flinkcache.Caches, recorder record.
 		),
 		cfg:          opts.Config,
 		clock:        opts.Clock,
-		endpoints:    opts.Endpoints,
-		httpClient:   opts.HTTPClient,
+		jobManagers:  opts.JobManagers,
+		dialer:       jobmanager.Dialer{Endpoints: opts.Endpoints, HTTPClient: opts.HTTPClient},
 		newTriggerID: opts.NewTriggerID,
 		afterIntent:  opts.AfterIntentWritten,
 		guard:        opts.AdmissionGuard,
@@ -216,7 +224,7 @@ func (c *Controller) enqueueJob(jobKey string) {
 func (c *Controller) Run(ctx context.Context, n int) {
 	workers.Loop{
 		Name: QueueName, KeyName: "snapshot", Queue: c.queue, Sync: c.Sync,
-		Synced: []cache.InformerSynced{c.caches.HasSynced},
+		Synced: []cache.InformerSynced{c.caches.HasSynced, c.jobManagers.HasSynced},
 	}.Run(ctx, n)
 }
 

@@ -3,6 +3,7 @@ package snapshot
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,6 +53,9 @@ type fixture struct {
 	crashAfterIntent bool
 	// guard plays the operator's admission guard (nil: no webhook).
 	guard func(ctx context.Context, s *v1beta1.FlinkStateSnapshot) error
+	// httpClient is the operator's HTTP client for Flink REST calls (nil:
+	// the controller's default).
+	httpClient *http.Client
 }
 
 type crash struct{}
@@ -98,6 +102,7 @@ func (f *fixture) restart() {
 			}
 		},
 		AdmissionGuard: f.guard,
+		HTTPClient:     f.httpClient,
 	})
 	if err != nil {
 		f.t.Fatal(err)

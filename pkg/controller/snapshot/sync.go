@@ -581,20 +581,10 @@ func (c *Controller) abandon(s *v1beta1.FlinkStateSnapshot, t *target, now time.
 	s.Status.ResultTimestamp = snapshots.FormatTime(now)
 }
 
+// flinkClient is a REST client for the JobManager of t's cluster, in the
+// Flink version it runs (see resolveTarget).
 func (c *Controller) flinkClient(t *target) (*flink.Client, error) {
-	port := 8081
-	if p, ok, err := t.cfg.OptionalInt(config.FlinkRestPort); err == nil && ok {
-		port = p
-	}
-	url, err := c.endpoints(t.cluster, port)
-	if err != nil {
-		return nil, err
-	}
-	timeout, err := t.cfg.Duration(config.KeyFlinkClientTimeout)
-	if err != nil {
-		return nil, err
-	}
-	return flink.New(flink.Config{BaseURL: url, Version: t.version, HTTPClient: c.httpClient, Timeout: timeout})
+	return c.dialer.Client(t.jobManager)
 }
 
 func lower(typ string) string {

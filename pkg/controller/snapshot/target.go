@@ -7,6 +7,7 @@ import (
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/controller/jobmanager"
 	"github.com/flinkops/flink-operator/pkg/flink"
 	"github.com/flinkops/flink-operator/pkg/snapshots"
 )
@@ -18,7 +19,11 @@ type target struct {
 	cluster   *v1beta1.FlinkDeployment // owns the JobManager REST endpoint
 	jobStatus v1beta1.JobStatus
 	cfg       config.Config // the job's effective configuration
-	version   flink.Version
+	// jobManager is how to reach the running cluster (pkg/controller/jobmanager);
+	// version is its Flink version, which during an upgrade is the old one
+	// until the new JobManager runs.
+	jobManager jobmanager.Endpoint
+	version    flink.Version
 	// restorePaths are savepoints the job will restore from next; they are
 	// never disposed [ours].
 	restorePaths []string
@@ -72,19 +77,24 @@ func (c *Controller) resolveTarget(s *v1beta1.FlinkStateSnapshot) (*target, erro
 		initialSavepoint = jobSpec.InitialSavepointPath
 	}
 
-	cfg, err := effectiveConfig(c.cfg, t.cluster.Spec.FlinkConfiguration)
+	cfg, err := jobmanager.EffectiveConfig(c.cfg, t.cluster.Spec.FlinkConfiguration)
 	if err != nil {
 		return nil, fmt.Errorf("configuration of FlinkDeployment %s/%s: %w", t.cluster.Namespace, t.cluster.Name, err)
 	}
 	if jobConfig != nil { // a session job's own settings win over its cluster's
-		if cfg, err = effectiveConfig(cfg, jobConfig); err != nil {
+		if cfg, err = jobmanager.EffectiveConfig(cfg, jobConfig); err != nil {
 			return nil, fmt.Errorf("configuration of %s: %w", snapshots.JobRefString(&t.ref), err)
 		}
 	}
 	t.cfg = cfg
-	if t.version, err = flink.ParseVersion(string(t.cluster.Spec.FlinkVersion)); err != nil {
-		return nil, fmt.Errorf("flinkVersion of FlinkDeployment %s/%s: %w", t.cluster.Namespace, t.cluster.Name, err)
+	objs, err := c.jobManagers.Objects(t.cluster)
+	if err != nil {
+		return nil, err
 	}
+	if t.jobManager, err = jobmanager.Resolve(jobmanager.Cluster{Deployment: t.cluster, Config: cfg}.WithObjects(objs)); err != nil {
+		return nil, err
+	}
+	t.version = t.jobManager.Version
 
 	if p := t.jobStatus.UpgradeSavepointPath; p != "" {
 		t.restorePaths = append(t.restorePaths, p)
@@ -95,15 +105,6 @@ func (c *Controller) resolveTarget(s *v1beta1.FlinkStateSnapshot) (*target, erro
 		t.restorePaths = append(t.restorePaths, initialSavepoint)
 	}
 	return t, nil
-}
-
-func effectiveConfig(base config.Config, conf *v1beta1.Configuration) (config.Config, error) {
-	values, err := conf.Values()
-	if err != nil {
-		return nil, err
-	}
-	cfg, _, err := config.Effective(base, values)
-	return cfg, err
 }
 
 // jobStatusOf extracts what about a job matters to its snapshots.

@@ -1,4 +1,4 @@
-package jobstop
+package jobengine
 
 import (
 	"context"
@@ -29,25 +29,25 @@ func setup(t *testing.T) (*fakejm.Server, *fakejm.ManualClock, *flink.Client, st
 
 const trigger = "0123456789abcdef0123456789abcdef"
 
-func TestCheck(t *testing.T) {
+func TestCheckStop(t *testing.T) {
 	ctx := context.Background()
 	t.Run("pending then the savepoint", func(t *testing.T) {
 		_, _, c, job := setup(t)
 		if _, err := c.StopWithSavepoint(ctx, job, flink.StopRequest{TriggerID: trigger}); err != nil {
 			t.Fatal(err)
 		}
-		q := Query{Client: c, JobID: job, TriggerID: trigger, Triggered: t0, Now: t0.Add(time.Second), Timeout: time.Minute, JobState: v1beta1.JobStatusRunning}
-		if o := Check(ctx, q); !o.Pending || o.PollAfter <= 0 || o.Resend {
+		q := StopQuery{Client: c, JobID: job, TriggerID: trigger, Triggered: t0, Now: t0.Add(time.Second), Timeout: time.Minute, JobState: v1beta1.JobStatusRunning}
+		if o := CheckStop(ctx, q); !o.Pending || o.PollAfter <= 0 || o.Resend {
 			t.Fatalf("first poll %+v, want pending", o)
 		}
-		if o := Check(ctx, q); o.Path == "" || o.Pending || o.Failure != "" {
+		if o := CheckStop(ctx, q); o.Path == "" || o.Pending || o.Failure != "" {
 			t.Fatalf("second poll %+v, want the savepoint", o)
 		}
 	})
 	t.Run("never sent, job running: send the same id again", func(t *testing.T) {
 		_, _, c, job := setup(t)
-		q := Query{Client: c, JobID: job, TriggerID: trigger, Triggered: t0, Now: t0.Add(time.Second), Timeout: time.Minute, JobState: v1beta1.JobStatusRunning}
-		if o := Check(ctx, q); !o.Pending || !o.Resend {
+		q := StopQuery{Client: c, JobID: job, TriggerID: trigger, Triggered: t0, Now: t0.Add(time.Second), Timeout: time.Minute, JobState: v1beta1.JobStatusRunning}
+		if o := CheckStop(ctx, q); !o.Pending || !o.Resend {
 			t.Fatalf("%+v, want pending with a resend", o)
 		}
 	})
@@ -56,9 +56,9 @@ func TestCheck(t *testing.T) {
 		if _, err := c.StopWithSavepoint(ctx, job, flink.StopRequest{TriggerID: trigger}); err != nil {
 			t.Fatal(err)
 		}
-		q := Query{Client: c, JobID: job, TriggerID: trigger, Triggered: t0, Now: t0.Add(time.Second), Timeout: time.Hour}
-		Check(ctx, q)
-		done := Check(ctx, q)
+		q := StopQuery{Client: c, JobID: job, TriggerID: trigger, Triggered: t0, Now: t0.Add(time.Second), Timeout: time.Hour}
+		CheckStop(ctx, q)
+		done := CheckStop(ctx, q)
 		if done.Path == "" {
 			t.Fatalf("stop did not complete: %+v", done)
 		}
@@ -66,38 +66,38 @@ func TestCheck(t *testing.T) {
 		// rest.async.store-duration): its savepoint is in the history.
 		q.TriggerID = "fedcba9876543210fedcba9876543210"
 		q.JobState = v1beta1.JobStatusFinished
-		if o := Check(ctx, q); o.Path != done.Path {
+		if o := CheckStop(ctx, q); o.Path != done.Path {
 			t.Fatalf("forgotten id: %+v, want %s from the checkpoint history", o, done.Path)
 		}
 	})
 	t.Run("forgotten, job finished without a trace", func(t *testing.T) {
 		_, _, c, job := setup(t)
-		q := Query{Client: c, JobID: job, TriggerID: trigger, Triggered: t0, Now: t0.Add(time.Second), Timeout: time.Minute, JobState: v1beta1.JobStatusFinished}
-		if o := Check(ctx, q); !o.Lost {
+		q := StopQuery{Client: c, JobID: job, TriggerID: trigger, Triggered: t0, Now: t0.Add(time.Second), Timeout: time.Minute, JobState: v1beta1.JobStatusFinished}
+		if o := CheckStop(ctx, q); !o.Lost {
 			t.Fatalf("%+v, want lost", o)
 		}
 	})
 	t.Run("forgotten, job failed", func(t *testing.T) {
 		_, _, c, job := setup(t)
-		q := Query{Client: c, JobID: job, TriggerID: trigger, Triggered: t0, Now: t0.Add(time.Second), Timeout: time.Minute, JobState: v1beta1.JobStatusFailed}
-		if o := Check(ctx, q); !strings.Contains(o.Failure, "does not know trigger id") {
+		q := StopQuery{Client: c, JobID: job, TriggerID: trigger, Triggered: t0, Now: t0.Add(time.Second), Timeout: time.Minute, JobState: v1beta1.JobStatusFailed}
+		if o := CheckStop(ctx, q); !strings.Contains(o.Failure, "does not know trigger id") {
 			t.Fatalf("%+v, want a failure", o)
 		}
 	})
 	t.Run("timeout", func(t *testing.T) {
 		_, _, c, job := setup(t)
-		q := Query{Client: c, JobID: job, TriggerID: trigger, Triggered: t0, Now: t0.Add(2 * time.Minute), Timeout: time.Minute, JobState: v1beta1.JobStatusRunning}
-		if o := Check(ctx, q); !strings.Contains(o.Failure, "Timed out") || o.Resend {
+		q := StopQuery{Client: c, JobID: job, TriggerID: trigger, Triggered: t0, Now: t0.Add(2 * time.Minute), Timeout: time.Minute, JobState: v1beta1.JobStatusRunning}
+		if o := CheckStop(ctx, q); !strings.Contains(o.Failure, "Timed out") || o.Resend {
 			t.Fatalf("%+v, want a timeout and no resend", o)
 		}
 	})
 	t.Run("unreachable, recorded already", func(t *testing.T) {
-		q := Query{JobID: "j", TriggerID: trigger, Triggered: t0, Now: t0.Add(time.Second), Timeout: time.Minute, Recorded: "s3://b/sp"}
-		if o := Check(ctx, q); o.Path != "s3://b/sp" {
+		q := StopQuery{JobID: "j", TriggerID: trigger, Triggered: t0, Now: t0.Add(time.Second), Timeout: time.Minute, Recorded: "s3://b/sp"}
+		if o := CheckStop(ctx, q); o.Path != "s3://b/sp" {
 			t.Fatalf("%+v, want the recorded path", o)
 		}
 		q.Recorded = ""
-		if o := Check(ctx, q); !o.Pending {
+		if o := CheckStop(ctx, q); !o.Pending {
 			t.Fatalf("%+v, want pending", o)
 		}
 	})

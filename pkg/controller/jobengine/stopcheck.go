@@ -1,13 +1,12 @@
-// Package jobstop follows a stop-with-savepoint the operator recorded
-// before sending it (trigger id in status), the same way for the
-// FlinkDeployment and FlinkSessionJob controllers: ask Flink by trigger id,
-// and when Flink has forgotten it (rest.async.store-duration, a JobManager
-// restart) or never saw it (a crash right after the intent was written),
-// find the savepoint in the job's checkpoint history or tell the caller to
-// send the same id again. It makes the REST calls but writes nothing: the
-// caller records the outcome. Like pkg/controller/workers it is a mechanism
-// both job controllers share, not a controller.
-package jobstop
+// CheckStop follows a stop-with-savepoint the operator recorded before
+// sending it (trigger id in status): ask Flink by trigger id, and when Flink
+// has forgotten it (rest.async.store-duration, a JobManager restart) or
+// never saw it (a crash right after the intent was written), find the
+// savepoint in the job's checkpoint history or tell the caller to send the
+// same id again. It makes the REST calls but writes nothing: the caller
+// records the outcome.
+
+package jobengine
 
 import (
 	"context"
@@ -21,8 +20,8 @@ import (
 	"github.com/flinkops/flink-operator/pkg/snapshots"
 )
 
-// Query describes the stop in flight and what is known of its job.
-type Query struct {
+// StopQuery describes the stop in flight and what is known of its job.
+type StopQuery struct {
 	// Client reaches the JobManager; nil when it cannot be asked.
 	Client *flink.Client
 	// JobID and TriggerID identify the stop; Triggered is when it was
@@ -39,8 +38,8 @@ type Query struct {
 	JobState v1beta1.JobStatusState
 }
 
-// Outcome is what became of the stop.
-type Outcome struct {
+// StopOutcome is what became of the stop.
+type StopOutcome struct {
 	// Pending: look again after PollAfter.
 	Pending   bool
 	PollAfter time.Duration
@@ -57,38 +56,38 @@ type Outcome struct {
 }
 
 // Check asks Flink about the stop in flight.
-func Check(ctx context.Context, q Query) Outcome {
+func CheckStop(ctx context.Context, q StopQuery) StopOutcome {
 	elapsed := q.Now.Sub(q.Triggered)
-	pending := func() Outcome {
+	pending := func() StopOutcome {
 		if elapsed > q.Timeout {
-			return Outcome{Failure: fmt.Sprintf("Timed out stopping the job %s with savepoint, please configure a larger timeout via '%s'",
+			return StopOutcome{Failure: fmt.Sprintf("Timed out stopping the job %s with savepoint, please configure a larger timeout via '%s'",
 				q.JobID, config.FlinkCheckpointTimeout)}
 		}
-		return Outcome{Pending: true, PollAfter: snapshots.PollDelay(elapsed)}
+		return StopOutcome{Pending: true, PollAfter: snapshots.PollDelay(elapsed)}
 	}
 	if q.Recorded != "" && q.Client == nil {
-		return Outcome{Path: q.Recorded}
+		return StopOutcome{Path: q.Recorded}
 	}
 	if q.Client == nil {
 		return pending()
 	}
 	res, err := q.Client.SavepointStatus(ctx, q.JobID, q.TriggerID)
 	if flink.IsNotFound(err) {
-		return recover(ctx, q, pending)
+		return recoverStop(ctx, q, pending)
 	}
 	switch {
 	case err != nil && flink.IsRetryable(err), err == nil && res.Pending():
 		return pending()
 	case err != nil:
-		return Outcome{Failure: fmt.Sprintf("Stop-with-savepoint of job %s failed: %v", q.JobID, err)}
+		return StopOutcome{Failure: fmt.Sprintf("Stop-with-savepoint of job %s failed: %v", q.JobID, err)}
 	case res.Failed():
 		msg := "unknown cause"
 		if res.Failure != nil {
 			msg = res.Failure.Message()
 		}
-		return Outcome{Failure: fmt.Sprintf("Stop-with-savepoint of job %s failed: %s", q.JobID, msg)}
+		return StopOutcome{Failure: fmt.Sprintf("Stop-with-savepoint of job %s failed: %s", q.JobID, msg)}
 	}
-	return Outcome{Path: res.Value}
+	return StopOutcome{Path: res.Value}
 }
 
 // recover handles a trigger id Flink does not know: the savepoint may be
@@ -97,22 +96,22 @@ func Check(ctx context.Context, q Query) Outcome {
 // stop-with-savepoint ends the job), so the same id is sent again, still
 // bounded by the timeout. A job that FINISHED without a trace of its
 // savepoint is the one case where the state to restart from is unknown.
-func recover(ctx context.Context, q Query, pending func() Outcome) Outcome {
+func recoverStop(ctx context.Context, q StopQuery, pending func() StopOutcome) StopOutcome {
 	if q.Recorded != "" {
-		return Outcome{Path: q.Recorded}
+		return StopOutcome{Path: q.Recorded}
 	}
 	stats, err := q.Client.Checkpoints(ctx, q.JobID)
 	switch {
 	case err != nil && flink.IsRetryable(err):
 		return pending()
 	case err != nil && !flink.IsNotFound(err):
-		return Outcome{Failure: fmt.Sprintf("Stop-with-savepoint of job %s failed: %v", q.JobID, err)}
+		return StopOutcome{Failure: fmt.Sprintf("Stop-with-savepoint of job %s failed: %v", q.JobID, err)}
 	}
 	if path, found := lifecycle.SavepointSince(stats, q.Triggered); found {
 		if path == "" {
 			return pending()
 		}
-		return Outcome{Path: path}
+		return StopOutcome{Path: path}
 	}
 	switch q.JobState {
 	case v1beta1.JobStatusRunning:
@@ -120,8 +119,8 @@ func recover(ctx context.Context, q Query, pending func() Outcome) Outcome {
 		out.Resend = out.Pending
 		return out
 	case v1beta1.JobStatusFinished:
-		return Outcome{Lost: true}
+		return StopOutcome{Lost: true}
 	}
-	return Outcome{Failure: fmt.Sprintf("Stop-with-savepoint of job %s failed: Flink does not know trigger id %s (results are forgotten after %s and on JobManager restart) and no savepoint taken after it is in the job's checkpoint history",
+	return StopOutcome{Failure: fmt.Sprintf("Stop-with-savepoint of job %s failed: Flink does not know trigger id %s (results are forgotten after %s and on JobManager restart) and no savepoint taken after it is in the job's checkpoint history",
 		q.JobID, q.TriggerID, config.FlinkRestAsyncStoreDuration)}
 }

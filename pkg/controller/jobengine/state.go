@@ -1,0 +1,311 @@
+package jobengine
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/flink"
+)
+
+// Object is a resource that runs a Flink job: a FlinkDeployment (an
+// application cluster) or a FlinkSessionJob.
+type Object interface {
+	*v1beta1.FlinkDeployment | *v1beta1.FlinkSessionJob
+	metav1.Object
+	runtime.Object
+}
+
+// Status points into the parts of a job resource's status the engine
+// keeps; both kinds have them under the same names.
+type Status struct {
+	Job                *v1beta1.JobStatus
+	Reconciliation     *v1beta1.ReconciliationStatus
+	Error              *string
+	ObservedGeneration *int64
+	Lifecycle          *v1beta1.ResourceLifecycleState
+}
+
+// StatusOf gives the status fields of o.
+func StatusOf[T Object](o T) Status {
+	switch o := any(o).(type) {
+	case *v1beta1.FlinkDeployment:
+		st := &o.Status
+		return Status{&st.JobStatus, &st.ReconciliationStatus, &st.Error, &st.ObservedGeneration, &st.LifecycleState}
+	case *v1beta1.FlinkSessionJob:
+		st := &o.Status
+		return Status{&st.JobStatus, &st.ReconciliationStatus, &st.Error, &st.ObservedGeneration, &st.LifecycleState}
+	}
+	panic(fmt.Sprintf("jobengine: unexpected object type %T", o))
+}
+
+// State is one sync of one job resource: what was read, what the status
+// becomes, and the writes to make around the status write. A controller
+// embeds it in its own sync state with what is only its own.
+type State[T Object] struct {
+	Key  string
+	Base T // what the API server has (the informer cache's object)
+	Obj  T // a DeepCopy whose status this sync edits
+	Now  time.Time
+	Log  klog.Logger
+	// Cfg is the job's effective configuration.
+	Cfg config.Config
+
+	// Observation of the job through its JobManager.
+	Client *flink.Client      // set when the JobManager answered
+	Job    *flink.JobOverview // the job, when the JobManager knows it
+
+	errs    []syncError
+	events  []event
+	pre     []action // idempotent writes that must precede the status write
+	post    []action // writes and Flink calls that must follow it
+	requeue time.Duration
+}
+
+type syncError struct{ reason, msg string }
+
+type event struct{ typ, reason, msg string }
+
+type action struct {
+	name string
+	run  func(ctx context.Context) error
+}
+
+// NewState starts a sync of base at now.
+func NewState[T Object](ctx context.Context, key string, base T, now time.Time) *State[T] {
+	return &State[T]{Key: key, Base: base, Obj: base.DeepCopyObject().(T), Now: now, Log: klog.FromContext(ctx)}
+}
+
+// Status is the status this sync edits.
+func (s *State[T]) Status() Status { return StatusOf(s.Obj) }
+
+// JobStatus is the job status this sync edits.
+func (s *State[T]) JobStatus() *v1beta1.JobStatus { return StatusOf(s.Obj).Job }
+
+// Fail records an error for status.error; its Warning event is emitted only
+// when status.error changes, so a persisting error is not repeated.
+func (s *State[T]) Fail(reason, format string, args ...any) {
+	s.errs = append(s.errs, syncError{reason, fmt.Sprintf(format, args...)})
+}
+
+// KeepError keeps status.error as the last sync wrote it (a failure being
+// waited out), without a new event.
+func (s *State[T]) KeepError(reason string) {
+	if prev := *StatusOf(s.Base).Error; prev != "" {
+		s.errs = append(s.errs, syncError{reason, prev})
+	}
+}
+
+// Failed reports whether this sync recorded an error.
+func (s *State[T]) Failed() bool { return len(s.errs) > 0 }
+
+// Event queues an event, emitted after the status write.
+func (s *State[T]) Event(typ, reason, format string, args ...any) {
+	s.events = append(s.events, event{typ, reason, fmt.Sprintf(format, args...)})
+}
+
+// RequeueWithin asks for the next sync within d (the earliest request wins).
+func (s *State[T]) RequeueWithin(d time.Duration) {
+	if d > 0 && (s.requeue == 0 || d < s.requeue) {
+		s.requeue = d
+	}
+}
+
+// RequeueNoLaterThan caps a requested requeue at d (a deadline coming).
+func (s *State[T]) RequeueNoLaterThan(d time.Duration) {
+	if s.requeue > d {
+		s.requeue = d
+	}
+}
+
+// NoRequeue drops the requests to look again: the next sync comes from a
+// change of the resource (a finalizer removed, a cluster created).
+func (s *State[T]) NoRequeue() { s.requeue = 0 }
+
+// ClearErrors drops this sync's errors (a deleted job's no longer matter).
+func (s *State[T]) ClearErrors() { s.errs = nil }
+
+// AfterStatusWrite queues a write or Flink call that the status announces:
+// it runs only once the status is recorded.
+func (s *State[T]) AfterStatusWrite(name string, run func(ctx context.Context) error) {
+	s.post = append(s.post, action{name, run})
+}
+
+// BeforeStatusWrite queues an idempotent write that the status refers to
+// (a snapshot resource): it runs before the status write.
+func (s *State[T]) BeforeStatusWrite(name string, run func(ctx context.Context) error) {
+	s.pre = append(s.pre, action{name, run})
+}
+
+// ProgressInterval is how soon to look again while something is changing.
+func (s *State[T]) ProgressInterval() time.Duration {
+	d, err := s.Cfg.Duration(config.KeyProgressCheckInterval)
+	if err != nil || d <= 0 {
+		return 10 * time.Second
+	}
+	return d
+}
+
+// ReconcileInterval is how soon to look again when all is well.
+func (s *State[T]) ReconcileInterval() time.Duration {
+	d, err := s.Cfg.Duration(config.KeyReconcileInterval)
+	if err != nil || d <= 0 {
+		return time.Minute
+	}
+	return d
+}
+
+// SetError joins this sync's errors into status.error. The controller
+// calls it before deriving what depends on the error (lifecycle state).
+func (s *State[T]) SetError() {
+	msgs := make([]string, 0, len(s.errs))
+	for _, e := range s.errs {
+		msgs = append(msgs, e.msg)
+	}
+	*s.Status().Error = strings.Join(msgs, "; ")
+}
+
+// KeepSuspendedStable: a job suspended by the user is stable in that state
+// (upstream's rule), so resuming it reads DEPLOYED until the job runs
+// again, not STABLE.
+func KeepSuspendedStable(rs *v1beta1.ReconciliationStatus, recordedSuspended bool) {
+	if recordedSuspended && rs.State == v1beta1.ReconciliationDeployed && rs.LastStableSpec != rs.LastReconciledSpec {
+		rs.LastStableSpec = rs.LastReconciledSpec
+	}
+}
+
+// Writer commits a sync: its clients, recorder and test hook.
+type Writer[T Object] struct {
+	// Update writes the object (metadata: finalizers), UpdateStatus its
+	// status subresource.
+	Update       func(ctx context.Context, o T) (T, error)
+	UpdateStatus func(ctx context.Context, o T) (T, error)
+	Recorder     record.EventRecorder
+	// Fault, when set (tests only), is called at every point where a crash
+	// must be survivable.
+	Fault func(key, point string)
+}
+
+// Commit runs the pre-writes, writes the status if it changed (once), then
+// emits the events and runs the actions the status announced. Pre-writes
+// (snapshot resources) come first: they are idempotent, and a status that
+// refers to them must not exist without them. The controller has called
+// SetError and derived the rest of the status.
+func (w Writer[T]) Commit(ctx context.Context, s *State[T]) (time.Duration, error) {
+	for _, a := range s.pre {
+		if err := a.run(ctx); err != nil {
+			return 0, err
+		}
+		w.fault(s.Key, "pre-commit:"+a.name)
+	}
+	before, after := StatusOf(s.Base), s.Status()
+	if !equality.Semantic.DeepEqual(statusValue(s.Base), statusValue(s.Obj)) {
+		toWrite := s.Base.DeepCopyObject().(T)
+		setStatus(toWrite, s.Obj)
+		written, err := w.UpdateStatus(ctx, toWrite)
+		if err != nil {
+			return 0, fmt.Errorf("updating status of %s %s: %w", kindOf(s.Obj), s.Key, err)
+		}
+		if old, now := *before.Lifecycle, *StatusOf(written).Lifecycle; old != now {
+			js := StatusOf(written).Job
+			s.Log.Info("Lifecycle state changed", "from", StateOrNew(string(old)), "to", now,
+				"jobId", js.JobID, "jobState", js.State, "restorePath", js.UpgradeSavepointPath)
+		}
+		s.Base = written
+		w.fault(s.Key, "status-written")
+	}
+	if *after.Error != "" && *after.Error != *before.Error {
+		for _, e := range s.errs {
+			w.Recorder.Event(s.Obj, corev1.EventTypeWarning, e.reason, e.msg)
+		}
+	}
+	for _, e := range s.events {
+		w.Recorder.Event(s.Obj, e.typ, e.reason, e.msg)
+	}
+	for _, a := range s.post {
+		if err := a.run(ctx); err != nil {
+			return 0, err
+		}
+		w.fault(s.Key, "action:"+a.name)
+	}
+	return s.requeue, nil
+}
+
+// AddFinalizer writes finalizer onto o (the cached object) and returns
+// what was written.
+func (w Writer[T]) AddFinalizer(ctx context.Context, o T, finalizer string) (T, error) {
+	toWrite := o.DeepCopyObject().(T)
+	toWrite.SetFinalizers(append(toWrite.GetFinalizers(), finalizer))
+	written, err := w.Update(ctx, toWrite)
+	if err != nil {
+		return written, fmt.Errorf("adding finalizer to %s %s/%s: %w", kindOf(o), o.GetNamespace(), o.GetName(), err)
+	}
+	return written, nil
+}
+
+// RemoveFinalizer queues the removal of finalizer after the status write:
+// the object may then go.
+func (w Writer[T]) RemoveFinalizer(s *State[T], finalizer string) {
+	s.AfterStatusWrite("remove finalizer", func(ctx context.Context) error {
+		toWrite := s.Base.DeepCopyObject().(T)
+		toWrite.SetFinalizers(slices.DeleteFunc(toWrite.GetFinalizers(), func(f string) bool { return f == finalizer }))
+		if _, err := w.Update(ctx, toWrite); err != nil {
+			return fmt.Errorf("removing finalizer of %s %s: %w", kindOf(s.Obj), s.Key, err)
+		}
+		return nil
+	})
+	s.NoRequeue()
+}
+
+func (w Writer[T]) fault(key, point string) {
+	if w.Fault != nil {
+		w.Fault(key, point)
+	}
+}
+
+func statusValue[T Object](o T) any {
+	switch o := any(o).(type) {
+	case *v1beta1.FlinkDeployment:
+		return o.Status
+	case *v1beta1.FlinkSessionJob:
+		return o.Status
+	}
+	return nil
+}
+
+func setStatus[T Object](dst, src T) {
+	switch d := any(dst).(type) {
+	case *v1beta1.FlinkDeployment:
+		d.Status = any(src).(*v1beta1.FlinkDeployment).Status
+	case *v1beta1.FlinkSessionJob:
+		d.Status = any(src).(*v1beta1.FlinkSessionJob).Status
+	}
+}
+
+func kindOf[T Object](o T) string {
+	if _, ok := any(o).(*v1beta1.FlinkDeployment); ok {
+		return "FlinkDeployment"
+	}
+	return "FlinkSessionJob"
+}
+
+// StateOrNew names a state for logs and events; "" is a resource not yet
+// reconciled.
+func StateOrNew(s string) string {
+	if s == "" {
+		return "NEW"
+	}
+	return s
+}

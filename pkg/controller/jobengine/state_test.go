@@ -1,0 +1,216 @@
+package jobengine
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/record"
+
+	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+)
+
+var now = time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+
+// journal records the order of everything a commit does.
+type journal struct{ steps []string }
+
+func (j *journal) add(s string) { j.steps = append(j.steps, s) }
+
+// commitCase runs one commit of a FlinkDeployment or a FlinkSessionJob.
+type commitCase struct {
+	name string
+	// edit changes the sync state before the commit.
+	edit func(s statusEditor)
+	// prevError is status.error before the sync.
+	prevError string
+	writeErr  error
+
+	wantSteps []string
+	wantErr   bool
+	wantError string // status.error after the commit
+	requeue   time.Duration
+}
+
+// statusEditor is what a case may do to a sync of either kind.
+type statusEditor interface {
+	Fail(reason, format string, args ...any)
+	KeepError(reason string)
+	Event(typ, reason, format string, args ...any)
+	RequeueWithin(d time.Duration)
+	RequeueNoLaterThan(d time.Duration)
+	NoRequeue()
+	ClearErrors()
+	AfterStatusWrite(name string, run func(ctx context.Context) error)
+	BeforeStatusWrite(name string, run func(ctx context.Context) error)
+	JobStatus() *v1beta1.JobStatus
+}
+
+func commitCases(j *journal) []commitCase {
+	act := func(name string) func(context.Context) error {
+		return func(context.Context) error { j.add(name); return nil }
+	}
+	return []commitCase{{
+		name: "pre-writes, one status write, events, then actions",
+		edit: func(s statusEditor) {
+			s.AfterStatusWrite("post", act("post"))
+			s.BeforeStatusWrite("pre", act("pre"))
+			s.Event("Normal", "Submit", "submitted %s", "job")
+			s.JobStatus().State = v1beta1.JobStatusRunning
+			s.RequeueWithin(time.Minute)
+			s.RequeueWithin(10 * time.Second)
+			s.RequeueWithin(0)
+		},
+		wantSteps: []string{"pre", "fault pre-commit:pre", "status", "fault status-written", "event Normal Submit submitted job", "post", "fault action:post"},
+		requeue:   10 * time.Second,
+	}, {
+		name: "an unchanged status is not written",
+		edit: func(s statusEditor) {
+			s.Event("Normal", "Submit", "x")
+			s.AfterStatusWrite("post", act("post"))
+		},
+		wantSteps: []string{"event Normal Submit x", "post", "fault action:post"},
+	}, {
+		name: "a new error is written with one Warning per cause",
+		edit: func(s statusEditor) {
+			s.Fail("ValidationError", "bad %d", 1)
+			s.Fail("UpgradeFailed", "worse")
+		},
+		wantSteps: []string{"status", "fault status-written", "event Warning ValidationError bad 1", "event Warning UpgradeFailed worse"},
+		wantError: "bad 1; worse",
+	}, {
+		name:      "an error that persists is not announced again",
+		prevError: "same",
+		edit:      func(s statusEditor) { s.Fail("ValidationError", "same") },
+		wantSteps: nil,
+		wantError: "same",
+	}, {
+		name:      "a kept error stays without an event",
+		prevError: "waiting",
+		edit:      func(s statusEditor) { s.KeepError("SavepointError") },
+		wantError: "waiting",
+	}, {
+		name:      "a cleared error is removed from the status",
+		prevError: "old",
+		edit:      func(s statusEditor) { s.Fail("X", "new"); s.ClearErrors() },
+		wantSteps: []string{"status", "fault status-written"},
+	}, {
+		name: "a failed status write runs no action and emits no event",
+		edit: func(s statusEditor) {
+			s.JobStatus().State = v1beta1.JobStatusFailed
+			s.Event("Warning", "JobStatusChanged", "failed")
+			s.AfterStatusWrite("post", act("post"))
+		},
+		writeErr:  errors.New("conflict"),
+		wantSteps: []string{"status"},
+		wantErr:   true,
+	}, {
+		name: "a failed pre-write stops the commit before the status",
+		edit: func(s statusEditor) {
+			s.BeforeStatusWrite("pre", func(context.Context) error { j.add("pre"); return errors.New("no") })
+			s.JobStatus().State = v1beta1.JobStatusRunning
+		},
+		wantSteps: []string{"pre"},
+		wantErr:   true,
+	}, {
+		name: "a requeue is capped by a deadline and dropped on request",
+		edit: func(s statusEditor) {
+			s.RequeueWithin(time.Minute)
+			s.RequeueNoLaterThan(5 * time.Second)
+		},
+		requeue: 5 * time.Second,
+	}, {
+		name: "no requeue after NoRequeue",
+		edit: func(s statusEditor) {
+			s.RequeueWithin(time.Minute)
+			s.NoRequeue()
+			s.RequeueNoLaterThan(5 * time.Second)
+		},
+	}}
+}
+
+func TestCommit(t *testing.T) {
+	kinds := []struct {
+		name string
+		run  func(t *testing.T, tc commitCase, j *journal) (time.Duration, error, string)
+	}{
+		{"FlinkDeployment", func(t *testing.T, tc commitCase, j *journal) (time.Duration, error, string) {
+			d := &v1beta1.FlinkDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}}
+			d.Status.Error = tc.prevError
+			return runCommit(t, d, tc, j)
+		}},
+		{"FlinkSessionJob", func(t *testing.T, tc commitCase, j *journal) (time.Duration, error, string) {
+			sj := &v1beta1.FlinkSessionJob{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}}
+			sj.Status.Error = tc.prevError
+			return runCommit(t, sj, tc, j)
+		}},
+	}
+	for _, kind := range kinds {
+		for i := range commitCases(&journal{}) {
+			j := &journal{}
+			tc := commitCases(j)[i]
+			t.Run(kind.name+"/"+tc.name, func(t *testing.T) {
+				requeue, err, statusError := kind.run(t, tc, j)
+				if (err != nil) != tc.wantErr {
+					t.Fatalf("err = %v, want error %v", err, tc.wantErr)
+				}
+				if diff := cmp.Diff(tc.wantSteps, j.steps); diff != "" {
+					t.Errorf("steps (-want +got):\n%s", diff)
+				}
+				if !tc.wantErr {
+					if requeue != tc.requeue {
+						t.Errorf("requeue = %v, want %v", requeue, tc.requeue)
+					}
+					if statusError != tc.wantError {
+						t.Errorf("status.error = %q, want %q", statusError, tc.wantError)
+					}
+				}
+			})
+		}
+	}
+}
+
+func runCommit[T Object](t *testing.T, base T, tc commitCase, j *journal) (time.Duration, error, string) {
+	t.Helper()
+	var written T
+	w := Writer[T]{
+		UpdateStatus: func(_ context.Context, o T) (T, error) {
+			j.add("status")
+			if tc.writeErr != nil {
+				return o, tc.writeErr
+			}
+			written = o
+			return o, nil
+		},
+		Fault: func(_, point string) { j.add("fault " + point) },
+	}
+	// Events are journalled as the recorder receives them.
+	w.Recorder = journalRecorder{record.NewFakeRecorder(10), j}
+	s := NewState(context.Background(), "ns/a", base, now)
+	tc.edit(s)
+	s.SetError()
+	requeue, err := w.Commit(context.Background(), s)
+	if err == nil && any(written) != any(T(nil)) {
+		if got := *StatusOf(written).Error; got != *s.Status().Error {
+			t.Errorf("written status.error %q differs from the sync's %q", got, *s.Status().Error)
+		}
+	}
+	if *StatusOf(base).Error != tc.prevError {
+		t.Errorf("the cached object was mutated: status.error = %q", *StatusOf(base).Error)
+	}
+	return requeue, err, *s.Status().Error
+}
+
+type journalRecorder struct {
+	*record.FakeRecorder
+	j *journal
+}
+
+func (r journalRecorder) Event(_ runtime.Object, typ, reason, msg string) {
+	r.j.add(strings.Join([]string{"event", typ, reason, msg}, " "))
+}

@@ -1,0 +1,356 @@
+package jobengine
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/flink"
+	"github.com/flinkops/flink-operator/pkg/lifecycle"
+	"github.com/flinkops/flink-operator/pkg/snapshots"
+)
+
+// The stop of the old job during an upgrade, suspend or deletion, recorded
+// in status.jobStatus so that every step survives a crash:
+//
+//   - savepointInfo {triggerId, triggerTimestamp, triggerType: UPGRADE}: a
+//     stop-with-savepoint with that trigger id was (or is about to be) sent;
+//   - savepointInfo {triggerType: UPGRADE, triggerTimestamp} without a
+//     trigger id: that stop-with-savepoint failed; the job is stopped by
+//     last-state instead (or, with the fallback disabled, retried later);
+//   - jobStatus.state SUSPENDED: the job is stopped (or, for a session job,
+//     about to be cancelled) and upgradeSavepointPath holds the state to
+//     restart from.
+
+// JobKind is what the stop protocol needs from the controller of one kind,
+// bound to one sync.
+type JobKind interface {
+	// UpgradeMode is the recorded spec's upgrade mode.
+	UpgradeMode() v1beta1.UpgradeMode
+	// Starting: the cluster or the job is still coming up after its
+	// deploy; a savepoint stop waits for it rather than falling back.
+	Starting() bool
+	// NeverRan: as far as the operator can tell the job never ran since its
+	// deploy, so it still has the state it was deployed from.
+	NeverRan() bool
+	// Describe says in a few words what state the job is in, for errors.
+	Describe() string
+	// Unreachable handles a stop while the JobManager's jobs could not be
+	// read; handled false leaves it to the common rules.
+	Unreachable() (handled, stopped bool)
+	// CancelKeepsState: cancelling the job keeps its latest checkpoint
+	// (false: the controller stops it some other way, by a teardown).
+	CancelKeepsState() bool
+	// Stopped is called once the job's state is recorded (the teardown of
+	// an application cluster follows).
+	Stopped()
+	// RecordUpgradeSnapshot records the savepoint of a stop as an UPGRADE
+	// FlinkStateSnapshot written before the status; false without snapshot
+	// resources (legacy mode: savepointInfo).
+	RecordUpgradeSnapshot(path string, triggered int64) (bool, error)
+	// UpgradeSnapshotPath is the path of the UPGRADE snapshot already
+	// recorded for the stop in flight ("" if none).
+	UpgradeSnapshotPath() string
+	// NewTriggerID chooses the trigger id of a new stop-with-savepoint.
+	NewTriggerID() string
+}
+
+// ErrSavepointLost: the job finished after a stop-with-savepoint but Flink
+// no longer knows the savepoint's path.
+var ErrSavepointLost = errors.New("the job finished after stop-with-savepoint but Flink no longer knows the savepoint's path")
+
+// RetryFailed is how soon a step blocked by an error is tried again.
+const RetryFailed = time.Minute
+
+// StopJob takes the next step in stopping the job with its state
+// (upgrade modes savepoint and last-state). stopped reports that the
+// state is recorded and the job marked SUSPENDED.
+func (s *State[T]) StopJob(ctx context.Context, k JobKind) (stopped bool, err error) {
+	js := s.JobStatus()
+	info := js.SavepointInfo
+	if info != nil && info.TriggerType == v1beta1.SnapshotTriggerUpgrade && info.TriggerID != "" {
+		return s.pollStop(ctx, k)
+	}
+	if handled, stopped := k.Unreachable(); handled {
+		if stopped {
+			s.finishStop(k, js.UpgradeSavepointPath)
+		}
+		return stopped, nil
+	}
+	failedAttempt := info != nil && info.TriggerType == v1beta1.SnapshotTriggerUpgrade && info.TriggerID == ""
+	if k.UpgradeMode() != v1beta1.UpgradeModeSavepoint {
+		return s.stopLastState(ctx, k), nil
+	}
+	fallback, err := s.Cfg.Bool(config.KeyJobUpgradeLastStateFallbackEnabled)
+	if err != nil {
+		return false, err
+	}
+	if failedAttempt {
+		if fallback {
+			return s.stopLastState(ctx, k), nil
+		}
+		// The last stop-with-savepoint failed and the fallback is off:
+		// retry after a pause, keeping the error visible meanwhile.
+		failedAt := time.UnixMilli(deref(info.TriggerTimestamp))
+		if wait := failedAt.Add(s.ReconcileInterval()).Sub(s.Now); wait > 0 {
+			s.KeepError(ReasonSavepointError)
+			s.RequeueWithin(wait)
+			return false, nil
+		}
+	}
+	switch {
+	case s.JobHealthy():
+		s.TriggerStop(k)
+	case s.Job != nil && lifecycle.EffectiveState(s.Job).IsGloballyTerminal(), s.Job == nil && js.State.IsGloballyTerminal():
+		// An ended job takes no savepoint; its last state is recorded.
+		return s.stopLastState(ctx, k), nil
+	case k.Starting():
+		s.Log.V(2).Info("Waiting for the job to run before stopping it with a savepoint", "state", js.State)
+		s.RequeueWithin(s.ProgressInterval())
+	case k.NeverRan():
+		// Nothing to save: the job still has the state it was deployed from.
+		s.finishStop(k, js.UpgradeSavepointPath)
+		return true, nil
+	case fallback:
+		s.Log.Info("Job cannot take a savepoint, falling back to its last checkpoint", "state", js.State)
+		lifecycle.MarkFailedStop(js, s.Now)
+		return s.stopLastState(ctx, k), nil
+	default:
+		s.Fail(ReasonUpgradeFailed, "Job %s is %s and cannot be stopped with a savepoint; the last-state fallback is disabled (%s: false), "+
+			"so it keeps running and nothing was torn down. The upgrade continues once the job runs again.", js.JobID, k.Describe(), config.KeyJobUpgradeLastStateFallbackEnabled)
+		s.RequeueWithin(s.ProgressInterval())
+	}
+	return false, nil
+}
+
+// JobHealthy: the JobManager answers and the job runs on all its tasks,
+// the condition for a savepoint.
+func (s *State[T]) JobHealthy() bool {
+	return s.Client != nil && s.Job != nil && lifecycle.EffectiveState(s.Job) == v1beta1.JobStatusRunning
+}
+
+// TriggerStop records a new stop-with-savepoint (trigger id chosen here)
+// and sends it once the record is written: Flink treats a repeated trigger
+// id as the same request, so a crash on either side of the POST resumes
+// this same operation.
+func (s *State[T]) TriggerStop(k JobKind) {
+	js := s.JobStatus()
+	ts := s.Now.UnixMilli()
+	if js.SavepointInfo == nil {
+		js.SavepointInfo = &v1beta1.SavepointInfo{}
+	}
+	js.SavepointInfo.TriggerID = k.NewTriggerID()
+	js.SavepointInfo.TriggerTimestamp = &ts
+	js.SavepointInfo.TriggerType = v1beta1.SnapshotTriggerUpgrade
+	js.SavepointInfo.FormatType = v1beta1.SavepointFormatType(lifecycle.SavepointFormat(s.Cfg))
+	s.Log.Info("Stopping the job with a savepoint", "jobId", js.JobID, "triggerId", js.SavepointInfo.TriggerID)
+	s.postStop(js.JobID, js.SavepointInfo.TriggerID)
+	s.RequeueWithin(snapshots.MinPollDelay)
+}
+
+// postStop queues the POST /jobs/{id}/stop. Its failure is not an error:
+// the next poll asks Flink by trigger id and re-sends it if unknown.
+func (s *State[T]) postStop(jobID, triggerID string) {
+	client, cfg, log := s.Client, s.Cfg, s.Log
+	dir, _ := config.SavepointDir(cfg)
+	req := flink.StopRequest{TargetDirectory: dir, FormatType: flink.SavepointFormatType(lifecycle.SavepointFormat(cfg)), TriggerID: triggerID}
+	if s.Obj.GetDeletionTimestamp() != nil {
+		req.Drain, _ = cfg.Bool(config.KeyJobDrainOnSavepointDeletion)
+	}
+	s.AfterStatusWrite("stop-with-savepoint", func(ctx context.Context) error {
+		if client == nil {
+			return nil
+		}
+		if _, err := client.StopWithSavepoint(ctx, jobID, req); err != nil {
+			log.Info("Stop-with-savepoint request failed, will check by trigger id", "triggerId", triggerID, "err", err)
+		}
+		return nil
+	})
+}
+
+// pollStop follows the stop-with-savepoint recorded in status.
+func (s *State[T]) pollStop(ctx context.Context, k JobKind) (bool, error) {
+	o := s.CheckStop(ctx, k)
+	js := s.JobStatus()
+	switch {
+	case o.Pending:
+		return false, nil
+	case o.Lost:
+		dir, _ := config.SavepointDir(s.Cfg)
+		s.Fail(ReasonUpgradeFailed, "Job %s finished after stop-with-savepoint (trigger id %s) but the savepoint's path is unknown (%v). "+
+			"%s: find the newest savepoint of job %s under %s, set spec.job.initialSavepointPath to it and change spec.job.savepointRedeployNonce",
+			js.JobID, js.SavepointInfo.TriggerID, ErrSavepointLost, lifecycle.ManualRestore, js.JobID, dir)
+		s.RequeueWithin(RetryFailed)
+		return false, nil
+	case o.Failure != "":
+		return s.stopFailed(ctx, k, o.Failure), nil
+	}
+	if err := s.RecordSavepoint(k, o.Path); err != nil {
+		return false, err
+	}
+	s.finishStop(k, o.Path)
+	return true, nil
+}
+
+// CheckStop asks Flink about the stop-with-savepoint in flight, bounded by
+// the job's checkpoint timeout; it schedules the next poll while pending
+// and re-sends the same stop when Flink forgot an id the running job never
+// acted on.
+func (s *State[T]) CheckStop(ctx context.Context, k JobKind) StopOutcome {
+	js := s.JobStatus()
+	q := StopQuery{
+		Client: s.Client, JobID: js.JobID, TriggerID: js.SavepointInfo.TriggerID,
+		Triggered: time.UnixMilli(deref(js.SavepointInfo.TriggerTimestamp)), Now: s.Now,
+		Timeout: lifecycle.StopTimeout(s.Cfg), Recorded: k.UpgradeSnapshotPath(),
+	}
+	if s.Job != nil {
+		q.JobState = lifecycle.EffectiveState(s.Job)
+	}
+	o := CheckStop(ctx, q)
+	if o.Resend {
+		s.Log.Info("Flink does not know the stop trigger id, sending it again", "triggerId", q.TriggerID)
+		s.postStop(q.JobID, q.TriggerID)
+	}
+	if o.Pending {
+		s.RequeueWithin(o.PollAfter)
+	}
+	return o
+}
+
+// RecordSavepoint records the savepoint of a stop: an UPGRADE
+// FlinkStateSnapshot (written before the status, adopted if it exists
+// already) or, in legacy mode, savepointInfo. The caller records
+// upgradeSavepointPath in the same status write.
+func (s *State[T]) RecordSavepoint(k JobKind, path string) error {
+	js := s.JobStatus()
+	info := js.SavepointInfo
+	recorded, err := k.RecordUpgradeSnapshot(path, deref(info.TriggerTimestamp))
+	if err != nil {
+		return err
+	}
+	if !recorded {
+		lifecycle.RecordLegacySavepoint(info, path, s.Now)
+	}
+	s.Log.Info("Job stopped with a savepoint", "jobId", js.JobID, "triggerId", info.TriggerID, "path", path)
+	s.Event(corev1.EventTypeNormal, ReasonSuspended, "Job %s stopped with savepoint %s", js.JobID, path)
+	return nil
+}
+
+// stopFailed ends a failed stop-with-savepoint: the job is stopped by
+// last-state instead, or, with the fallback disabled, it keeps running and
+// the stop is retried later.
+func (s *State[T]) stopFailed(ctx context.Context, k JobKind, msg string) bool {
+	js := s.JobStatus()
+	s.Log.Info("Stop-with-savepoint failed", "jobId", js.JobID, "triggerId", js.SavepointInfo.TriggerID, "reason", msg)
+	lifecycle.MarkFailedStop(js, s.Now)
+	s.Event(corev1.EventTypeWarning, ReasonSavepointError, "%s", msg)
+	if fallback, _ := s.Cfg.Bool(config.KeyJobUpgradeLastStateFallbackEnabled); fallback {
+		return s.stopLastState(ctx, k)
+	}
+	s.Fail(ReasonSavepointError, "%s. The last-state fallback is disabled (%s: false), so the job keeps running and nothing was torn down; retrying in %s",
+		msg, config.KeyJobUpgradeLastStateFallbackEnabled, s.ReconcileInterval())
+	s.RequeueWithin(s.ReconcileInterval())
+	return false
+}
+
+// stopLastState stops the job keeping its latest checkpoint: cancel it
+// (checkpoints are retained on cancellation, which the operator
+// configures), and once it has ended read the newest restorable checkpoint
+// or savepoint. When the JobManager cannot be asked, only a state recorded
+// earlier is trusted; otherwise the stop ends in "manual restore required"
+// and nothing is stopped: a job is never silently restarted from empty or
+// older state.
+func (s *State[T]) stopLastState(ctx context.Context, k JobKind) bool {
+	js := s.JobStatus()
+	if s.Client != nil && s.Job != nil {
+		if !lifecycle.EffectiveState(s.Job).IsGloballyTerminal() && k.CancelKeepsState() {
+			s.Cancel()
+			return false
+		}
+		// Ended, or a cancel would delete the checkpoints: the controller
+		// stops the job by a teardown once its latest one is recorded.
+		path, err := s.LatestState(ctx)
+		switch {
+		case err != nil && flink.IsRetryable(err):
+			s.RequeueWithin(s.ProgressInterval())
+			return false
+		case err != nil:
+			s.Fail(ReasonUpgradeFailed, "Cannot upgrade job %s: %v", js.JobID, err)
+			s.RequeueWithin(RetryFailed)
+			return false
+		}
+		s.finishStop(k, path)
+		return true
+	}
+	if js.State.IsGloballyTerminal() || k.NeverRan() {
+		// Recorded when the job was seen ending, or never ran.
+		s.finishStop(k, js.UpgradeSavepointPath)
+		return true
+	}
+	s.Fail(ReasonUpgradeFailed, "Job %s (last seen %s) is %s, so its last checkpoint cannot be read and nothing was stopped. "+
+		"%s: set spec.job.initialSavepointPath to the latest checkpoint or savepoint and change spec.job.savepointRedeployNonce, "+
+		"or wait for the JobManager to answer again", js.JobID, js.State, k.Describe(), lifecycle.ManualRestore)
+	s.RequeueWithin(RetryFailed)
+	return false
+}
+
+// LatestState is the state to restart the job from: the newest restorable
+// checkpoint or savepoint Flink reports for it, else what the job itself
+// started from (upgradeSavepointPath, "" for empty state). Call it only
+// when the job cannot take another checkpoint (ended), or as a best-effort
+// early record.
+func (s *State[T]) LatestState(ctx context.Context) (string, error) {
+	js := s.JobStatus()
+	stats, err := s.Client.Checkpoints(ctx, js.JobID)
+	switch {
+	case flink.IsNotFound(err): // checkpointing disabled
+		return js.UpgradeSavepointPath, nil
+	case err != nil:
+		return "", err
+	}
+	return lifecycle.LatestStatePath(stats, js.UpgradeSavepointPath)
+}
+
+// Cancel queues PATCH /jobs/{id}?mode=cancel; the job's end is observed by
+// a later sync.
+func (s *State[T]) Cancel() {
+	client, jobID, log := s.Client, s.JobStatus().JobID, s.Log
+	s.AfterStatusWrite("cancel job", func(ctx context.Context) error {
+		err := client.CancelJob(ctx, jobID)
+		switch {
+		case err == nil, flink.IsJobAlreadyTerminal(err), flink.IsNotFound(err):
+		default:
+			log.Info("Cancelling the job failed, will retry", "jobId", jobID, "err", err)
+		}
+		return nil
+	})
+	s.RequeueWithin(snapshots.MinPollDelay)
+}
+
+// finishStop records the state to restart from and marks the job stopped.
+func (s *State[T]) finishStop(k JobKind, path string) {
+	js := s.JobStatus()
+	js.UpgradeSavepointPath = path
+	js.State = v1beta1.JobStatusSuspended
+	lifecycle.ClearStopTrigger(js)
+	k.Stopped()
+}
+
+// DeletesCheckpointsOnCancel reports a job configured to delete its
+// externalized checkpoints when cancelled (the operator defaults it to
+// RETAIN_ON_CANCELLATION).
+func DeletesCheckpointsOnCancel(cfg map[string]string) bool {
+	return strings.EqualFold(strings.TrimSpace(cfg["execution.checkpointing.externalized-checkpoint-retention"]), "DELETE_ON_CANCELLATION")
+}
+
+func deref(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
