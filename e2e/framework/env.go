@@ -271,3 +271,20 @@ func errText(err error) any {
 
 // OperatorBinary is the operator binary built for the local provider.
 func (e *Env) OperatorBinary() string { return filepath.Join(e.bins, "flink-operator") }
+
+// FaultInjectOperatorBinary builds the operator with -tags faultinject, the
+// only build in which FaultEnv arms a test fault point, and returns its path
+// (<cache>/bin/flink-operator-faultinject, beside OperatorBinary; go build
+// caches it like the default build). Local provider only: the crash tests
+// that use it kill and restart the operator process.
+func (e *Env) FaultInjectOperatorBinary(t *testing.T) string {
+	t.Helper()
+	if Kind() {
+		t.Fatal("FaultInjectOperatorBinary: the kind provider runs the operator image, which has no fault points")
+	}
+	bin, err := localcluster.BuildTaggedCommand(e.Ctx, "./cmd/flink-operator", "flink-operator-faultinject", localcluster.FaultInjectTag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}

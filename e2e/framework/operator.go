@@ -9,6 +9,20 @@ import (
 	"time"
 )
 
+// Test fault points of the operator's fault-injection build
+// (Env.FaultInjectOperatorBinary, pkg/operator/faults_faultinject.go); the
+// default build ignores FaultEnv.
+const (
+	// FaultEnv is the variable that arms a fault point.
+	FaultEnv = "FLINKOP_TEST_FAULT"
+	// FaultExitAfterSnapshotIntent kills the operator (SIGKILL) right after
+	// a snapshot's IN_PROGRESS intent is written, before Flink is called.
+	FaultExitAfterSnapshotIntent = "exit-after-snapshot-intent"
+	// FaultPointLog starts the line the operator logs at the fault point,
+	// right before it kills itself.
+	FaultPointLog = "Test fault point: killing the process"
+)
+
 // Operator is the operator binary running outside the cluster (local
 // provider).
 type Operator struct {
@@ -26,7 +40,7 @@ func StartOperator(t *testing.T, bin, kubeconfig, logPath string, extra ...strin
 
 // StartOperatorWithEnv is StartOperator with extra environment variables
 // (NAME=value) for the operator process only, such as a test fault point
-// (pkg/operator.FaultEnv).
+// (FaultEnv, with bin = Env.FaultInjectOperatorBinary).
 func StartOperatorWithEnv(t *testing.T, env []string, bin, kubeconfig, logPath string, extra ...string) *Operator {
 	t.Helper()
 	args := append([]string{"--kubeconfig", kubeconfig, "--flink-endpoint=pod-ip",
@@ -75,6 +89,20 @@ func (p *Operator) Stop() {
 		_ = p.cmd.Process.Kill()
 		<-p.done
 	}
+}
+
+// Signaled is the signal that ended the operator, or 0 while it runs or if
+// it exited on its own.
+func (p *Operator) Signaled() syscall.Signal {
+	select {
+	case <-p.done:
+	default:
+		return 0
+	}
+	if ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return ws.Signal()
+	}
+	return 0
 }
 
 // Pid is the operator's process id.

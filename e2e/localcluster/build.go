@@ -16,6 +16,30 @@ import (
 // last element of its package path. Builds of concurrent test processes are
 // serialized by a lock file; go build does nothing for an up-to-date binary.
 func BuildCommands(ctx context.Context, pkgs ...string) (string, error) {
+	return goBuild(ctx, "", nil, pkgs...)
+}
+
+// BuildTaggedCommand builds one main package like BuildCommands, with
+// -tags tags, into <CacheDir>/bin/name (a name of its own, so the default
+// build of the package stays beside it), and returns the binary's path. The
+// e2e crash tests use it for the operator's fault-injection build
+// (FaultInjectTag).
+func BuildTaggedCommand(ctx context.Context, pkg, name string, tags ...string) (string, error) {
+	dir, err := goBuild(ctx, name, tags, pkg)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, name), nil
+}
+
+// FaultInjectTag is the build tag of the operator's test fault points
+// (pkg/operator/faults_faultinject.go); the shipped operator is built
+// without it and has none.
+const FaultInjectTag = "faultinject"
+
+// goBuild runs go build into <CacheDir>/bin (into the file name there if
+// name is set) under the build lock.
+func goBuild(ctx context.Context, name string, tags []string, pkgs ...string) (string, error) {
 	root, err := ModuleRoot()
 	if err != nil {
 		return "", err
@@ -32,10 +56,19 @@ func BuildCommands(ctx context.Context, pkgs ...string) (string, error) {
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
 		return "", err
 	}
-	cmd := exec.CommandContext(ctx, "go", append([]string{"build", "-o", dir + string(filepath.Separator)}, pkgs...)...)
+	out := dir + string(filepath.Separator)
+	if name != "" {
+		out = filepath.Join(dir, name)
+	}
+	args := []string{"build", "-o", out}
+	if len(tags) > 0 {
+		args = append(args, "-tags", strings.Join(tags, ","))
+	}
+	args = append(args, pkgs...)
+	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build %s: %w\n%s", strings.Join(pkgs, " "), err, out)
+		return "", fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, out)
 	}
 	return dir, nil
 }

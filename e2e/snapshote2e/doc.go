@@ -5,7 +5,9 @@
 // (--flink-endpoint=pod-ip). The Flink cluster is created by hand from
 // pkg/cluster's builders, so only the snapshot controller runs
 // (--controllers=flinkstatesnapshot). The test starts the operator itself
-// (framework.Options.NoOperator), stops it between steps and, with
+// (framework.Options.NoOperator), stops it between steps and, with the
+// operator's fault-injection build (go build -tags faultinject,
+// framework.Env.FaultInjectOperatorBinary) and
 // FLINKOP_TEST_FAULT=exit-after-snapshot-intent, kills it right after a
 // snapshot's IN_PROGRESS write to check that a restarted operator completes
 // that snapshot with exactly one savepoint. With FLINKOP_E2E_PROVIDER=kind it

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -31,6 +32,9 @@ var flavours = map[string]struct {
 
 type suite struct {
 	*framework.Env
+	// faultBin is the operator built with its test fault points
+	// (framework.Env.FaultInjectOperatorBinary).
+	faultBin string
 }
 
 func TestSnapshotsWithRealFlink(t *testing.T) {
@@ -49,7 +53,8 @@ func TestSnapshotsWithRealFlink(t *testing.T) {
 	if err := e.Local.GrantClusterAdmin(ctx, localcluster.OperatorUser); err != nil {
 		t.Fatal(err)
 	}
-	s := &suite{Env: e}
+	// Built before any Flink JVM runs: the crash test needs it.
+	s := &suite{Env: e, faultBin: e.FaultInjectOperatorBinary(t)}
 
 	for i, v := range flinkjvm.Versions() {
 		t.Run(v, func(t *testing.T) { s.run(t, v, fmt.Sprintf("snap-%d", i)) })
@@ -105,15 +110,32 @@ func (s *suite) run(t *testing.T, version, ns string) {
 		t.Fatalf("savepoint files still at %s after deleting the snapshot (%v)", done.Status.Path, err)
 	}
 
-	// Crash test: kill -9 right after the IN_PROGRESS write; the restarted
-	// operator completes it with exactly one savepoint directory.
+	// Crash test: kill -9 right after the IN_PROGRESS write (the
+	// fault-injection build kills itself there); the restarted operator
+	// completes it with exactly one savepoint directory.
 	op.Stop()
 	before := savepointDirs(t, job.savepointDir)
-	crashing := s.startOperator(t, []string{"FLINKOP_TEST_FAULT=exit-after-snapshot-intent"})
+	logStart := fileSize(t, s.OpLog)
+	crashing := s.startFaultInjectOperator(t, framework.FaultExitAfterSnapshotIntent)
 	crash := s.createSnapshot(t, ns, "crash", false)
 	s.WaitFor(t, 2*time.Minute, "the operator to hit the fault point", func() (bool, string) {
 		return crashing.Exited() != nil, "the operator is running"
 	})
+	// It died at the fault point, by its own SIGKILL after logging it for
+	// this snapshot, not of something else.
+	if sig := crashing.Signaled(); sig != syscall.SIGKILL {
+		t.Fatalf("the fault-injection operator ended with signal %d (%v), want SIGKILL from the fault point", sig, crashing.Exited())
+	}
+	faultLine := ""
+	for _, l := range strings.Split(readFrom(t, s.OpLog, logStart), "\n") {
+		if strings.Contains(l, framework.FaultPointLog) {
+			faultLine = l
+		}
+	}
+	if !strings.Contains(faultLine, ns+"/"+crash) {
+		t.Fatalf("the operator log has no fault-point line for %s/%s (last one: %q)", ns, crash, faultLine)
+	}
+	t.Logf("%s: the operator was SIGKILLed at the fault point: %s", version, faultLine)
 	mid, err := s.Flink.FlinkV1beta1().FlinkStateSnapshots(ns).Get(ctx, crash, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -307,9 +329,42 @@ func (s *suite) waitGone(t *testing.T, ns, name string, timeout time.Duration) {
 // startOperator runs the operator with the snapshot controller only, the
 // environment variables env added; it is stopped at the end of the test.
 func (s *suite) startOperator(t *testing.T, env []string) *framework.Operator {
-	p := framework.StartOperatorWithEnv(t, env, s.OperatorBinary(), s.Local.OperatorKubeconfig, s.OpLog, "--controllers=flinkstatesnapshot")
+	return s.startBinary(t, s.OperatorBinary(), env)
+}
+
+// startFaultInjectOperator is startOperator with the fault-injection build
+// and its fault point fault armed (framework.FaultEnv).
+func (s *suite) startFaultInjectOperator(t *testing.T, fault string) *framework.Operator {
+	return s.startBinary(t, s.faultBin, []string{framework.FaultEnv + "=" + fault})
+}
+
+func (s *suite) startBinary(t *testing.T, bin string, env []string) *framework.Operator {
+	p := framework.StartOperatorWithEnv(t, env, bin, s.Local.OperatorKubeconfig, s.OpLog, "--controllers=flinkstatesnapshot")
 	t.Cleanup(p.Stop)
 	return p
+}
+
+func fileSize(t *testing.T, path string) int64 {
+	fi, err := os.Stat(path)
+	if os.IsNotExist(err) {
+		return 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
+}
+
+// readFrom reads path from byte offset on.
+func readFrom(t *testing.T, path string, offset int64) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if offset > int64(len(b)) {
+		offset = 0
+	}
+	return string(b[offset:])
 }
 
 func savepointDirs(t *testing.T, dir string) []string {
