@@ -1,0 +1,56 @@
+// Package jobengine is what the FlinkDeployment (application) and
+// FlinkSessionJob controllers share about a Flink job's life: the state of
+// one sync and its single commit, the stop of a job with its state, the
+// classification of spec changes, and the event reasons. Each controller
+// embeds State in its own sync state and gives the stop protocol a small
+// JobKind adapter for what is really its own (an application tears its
+// cluster down; a session job waits for its session cluster).
+//
+// # Shape of a sync
+//
+// A controller reads its resource from the informer cache, NewState takes a
+// DeepCopy to edit (the cached object is never written to), the controller
+// observes and decides, recording errors (Fail), events (Event), idempotent
+// pre-writes (BeforeStatusWrite: snapshot resources the status will name),
+// the writes and Flink calls the new status announces (AfterStatusWrite)
+// and when to look again (RequeueWithin). Writer.Commit then runs the
+// pre-writes, writes the status at most once, emits the events (a Warning
+// per error only when status.error changes) and runs the actions. The
+// status is a write-ahead log: a crash between any two steps leaves a
+// status from which the next sync continues the same step.
+//
+// # Where each job transition happens
+//
+// reconciliationStatus.state (the write-ahead log of spec changes):
+//
+//	(none) → DEPLOYED     first deploy: deployment.firstDeploy, sessionjob.firstDeploy
+//	DEPLOYED → UPGRADING  a spec change is recorded: deployment.startUpgrade, sessionjob.startUpgrade
+//	                      (Classify says which change: ChangeUpgrade, ChangeSuspend, ChangeRedeploy, ...)
+//	UPGRADING → DEPLOYED  the new spec is deployed or settled suspended:
+//	                      deployment.continueUpgrade/deploy, sessionjob.continueUpgrade/deploy
+//
+// jobStatus.state:
+//
+//	→ RECONCILING          a deploy or submission is recorded: deployment.deploy, sessionjob.deploy
+//	→ RUNNING, FAILED, ... what Flink reports: deployment.observeJob, sessionjob.observeJob
+//	                       (an ended job's last checkpoint is recorded in the same write)
+//	→ SUSPENDED            the old job's state is recorded and it may be torn down or cancelled:
+//	                       State.StopJob → finishStop (savepoint and last-state upgrades);
+//	                       startUpgrade for stateless upgrades, resumes and savepoint redeploys;
+//	                       firstDeploy of a job created suspended; syncDeletion after a
+//	                       savepoint on deletion (stopOnDeletion)
+//
+// jobStatus.savepointInfo, the stop in flight (stop.go):
+//
+//	{triggerId, UPGRADE}       State.TriggerStop, written before the POST /stop it announces
+//	{UPGRADE, no triggerId}    a failed stop (lifecycle.MarkFailedStop): last-state follows, or a retry
+//	cleared                    finishStop (lifecycle.ClearStopTrigger)
+//
+// lifecycleState is derived in each controller's commit from the above
+// (pkg/lifecycle.State); lastStableSpec follows lastReconciledSpec once the
+// job runs, or at once for a job suspended by the user (KeepSuspendedStable).
+//
+// Still in the controllers and due to move here: snapshot planning and
+// nonce recording (snapshots.go), startUpgrade/continueUpgrade, observeJob
+// and the legacy-mode runner (pkg/controller/legacysnapshots).
+package jobengine
