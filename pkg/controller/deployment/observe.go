@@ -2,7 +2,6 @@ package deployment
 
 import (
 	"context"
-	"strconv"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -163,11 +162,8 @@ func (sc *syncState) jobObservable() bool {
 	return sc.recorded.Spec.Job != nil && !jobengine.JobSuspended(&sc.recorded.Spec)
 }
 
-// observeJob updates jobStatus from the jobs overview. A job RUNNING whose
-// tasks are not all running counts as CREATED (upstream's rule). When the
-// job ends (FAILED, CANCELED, FINISHED), the latest checkpoint or savepoint
-// is recorded in upgradeSavepointPath in the same write, so that an
-// upgrade of a failed job restarts from its last state.
+// observeJob finds the recorded job in the jobs overview and updates
+// jobStatus from it (jobengine.ObserveJob).
 func (c *Controller) observeJob(ctx context.Context, sc *syncState, jobs []flink.JobOverview) {
 	js := &sc.Obj.Status.JobStatus
 	for i := range jobs {
@@ -180,40 +176,7 @@ func (c *Controller) observeJob(ctx context.Context, sc *syncState, jobs []flink
 		sc.RequeueWithin(sc.ProgressInterval())
 		return
 	}
-	state := effectiveState(sc.Job)
-	js.JobName = sc.Job.Name
-	if sc.Job.StartTime > 0 {
-		js.StartTime = strconv.FormatInt(sc.Job.StartTime, 10)
-	}
-	if state == js.State {
-		return
-	}
-	if state.IsGloballyTerminal() && !js.State.IsGloballyTerminal() {
-		path, err := sc.LatestState(ctx)
-		switch {
-		case err != nil && flink.IsRetryable(err):
-			// Record the terminal state together with its last checkpoint
-			// or not at all: try again soon.
-			sc.Log.Info("Job ended but its checkpoints cannot be read yet", "state", state, "err", err)
-			sc.RequeueWithin(sc.ProgressInterval())
-			return
-		case err != nil:
-			sc.Fail(jobengine.ReasonUpgradeFailed, "Job %s is %s and its last state cannot be used: %v", js.JobID, state, err)
-		case path != js.UpgradeSavepointPath:
-			sc.Log.Info("Recorded the last state of the ended job", "state", state, "path", path)
-			js.UpgradeSavepointPath = path
-		}
-	}
-	typ := corev1.EventTypeNormal
-	if state == v1beta1.JobStatusFailed {
-		typ = corev1.EventTypeWarning
-	}
-	sc.Event(typ, jobengine.ReasonJobStatusChanged, "Job status changed from %s to %s", jobengine.StateOrNew(string(js.State)), state)
-	js.State = state
-	js.UpdateTime = strconv.FormatInt(sc.Now.UnixMilli(), 10)
-	if !state.IsGloballyTerminal() && state != v1beta1.JobStatusRunning {
-		sc.RequeueWithin(sc.ProgressInterval())
-	}
+	sc.ObserveJob(ctx)
 }
 
 func effectiveState(j *flink.JobOverview) v1beta1.JobStatusState { return lifecycle.EffectiveState(j) }

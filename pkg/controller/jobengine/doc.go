@@ -32,7 +32,7 @@
 // jobStatus.state:
 //
 //	→ RECONCILING          a deploy or submission is recorded: deployment.deploy, sessionjob.deploy
-//	→ RUNNING, FAILED, ... what Flink reports: deployment.observeJob, sessionjob.observeJob
+//	→ RUNNING, FAILED, ... what Flink reports: State.ObserveJob (called by both controllers' observe)
 //	                       (an ended job's last checkpoint is recorded in the same write)
 //	→ SUSPENDED            the old job's state is recorded and it may be torn down or cancelled:
 //	                       State.StopJob → finishStop (savepoint and last-state upgrades);
@@ -51,6 +51,6 @@
 // job runs, or at once for a job suspended by the user (KeepSuspendedStable).
 //
 // Still in the controllers and due to move here: snapshot planning and
-// nonce recording (snapshots.go), startUpgrade/continueUpgrade, observeJob
+// nonce recording (snapshots.go), startUpgrade/continueUpgrade
 // and the legacy-mode runner (pkg/controller/legacysnapshots).
 package jobengine

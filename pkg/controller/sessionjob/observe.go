@@ -2,9 +2,6 @@ package sessionjob
 
 import (
 	"context"
-	"strconv"
-
-	corev1 "k8s.io/api/core/v1"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
@@ -38,7 +35,7 @@ func (c *Controller) observe(ctx context.Context, sc *syncState) error {
 		}
 	}
 	if sc.jobObservable() {
-		c.observeJob(ctx, sc)
+		sc.ObserveJob(ctx)
 	}
 	return nil
 }
@@ -55,50 +52,6 @@ func (sc *syncState) jobObservable() bool {
 		return st.JobStatus.State != v1beta1.JobStatusSuspended
 	}
 	return !jobengine.JobSuspended(&sc.recorded.Spec)
-}
-
-// observeJob updates jobStatus from the jobs overview. A RUNNING job whose
-// tasks are not all running counts as CREATED (upstream's rule). When the
-// job ends, its newest checkpoint or savepoint is recorded in
-// upgradeSavepointPath in the same write, so an upgrade restarts it from
-// its last state.
-func (c *Controller) observeJob(ctx context.Context, sc *syncState) {
-	js := &sc.Obj.Status.JobStatus
-	if sc.Job == nil {
-		return // not submitted yet, or lost: reconcile decides
-	}
-	state := effectiveState(sc.Job)
-	js.JobName = sc.Job.Name
-	if sc.Job.StartTime > 0 {
-		js.StartTime = strconv.FormatInt(sc.Job.StartTime, 10)
-	}
-	if state == js.State {
-		return
-	}
-	if state.IsGloballyTerminal() && !js.State.IsGloballyTerminal() {
-		path, err := sc.LatestState(ctx)
-		switch {
-		case err != nil && flink.IsRetryable(err):
-			sc.Log.Info("Job ended but its checkpoints cannot be read yet", "state", state, "err", err)
-			sc.RequeueWithin(sc.ProgressInterval())
-			return
-		case err != nil:
-			sc.Fail(jobengine.ReasonUpgradeFailed, "Job %s is %s and its last state cannot be used: %v", js.JobID, state, err)
-		case path != js.UpgradeSavepointPath:
-			sc.Log.Info("Recorded the last state of the ended job", "state", state, "path", path)
-			js.UpgradeSavepointPath = path
-		}
-	}
-	typ := corev1.EventTypeNormal
-	if state == v1beta1.JobStatusFailed {
-		typ = corev1.EventTypeWarning
-	}
-	sc.Event(typ, jobengine.ReasonJobStatusChanged, "Job status changed from %s to %s", jobengine.StateOrNew(string(js.State)), state)
-	js.State = state
-	js.UpdateTime = strconv.FormatInt(sc.Now.UnixMilli(), 10)
-	if !state.IsGloballyTerminal() && state != v1beta1.JobStatusRunning {
-		sc.RequeueWithin(sc.ProgressInterval())
-	}
 }
 
 func effectiveState(j *flink.JobOverview) v1beta1.JobStatusState { return lifecycle.EffectiveState(j) }

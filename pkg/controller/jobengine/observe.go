@@ -1,0 +1,59 @@
+package jobengine
+
+import (
+	"context"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+
+	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/flink"
+	"github.com/flinkops/flink-operator/pkg/lifecycle"
+)
+
+// ObserveJob updates jobStatus from s.Job, the job as its JobManager
+// reports it (nil: not known; the controller decides what that means). A
+// RUNNING job whose tasks are not all running counts as CREATED
+// (upstream's rule). When the job ends (FAILED, CANCELED, FINISHED) its
+// newest checkpoint or savepoint is recorded in upgradeSavepointPath in the
+// same write, so an upgrade of an ended job restarts from its last state.
+func (s *State[T]) ObserveJob(ctx context.Context) {
+	js := s.JobStatus()
+	if s.Job == nil {
+		return
+	}
+	state := lifecycle.EffectiveState(s.Job)
+	js.JobName = s.Job.Name
+	if s.Job.StartTime > 0 {
+		js.StartTime = strconv.FormatInt(s.Job.StartTime, 10)
+	}
+	if state == js.State {
+		return
+	}
+	if state.IsGloballyTerminal() && !js.State.IsGloballyTerminal() {
+		path, err := s.LatestState(ctx)
+		switch {
+		case err != nil && flink.IsRetryable(err):
+			// Record the terminal state together with its last checkpoint
+			// or not at all: try again soon.
+			s.Log.Info("Job ended but its checkpoints cannot be read yet", "state", state, "err", err)
+			s.RequeueWithin(s.ProgressInterval())
+			return
+		case err != nil:
+			s.Fail(ReasonUpgradeFailed, "Job %s is %s and its last state cannot be used: %v", js.JobID, state, err)
+		case path != js.UpgradeSavepointPath:
+			s.Log.Info("Recorded the last state of the ended job", "state", state, "path", path)
+			js.UpgradeSavepointPath = path
+		}
+	}
+	typ := corev1.EventTypeNormal
+	if state == v1beta1.JobStatusFailed {
+		typ = corev1.EventTypeWarning
+	}
+	s.Event(typ, ReasonJobStatusChanged, "Job status changed from %s to %s", StateOrNew(string(js.State)), state)
+	js.State = state
+	js.UpdateTime = strconv.FormatInt(s.Now.UnixMilli(), 10)
+	if !state.IsGloballyTerminal() && state != v1beta1.JobStatusRunning {
+		s.RequeueWithin(s.ProgressInterval())
+	}
+}
