@@ -73,15 +73,12 @@ type Controller struct {
 	recorder record.EventRecorder
 	queue    workqueue.TypedRateLimitingInterface[string]
 
-	cfg          config.Config
-	clock        clock.WithTicker
-	jobManagers  jobmanager.Dialer
-	newTriggerID func() string
-	writer       jobengine.Writer[*v1beta1.FlinkDeployment]
+	cfg         config.Config
+	clock       clock.WithTicker
+	jobManagers jobmanager.Dialer
+	engine      *jobengine.Engine[*v1beta1.FlinkDeployment, v1beta1.FlinkDeploymentSpec]
 
-	snapshotCRDMissing bool
-	reviewKeys         review.Keys
-	legacy             *legacysnapshots.Runner
+	reviewKeys review.Keys
 }
 
 // New creates the controller and registers its event handlers: on the
@@ -115,24 +112,16 @@ func New(client clientset.Interface, kube kubernetes.Interface, caches *flinkcac
 			workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: QueueName, Clock: opts.Clock},
 		),
-		cfg:          opts.Config,
-		clock:        opts.Clock,
-		jobManagers:  jobmanager.Dialer{Endpoints: opts.Endpoints, HTTPClient: opts.HTTPClient},
-		newTriggerID: opts.NewTriggerID,
-		legacy:       legacysnapshots.NewRunner(opts.NewTriggerID),
+		cfg:         opts.Config,
+		clock:       opts.Clock,
+		jobManagers: jobmanager.Dialer{Endpoints: opts.Endpoints, HTTPClient: opts.HTTPClient},
 
-		snapshotCRDMissing: opts.SnapshotCRDMissing,
-		reviewKeys:         opts.ReviewKeys,
+		reviewKeys: opts.ReviewKeys,
 	}
-	c.writer = jobengine.Writer[*v1beta1.FlinkDeployment]{
-		Update: func(ctx context.Context, d *v1beta1.FlinkDeployment) (*v1beta1.FlinkDeployment, error) {
-			return client.FlinkV1beta1().FlinkDeployments(d.Namespace).Update(ctx, d, metav1.UpdateOptions{})
-		},
-		UpdateStatus: func(ctx context.Context, d *v1beta1.FlinkDeployment) (*v1beta1.FlinkDeployment, error) {
-			return client.FlinkV1beta1().FlinkDeployments(d.Namespace).UpdateStatus(ctx, d, metav1.UpdateOptions{})
-		},
-		Recorder: recorder,
-		Fault:    opts.FaultPoint,
+	c.engine = &jobengine.Engine[*v1beta1.FlinkDeployment, v1beta1.FlinkDeploymentSpec]{
+		Client: client, Recorder: recorder, Caches: caches, Operator: opts.Config,
+		SnapshotCRDMissing: opts.SnapshotCRDMissing, Legacy: legacysnapshots.NewRunner(opts.NewTriggerID), NewTriggerID: opts.NewTriggerID,
+		Fault: opts.FaultPoint,
 	}
 	err := caches.AddEventHandlers(flinkcache.Handlers{
 		// A snapshot of a job that turns terminal wakes the job: a periodic

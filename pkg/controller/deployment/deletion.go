@@ -37,7 +37,7 @@ func (c *Controller) syncDeletion(ctx context.Context, key string, cached *v1bet
 		return c.commit(ctx, sc)
 	}
 	onDeletion, _ := sc.Cfg.Bool(config.KeyJobSavepointOnDeletion)
-	stoppable := sc.recorded != nil && sc.recorded.Spec.Job != nil && st.JobStatus.JobID != "" &&
+	stoppable := sc.Recorded != nil && sc.Recorded.Spec.Job != nil && st.JobStatus.JobID != "" &&
 		st.JobStatus.State != v1beta1.JobStatusSuspended
 	done := true
 	if onDeletion && stoppable {
@@ -59,7 +59,7 @@ func (c *Controller) syncDeletion(ctx context.Context, key string, cached *v1bet
 	}
 	if done {
 		sc.Event(corev1.EventTypeNormal, jobengine.ReasonCleanup, "Cleaning up FlinkDeployment")
-		c.writer.RemoveFinalizer(sc.State, Finalizer)
+		c.engine.RemoveFinalizer(sc.State, Finalizer)
 	}
 	return c.commit(ctx, sc)
 }
@@ -110,7 +110,7 @@ func (c *Controller) stopOnDeletion(ctx context.Context, sc *syncState) (done bo
 // jobs (with a savepoint on deletion, if configured) through this cluster's
 // REST API. A session job's removal wakes the cluster (controller.go).
 func (c *Controller) sessionJobsBlockDeletion(sc *syncState) (bool, error) {
-	if sc.recorded == nil || sc.recorded.Spec.Job != nil {
+	if sc.Recorded == nil || sc.Recorded.Spec.Job != nil {
 		return false, nil
 	}
 	jobs, err := c.caches.SessionJobsOfCluster(sc.Obj.Namespace, sc.Obj.Name)

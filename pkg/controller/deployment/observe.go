@@ -32,7 +32,7 @@ func (c *Controller) observe(ctx context.Context, sc *syncState) error {
 	}
 	st.TaskManager = tm
 
-	if sc.recorded == nil {
+	if sc.Recorded == nil {
 		st.JobManagerDeploymentStatus = v1beta1.JobManagerMissing
 		return nil
 	}
@@ -152,14 +152,14 @@ func (c *Controller) clusterClient(sc *syncState) (*flink.Client, error) {
 // while the log says the job was stopped for an upgrade or is suspended:
 // jobStatus.state is then the operator's SUSPENDED marker.
 func (sc *syncState) jobObservable() bool {
-	if sc.recorded == nil || sc.Obj.Status.JobStatus.JobID == "" {
+	if sc.Recorded == nil || sc.Obj.Status.JobStatus.JobID == "" {
 		return false
 	}
 	st := &sc.Obj.Status
 	if st.ReconciliationStatus.State == v1beta1.ReconciliationUpgrading {
 		return st.JobStatus.State != v1beta1.JobStatusSuspended
 	}
-	return sc.recorded.Spec.Job != nil && !jobengine.JobSuspended(&sc.recorded.Spec)
+	return sc.Recorded.Spec.Job != nil && !jobengine.JobSuspended(&sc.Recorded.Spec)
 }
 
 // observeJob finds the recorded job in the jobs overview and updates

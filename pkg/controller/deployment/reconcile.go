@@ -14,7 +14,6 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/cluster"
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
-	"github.com/flinkops/flink-operator/pkg/controller/legacysnapshots"
 	"github.com/flinkops/flink-operator/pkg/controller/snapshotref"
 	"github.com/flinkops/flink-operator/pkg/lifecycle"
 )
@@ -48,7 +47,7 @@ func (c *Controller) firstDeploy(ctx context.Context, sc *syncState) error {
 	if err != nil {
 		return err
 	}
-	sc.recorded = &reconciledSpec{Spec: v.spec, Meta: reconciledMeta{APIVersion: v1beta1.SchemeGroupVersion.String(), FirstDeployment: true}}
+	sc.Recorded = &reconciledSpec{Spec: v.spec, Meta: reconciledMeta{APIVersion: v1beta1.SchemeGroupVersion.String(), FirstDeployment: true}}
 	sc.Cfg = v.cfg
 	st.ReconciliationStatus = v1beta1.ReconciliationStatus{
 		State:                   v1beta1.ReconciliationUpgrading,
@@ -68,7 +67,7 @@ func (c *Controller) firstDeploy(ctx context.Context, sc *syncState) error {
 // allows.
 func (c *Controller) startUpgrade(ctx context.Context, sc *syncState, v *validated, change jobengine.Change) error {
 	st := &sc.Obj.Status
-	old := sc.recorded
+	old := sc.Recorded
 	spec := *v.spec.DeepCopy()
 	// The manual snapshot nonces stay as they were recorded: a nonce that
 	// changed together with the rest is honoured once the new job runs.
@@ -86,11 +85,11 @@ func (c *Controller) startUpgrade(ctx context.Context, sc *syncState, v *validat
 		st.ReconciliationStatus.LastReconciledSpec = encoded
 		st.ReconciliationStatus.ReconciliationTimestamp = sc.Now.UnixMilli()
 		sc.Event(corev1.EventTypeNormal, jobengine.ReasonSpecChanged, "Spec changed while the job is suspended; it is applied when the job resumes")
-		sc.recorded = &reconciledSpec{Spec: spec, Meta: old.Meta}
+		sc.Recorded = &reconciledSpec{Spec: spec, Meta: old.Meta}
 		return nil
 	}
 
-	sc.recorded = &reconciledSpec{Spec: spec, Meta: reconciledMeta{APIVersion: old.Meta.APIVersion, FirstDeployment: wasSuspended && old.Meta.FirstDeployment}}
+	sc.Recorded = &reconciledSpec{Spec: spec, Meta: reconciledMeta{APIVersion: old.Meta.APIVersion, FirstDeployment: wasSuspended && old.Meta.FirstDeployment}}
 	sc.Cfg = v.cfg
 	st.ReconciliationStatus.State = v1beta1.ReconciliationUpgrading
 	st.ReconciliationStatus.LastReconciledSpec = encoded
@@ -99,7 +98,7 @@ func (c *Controller) startUpgrade(ctx context.Context, sc *syncState, v *validat
 	// A legacy savepoint/checkpoint in flight belongs to the job being
 	// stopped: drop it (with its failure event) before the stop reuses the
 	// trigger fields.
-	legacysnapshots.ResetTriggers(c.legacyJob(sc))
+	sc.ResetLegacyTriggers()
 
 	mode := jobengine.UpgradeMode(&spec)
 	js := &st.JobStatus
@@ -155,19 +154,19 @@ func (c *Controller) announce(sc *syncState, change jobengine.Change, mode v1bet
 // deploy the recorded spec (or settle as suspended).
 func (c *Controller) continueUpgrade(ctx context.Context, sc *syncState) error {
 	st := &sc.Obj.Status
-	if sc.recorded.Spec.Job != nil && st.JobStatus.State != v1beta1.JobStatusSuspended && st.JobStatus.JobID != "" {
+	if sc.Recorded.Spec.Job != nil && st.JobStatus.State != v1beta1.JobStatusSuspended && st.JobStatus.JobID != "" {
 		return c.stopJob(ctx, sc)
 	}
 	if c.teardown(sc) {
 		return nil
 	}
-	if jobengine.JobSuspended(&sc.recorded.Spec) {
+	if jobengine.JobSuspended(&sc.Recorded.Spec) {
 		st.ReconciliationStatus.State = v1beta1.ReconciliationDeployed
 		st.JobStatus.State = v1beta1.JobStatusSuspended
 		st.JobManagerDeploymentStatus = v1beta1.JobManagerMissing
 		st.ClusterInfo = nil
 		what := "empty state"
-		if p := st.JobStatus.UpgradeSavepointPath; p != "" && jobengine.UpgradeMode(&sc.recorded.Spec) != v1beta1.UpgradeModeStateless {
+		if p := st.JobStatus.UpgradeSavepointPath; p != "" && jobengine.UpgradeMode(&sc.Recorded.Spec) != v1beta1.UpgradeModeStateless {
 			what = p
 		}
 		sc.Event(corev1.EventTypeNormal, jobengine.ReasonSuspended, "Job suspended and its cluster deleted; resuming restores from %s", what)
@@ -184,7 +183,7 @@ func (c *Controller) continueUpgrade(ctx context.Context, sc *syncState) error {
 // by it).
 func (c *Controller) deploy(_ context.Context, sc *syncState) error {
 	st := &sc.Obj.Status
-	spec := sc.recorded.Spec
+	spec := sc.Recorded.Spec
 	jobID, restore := "", ""
 	if spec.Job != nil {
 		jobID = st.JobStatus.JobID
@@ -233,7 +232,7 @@ func (c *Controller) deploy(_ context.Context, sc *syncState) error {
 // whether it is settled.
 func (c *Controller) steady(ctx context.Context, sc *syncState) error {
 	st := &sc.Obj.Status
-	spec := sc.recorded.Spec
+	spec := sc.Recorded.Spec
 	if jobengine.JobSuspended(&spec) {
 		return nil // nothing runs; resuming is a spec change
 	}

@@ -39,8 +39,8 @@ func lifecycleOf(d *v1beta1.FlinkDeployment, recorded *reconciledSpec) v1beta1.R
 func setRunningCondition(sc *syncState) {
 	st := &sc.Obj.Status
 	cond := metav1.Condition{Type: "Running", ObservedGeneration: sc.Obj.Generation, LastTransitionTime: metav1.NewTime(sc.Now)}
-	app := sc.recorded != nil && sc.recorded.Spec.Job != nil
-	if sc.recorded == nil {
+	app := sc.Recorded != nil && sc.Recorded.Spec.Job != nil
+	if sc.Recorded == nil {
 		app = sc.Obj.Spec.Job != nil
 	}
 	if app {

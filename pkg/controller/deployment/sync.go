@@ -27,13 +27,11 @@ const (
 // syncState is one sync of one FlinkDeployment: the engine's state
 // (pkg/controller/jobengine) and what only a cluster has.
 type syncState struct {
-	*jobengine.State[*v1beta1.FlinkDeployment]
+	*jobengine.State[*v1beta1.FlinkDeployment, v1beta1.FlinkDeploymentSpec]
 
-	// recorded is lastReconciledSpec: the spec the cluster runs, or during
-	// an upgrade the spec being deployed. nil before the first deploy.
-	recorded *reconciledSpec
-	// Cfg (in the engine state) is the effective configuration of recorded
-	// (of the current spec before the first deploy).
+	// Cfg (in the engine state) is the effective configuration of Recorded,
+	// the spec the cluster runs (of the current spec before the first
+	// deploy).
 	owned ownedObjects
 
 	// refPath is the resolved spec.job.initialStateSnapshotRef of a
@@ -65,7 +63,7 @@ func (c *Controller) Sync(ctx context.Context, key string) (time.Duration, error
 	}
 	base := cached
 	if !slices.Contains(base.Finalizers, Finalizer) {
-		if base, err = c.writer.AddFinalizer(ctx, base, Finalizer); err != nil {
+		if base, err = c.engine.AddFinalizer(ctx, base, Finalizer); err != nil {
 			return 0, err
 		}
 	}
@@ -73,7 +71,7 @@ func (c *Controller) Sync(ctx context.Context, key string) (time.Duration, error
 	if err != nil {
 		return 0, err
 	}
-	c.warnSnapshotCRDMissing(sc)
+	sc.WarnSnapshotCRDMissing()
 	if err := c.observe(ctx, sc); err != nil {
 		return 0, err
 	}
@@ -84,15 +82,14 @@ func (c *Controller) Sync(ctx context.Context, key string) (time.Duration, error
 }
 
 func (c *Controller) newSync(ctx context.Context, key string, base *v1beta1.FlinkDeployment) (*syncState, error) {
-	sc := &syncState{State: jobengine.NewState(ctx, key, base, c.clock.Now())}
-	rec, err := decodeSpec(base.Status.ReconciliationStatus.LastReconciledSpec)
+	st, err := c.engine.NewState(ctx, key, base, c.clock.Now())
 	if err != nil {
 		return nil, err
 	}
-	sc.recorded = rec
+	sc := &syncState{State: st}
 	spec := &sc.Obj.Spec
-	if rec != nil {
-		spec = &rec.Spec
+	if sc.Recorded != nil {
+		spec = &sc.Recorded.Spec
 	}
 	if sc.Cfg, err = c.effectiveConfig(spec); err != nil {
 		// Only the operator configuration can have changed since the spec
@@ -110,16 +107,16 @@ func (c *Controller) newSync(ctx context.Context, key string, base *v1beta1.Flin
 func (c *Controller) reconcile(ctx context.Context, sc *syncState) error {
 	st := &sc.Obj.Status
 	switch {
-	case sc.recorded == nil:
+	case sc.Recorded == nil:
 		return c.firstDeploy(ctx, sc)
 	case st.ReconciliationStatus.State == v1beta1.ReconciliationUpgrading:
 		// Finish what the log says was started, with the recorded spec;
 		// a newer spec is applied once this upgrade is done.
 		return c.continueUpgrade(ctx, sc)
 	}
-	change := jobengine.Classify(sc.recorded.Spec, sc.Obj.Spec)
+	change := jobengine.Classify(sc.Recorded.Spec, sc.Obj.Spec)
 	if change != jobengine.ChangeNone {
-		v, err := c.validate(sc.Obj, sc.Obj.Spec, sc.recorded)
+		v, err := c.validate(sc.Obj, sc.Obj.Spec, sc.Recorded)
 		switch {
 		case err != nil:
 			// A bad spec is reported; the last good deployment keeps running.
@@ -169,8 +166,8 @@ func (c *Controller) upgradeWaitsForSavepoint(sc *syncState, v *validated, chang
 // which writes it once.
 func (c *Controller) commit(ctx context.Context, sc *syncState) (time.Duration, error) {
 	sc.SetError()
-	jobengine.KeepSuspendedStable(&sc.Obj.Status.ReconciliationStatus, sc.recorded != nil && jobengine.JobSuspended(&sc.recorded.Spec))
-	sc.Obj.Status.LifecycleState = lifecycleOf(sc.Obj, sc.recorded)
+	jobengine.KeepSuspendedStable(&sc.Obj.Status.ReconciliationStatus, sc.Recorded != nil && jobengine.JobSuspended(&sc.Recorded.Spec))
+	sc.Obj.Status.LifecycleState = lifecycleOf(sc.Obj, sc.Recorded)
 	setRunningCondition(sc)
-	return c.writer.Commit(ctx, sc.State)
+	return c.engine.Commit(ctx, sc.State)
 }

@@ -32,15 +32,10 @@ type deploymentJob struct {
 	sc *syncState
 }
 
-func (k deploymentJob) UpgradeMode() v1beta1.UpgradeMode {
-	return jobengine.UpgradeMode(&k.sc.recorded.Spec)
-}
-func (k deploymentJob) Starting() bool              { return k.c.jobStarting(k.sc) }
-func (k deploymentJob) NeverRan() bool              { return neverRan(k.sc) }
-func (k deploymentJob) Describe() string            { return describeJob(k.sc) }
-func (k deploymentJob) Unreachable() (bool, bool)   { return false, false }
-func (k deploymentJob) NewTriggerID() string        { return k.c.newTriggerID() }
-func (k deploymentJob) UpgradeSnapshotPath() string { return k.c.upgradeSnapshotPath(k.sc) }
+func (k deploymentJob) Starting() bool            { return k.c.jobStarting(k.sc) }
+func (k deploymentJob) NeverRan() bool            { return neverRan(k.sc) }
+func (k deploymentJob) Describe() string          { return describeJob(k.sc) }
+func (k deploymentJob) Unreachable() (bool, bool) { return false, false }
 
 // CancelKeepsState: a job whose checkpoints a cancel would delete is
 // stopped by tearing its cluster down instead.
@@ -49,25 +44,6 @@ func (k deploymentJob) CancelKeepsState() bool {
 }
 
 func (k deploymentJob) Stopped() { k.c.teardown(k.sc) }
-
-func (k deploymentJob) RecordUpgradeSnapshot(path string, triggered int64) (bool, error) {
-	return k.c.recordUpgradeSnapshot(k.sc, path, triggered)
-}
-
-// recordUpgradeSnapshot records the savepoint of a stop as an UPGRADE
-// FlinkStateSnapshot, created before the status that refers to it; false
-// without snapshot resources.
-func (c *Controller) recordUpgradeSnapshot(sc *syncState, path string, triggered int64) (bool, error) {
-	if !c.snapshotResources(sc) {
-		return false, nil
-	}
-	snap, err := c.upgradeSnapshot(sc, path, triggered)
-	if err != nil {
-		return false, fmt.Errorf("recording the savepoint %s of job %s: %w", path, sc.Obj.Status.JobStatus.JobID, err)
-	}
-	c.createSnapshot(sc, snap)
-	return true, nil
-}
 
 // neverRan: the job was never seen since its deploy and its JobManager has
 // no ready pod, so as far as the operator can tell it never ran and still
@@ -144,7 +120,7 @@ func (c *Controller) teardown(sc *syncState) bool {
 			return nil
 		})
 	}
-	if waiting && haEnabled(sc.Cfg) && jobengine.UpgradeMode(&sc.recorded.Spec) != v1beta1.UpgradeModeLastState {
+	if waiting && haEnabled(sc.Cfg) && jobengine.UpgradeMode(&sc.Recorded.Spec) != v1beta1.UpgradeModeLastState {
 		selector := labels.SelectorFromSet(labels.Set{"app": sc.Obj.Name, "configmap-type": "high-availability"}).String()
 		sc.AfterStatusWrite("delete HA ConfigMaps", func(ctx context.Context) error {
 			err := c.kube.CoreV1().ConfigMaps(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: selector})

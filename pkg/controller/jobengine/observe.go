@@ -17,7 +17,7 @@ import (
 // (upstream's rule). When the job ends (FAILED, CANCELED, FINISHED) its
 // newest checkpoint or savepoint is recorded in upgradeSavepointPath in the
 // same write, so an upgrade of an ended job restarts from its last state.
-func (s *State[T]) ObserveJob(ctx context.Context) {
+func (s *State[T, S]) ObserveJob(ctx context.Context) {
 	js := s.JobStatus()
 	if s.Job == nil {
 		return

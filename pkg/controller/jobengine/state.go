@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	flinkcache "github.com/flinkops/flink-operator/pkg/cache"
+	clientset "github.com/flinkops/flink-operator/pkg/generated/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -17,7 +19,9 @@ import (
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/controller/legacysnapshots"
 	"github.com/flinkops/flink-operator/pkg/flink"
+	"github.com/flinkops/flink-operator/pkg/lifecycle"
 )
 
 // Object is a resource that runs a Flink job: a FlinkDeployment (an
@@ -54,7 +58,9 @@ func StatusOf[T Object](o T) Status {
 // State is one sync of one job resource: what was read, what the status
 // becomes, and the writes to make around the status write. A controller
 // embeds it in its own sync state with what is only its own.
-type State[T Object] struct {
+type State[T Object, S Spec] struct {
+	e *Engine[T, S]
+
 	Key  string
 	Base T // what the API server has (the informer cache's object)
 	Obj  T // a DeepCopy whose status this sync edits
@@ -62,6 +68,9 @@ type State[T Object] struct {
 	Log  klog.Logger
 	// Cfg is the job's effective configuration.
 	Cfg config.Config
+	// Recorded is lastReconciledSpec: the spec the job runs, or during an
+	// upgrade the spec being deployed. nil before the first deploy.
+	Recorded *lifecycle.Reconciled[S]
 
 	// Observation of the job through its JobManager.
 	Client *flink.Client      // set when the JobManager answered
@@ -83,48 +92,52 @@ type action struct {
 	run  func(ctx context.Context) error
 }
 
-// NewState starts a sync of base at now.
-func NewState[T Object](ctx context.Context, key string, base T, now time.Time) *State[T] {
-	return &State[T]{Key: key, Base: base, Obj: base.DeepCopyObject().(T), Now: now, Log: klog.FromContext(ctx)}
+// NewState starts a sync of base at now, decoding its lastReconciledSpec.
+func (e *Engine[T, S]) NewState(ctx context.Context, key string, base T, now time.Time) (*State[T, S], error) {
+	rec, err := lifecycle.Decode[S](StatusOf(base).Reconciliation.LastReconciledSpec)
+	if err != nil {
+		return nil, err
+	}
+	return &State[T, S]{e: e, Key: key, Base: base, Obj: base.DeepCopyObject().(T), Now: now, Log: klog.FromContext(ctx), Recorded: rec}, nil
 }
 
 // Status is the status this sync edits.
-func (s *State[T]) Status() Status { return StatusOf(s.Obj) }
+func (s *State[T, S]) Status() Status { return StatusOf(s.Obj) }
 
 // JobStatus is the job status this sync edits.
-func (s *State[T]) JobStatus() *v1beta1.JobStatus { return StatusOf(s.Obj).Job }
+func (s *State[T, S]) JobStatus() *v1beta1.JobStatus { return StatusOf(s.Obj).Job }
 
 // Fail records an error for status.error; its Warning event is emitted only
 // when status.error changes, so a persisting error is not repeated.
-func (s *State[T]) Fail(reason, format string, args ...any) {
+func (s *State[T, S]) Fail(reason, format string, args ...any) {
 	s.errs = append(s.errs, syncError{reason, fmt.Sprintf(format, args...)})
 }
 
 // KeepError keeps status.error as the last sync wrote it (a failure being
 // waited out), without a new event.
-func (s *State[T]) KeepError(reason string) {
+func (s *State[T, S]) KeepError(reason string) {
 	if prev := *StatusOf(s.Base).Error; prev != "" {
 		s.errs = append(s.errs, syncError{reason, prev})
 	}
 }
 
 // Failed reports whether this sync recorded an error.
-func (s *State[T]) Failed() bool { return len(s.errs) > 0 }
+func (s *State[T, S]) Failed() bool { return len(s.errs) > 0 }
 
 // Event queues an event, emitted after the status write.
-func (s *State[T]) Event(typ, reason, format string, args ...any) {
+func (s *State[T, S]) Event(typ, reason, format string, args ...any) {
 	s.events = append(s.events, event{typ, reason, fmt.Sprintf(format, args...)})
 }
 
 // RequeueWithin asks for the next sync within d (the earliest request wins).
-func (s *State[T]) RequeueWithin(d time.Duration) {
+func (s *State[T, S]) RequeueWithin(d time.Duration) {
 	if d > 0 && (s.requeue == 0 || d < s.requeue) {
 		s.requeue = d
 	}
 }
 
 // RequeueNoLaterThan caps a requested requeue at d (a deadline coming).
-func (s *State[T]) RequeueNoLaterThan(d time.Duration) {
+func (s *State[T, S]) RequeueNoLaterThan(d time.Duration) {
 	if s.requeue > d {
 		s.requeue = d
 	}
@@ -132,25 +145,25 @@ func (s *State[T]) RequeueNoLaterThan(d time.Duration) {
 
 // NoRequeue drops the requests to look again: the next sync comes from a
 // change of the resource (a finalizer removed, a cluster created).
-func (s *State[T]) NoRequeue() { s.requeue = 0 }
+func (s *State[T, S]) NoRequeue() { s.requeue = 0 }
 
 // ClearErrors drops this sync's errors (a deleted job's no longer matter).
-func (s *State[T]) ClearErrors() { s.errs = nil }
+func (s *State[T, S]) ClearErrors() { s.errs = nil }
 
 // AfterStatusWrite queues a write or Flink call that the status announces:
 // it runs only once the status is recorded.
-func (s *State[T]) AfterStatusWrite(name string, run func(ctx context.Context) error) {
+func (s *State[T, S]) AfterStatusWrite(name string, run func(ctx context.Context) error) {
 	s.post = append(s.post, action{name, run})
 }
 
 // BeforeStatusWrite queues an idempotent write that the status refers to
 // (a snapshot resource): it runs before the status write.
-func (s *State[T]) BeforeStatusWrite(name string, run func(ctx context.Context) error) {
+func (s *State[T, S]) BeforeStatusWrite(name string, run func(ctx context.Context) error) {
 	s.pre = append(s.pre, action{name, run})
 }
 
 // ProgressInterval is how soon to look again while something is changing.
-func (s *State[T]) ProgressInterval() time.Duration {
+func (s *State[T, S]) ProgressInterval() time.Duration {
 	d, err := s.Cfg.Duration(config.KeyProgressCheckInterval)
 	if err != nil || d <= 0 {
 		return 10 * time.Second
@@ -159,7 +172,7 @@ func (s *State[T]) ProgressInterval() time.Duration {
 }
 
 // ReconcileInterval is how soon to look again when all is well.
-func (s *State[T]) ReconcileInterval() time.Duration {
+func (s *State[T, S]) ReconcileInterval() time.Duration {
 	d, err := s.Cfg.Duration(config.KeyReconcileInterval)
 	if err != nil || d <= 0 {
 		return time.Minute
@@ -169,7 +182,7 @@ func (s *State[T]) ReconcileInterval() time.Duration {
 
 // SetError joins this sync's errors into status.error. The controller
 // calls it before deriving what depends on the error (lifecycle state).
-func (s *State[T]) SetError() {
+func (s *State[T, S]) SetError() {
 	msgs := make([]string, 0, len(s.errs))
 	for _, e := range s.errs {
 		msgs = append(msgs, e.msg)
@@ -186,13 +199,19 @@ func KeepSuspendedStable(rs *v1beta1.ReconciliationStatus, recordedSuspended boo
 	}
 }
 
-// Writer commits a sync: its clients, recorder and test hook.
-type Writer[T Object] struct {
-	// Update writes the object (metadata: finalizers), UpdateStatus its
-	// status subresource.
-	Update       func(ctx context.Context, o T) (T, error)
-	UpdateStatus func(ctx context.Context, o T) (T, error)
-	Recorder     record.EventRecorder
+// Engine is one controller's use of the engine: its clients, caches,
+// operator-wide configuration and test hook.
+type Engine[T Object, S Spec] struct {
+	Client   clientset.Interface
+	Recorder record.EventRecorder
+	Caches   *flinkcache.Caches
+	// Operator is the operator-wide configuration.
+	Operator config.Config
+	// SnapshotCRDMissing: the FlinkStateSnapshot CRD is not installed
+	// (legacy mode for every job).
+	SnapshotCRDMissing bool
+	Legacy             *legacysnapshots.Runner
+	NewTriggerID       func() string
 	// Fault, when set (tests only), is called at every point where a crash
 	// must be survivable.
 	Fault func(key, point string)
@@ -203,7 +222,7 @@ type Writer[T Object] struct {
 // (snapshot resources) come first: they are idempotent, and a status that
 // refers to them must not exist without them. The controller has called
 // SetError and derived the rest of the status.
-func (w Writer[T]) Commit(ctx context.Context, s *State[T]) (time.Duration, error) {
+func (w *Engine[T, S]) Commit(ctx context.Context, s *State[T, S]) (time.Duration, error) {
 	for _, a := range s.pre {
 		if err := a.run(ctx); err != nil {
 			return 0, err
@@ -214,7 +233,7 @@ func (w Writer[T]) Commit(ctx context.Context, s *State[T]) (time.Duration, erro
 	if !equality.Semantic.DeepEqual(statusValue(s.Base), statusValue(s.Obj)) {
 		toWrite := s.Base.DeepCopyObject().(T)
 		setStatus(toWrite, s.Obj)
-		written, err := w.UpdateStatus(ctx, toWrite)
+		written, err := w.updateStatus(ctx, toWrite)
 		if err != nil {
 			return 0, fmt.Errorf("updating status of %s %s: %w", kindOf(s.Obj), s.Key, err)
 		}
@@ -245,10 +264,10 @@ func (w Writer[T]) Commit(ctx context.Context, s *State[T]) (time.Duration, erro
 
 // AddFinalizer writes finalizer onto o (the cached object) and returns
 // what was written.
-func (w Writer[T]) AddFinalizer(ctx context.Context, o T, finalizer string) (T, error) {
+func (w *Engine[T, S]) AddFinalizer(ctx context.Context, o T, finalizer string) (T, error) {
 	toWrite := o.DeepCopyObject().(T)
 	toWrite.SetFinalizers(append(toWrite.GetFinalizers(), finalizer))
-	written, err := w.Update(ctx, toWrite)
+	written, err := w.update(ctx, toWrite)
 	if err != nil {
 		return written, fmt.Errorf("adding finalizer to %s %s/%s: %w", kindOf(o), o.GetNamespace(), o.GetName(), err)
 	}
@@ -257,11 +276,11 @@ func (w Writer[T]) AddFinalizer(ctx context.Context, o T, finalizer string) (T, 
 
 // RemoveFinalizer queues the removal of finalizer after the status write:
 // the object may then go.
-func (w Writer[T]) RemoveFinalizer(s *State[T], finalizer string) {
+func (w *Engine[T, S]) RemoveFinalizer(s *State[T, S], finalizer string) {
 	s.AfterStatusWrite("remove finalizer", func(ctx context.Context) error {
 		toWrite := s.Base.DeepCopyObject().(T)
 		toWrite.SetFinalizers(slices.DeleteFunc(toWrite.GetFinalizers(), func(f string) bool { return f == finalizer }))
-		if _, err := w.Update(ctx, toWrite); err != nil {
+		if _, err := w.update(ctx, toWrite); err != nil {
 			return fmt.Errorf("removing finalizer of %s %s: %w", kindOf(s.Obj), s.Key, err)
 		}
 		return nil
@@ -269,7 +288,7 @@ func (w Writer[T]) RemoveFinalizer(s *State[T], finalizer string) {
 	s.NoRequeue()
 }
 
-func (w Writer[T]) fault(key, point string) {
+func (w *Engine[T, S]) fault(key, point string) {
 	if w.Fault != nil {
 		w.Fault(key, point)
 	}
@@ -308,4 +327,28 @@ func StateOrNew(s string) string {
 		return "NEW"
 	}
 	return s
+}
+
+func (w *Engine[T, S]) update(ctx context.Context, o T) (T, error) {
+	var written any
+	var err error
+	switch o := any(o).(type) {
+	case *v1beta1.FlinkDeployment:
+		written, err = w.Client.FlinkV1beta1().FlinkDeployments(o.Namespace).Update(ctx, o, metav1.UpdateOptions{})
+	case *v1beta1.FlinkSessionJob:
+		written, err = w.Client.FlinkV1beta1().FlinkSessionJobs(o.Namespace).Update(ctx, o, metav1.UpdateOptions{})
+	}
+	return written.(T), err
+}
+
+func (w *Engine[T, S]) updateStatus(ctx context.Context, o T) (T, error) {
+	var written any
+	var err error
+	switch o := any(o).(type) {
+	case *v1beta1.FlinkDeployment:
+		written, err = w.Client.FlinkV1beta1().FlinkDeployments(o.Namespace).UpdateStatus(ctx, o, metav1.UpdateOptions{})
+	case *v1beta1.FlinkSessionJob:
+		written, err = w.Client.FlinkV1beta1().FlinkSessionJobs(o.Namespace).UpdateStatus(ctx, o, metav1.UpdateOptions{})
+	}
+	return written.(T), err
 }

@@ -10,7 +10,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
+
+	"github.com/flinkops/flink-operator/pkg/generated/clientset/versioned/fake"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 )
@@ -142,12 +145,12 @@ func TestCommit(t *testing.T) {
 		{"FlinkDeployment", func(t *testing.T, tc commitCase, j *journal) (time.Duration, error, string) {
 			d := &v1beta1.FlinkDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}}
 			d.Status.Error = tc.prevError
-			return runCommit(t, d, tc, j)
+			return runCommit[*v1beta1.FlinkDeployment, v1beta1.FlinkDeploymentSpec](t, d, tc, j)
 		}},
 		{"FlinkSessionJob", func(t *testing.T, tc commitCase, j *journal) (time.Duration, error, string) {
 			sj := &v1beta1.FlinkSessionJob{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}}
 			sj.Status.Error = tc.prevError
-			return runCommit(t, sj, tc, j)
+			return runCommit[*v1beta1.FlinkSessionJob, v1beta1.FlinkSessionJobSpec](t, sj, tc, j)
 		}},
 	}
 	for _, kind := range kinds {
@@ -175,26 +178,33 @@ func TestCommit(t *testing.T) {
 	}
 }
 
-func runCommit[T Object](t *testing.T, base T, tc commitCase, j *journal) (time.Duration, error, string) {
+func runCommit[T Object, S Spec](t *testing.T, base T, tc commitCase, j *journal) (time.Duration, error, string) {
 	t.Helper()
+	client := fake.NewSimpleClientset(base.DeepCopyObject())
 	var written T
-	w := Writer[T]{
-		UpdateStatus: func(_ context.Context, o T) (T, error) {
-			j.add("status")
-			if tc.writeErr != nil {
-				return o, tc.writeErr
-			}
-			written = o
-			return o, nil
-		},
-		Fault: func(_, point string) { j.add("fault " + point) },
+	client.PrependReactor("update", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "status" {
+			return false, nil, nil
+		}
+		j.add("status")
+		if tc.writeErr != nil {
+			return true, nil, tc.writeErr
+		}
+		written = a.(k8stesting.UpdateAction).GetObject().(T)
+		return false, nil, nil
+	})
+	e := &Engine[T, S]{
+		Client:   client,
+		Recorder: journalRecorder{record.NewFakeRecorder(10), j}, // events are journalled as received
+		Fault:    func(_, point string) { j.add("fault " + point) },
 	}
-	// Events are journalled as the recorder receives them.
-	w.Recorder = journalRecorder{record.NewFakeRecorder(10), j}
-	s := NewState(context.Background(), "ns/a", base, now)
+	s, err := e.NewState(context.Background(), "ns/a", base, now)
+	if err != nil {
+		t.Fatal(err)
+	}
 	tc.edit(s)
 	s.SetError()
-	requeue, err := w.Commit(context.Background(), s)
+	requeue, err := e.Commit(context.Background(), s)
 	if err == nil && any(written) != any(T(nil)) {
 		if got := *StatusOf(written).Error; got != *s.Status().Error {
 			t.Errorf("written status.error %q differs from the sync's %q", got, *s.Status().Error)

@@ -30,8 +30,6 @@ import (
 // JobKind is what the stop protocol needs from the controller of one kind,
 // bound to one sync.
 type JobKind interface {
-	// UpgradeMode is the recorded spec's upgrade mode.
-	UpgradeMode() v1beta1.UpgradeMode
 	// Starting: the cluster or the job is still coming up after its
 	// deploy; a savepoint stop waits for it rather than falling back.
 	Starting() bool
@@ -49,15 +47,6 @@ type JobKind interface {
 	// Stopped is called once the job's state is recorded (the teardown of
 	// an application cluster follows).
 	Stopped()
-	// RecordUpgradeSnapshot records the savepoint of a stop as an UPGRADE
-	// FlinkStateSnapshot written before the status; false without snapshot
-	// resources (legacy mode: savepointInfo).
-	RecordUpgradeSnapshot(path string, triggered int64) (bool, error)
-	// UpgradeSnapshotPath is the path of the UPGRADE snapshot already
-	// recorded for the stop in flight ("" if none).
-	UpgradeSnapshotPath() string
-	// NewTriggerID chooses the trigger id of a new stop-with-savepoint.
-	NewTriggerID() string
 }
 
 // ErrSavepointLost: the job finished after a stop-with-savepoint but Flink
@@ -70,7 +59,7 @@ const RetryFailed = time.Minute
 // StopJob takes the next step in stopping the job with its state
 // (upgrade modes savepoint and last-state). stopped reports that the
 // state is recorded and the job marked SUSPENDED.
-func (s *State[T]) StopJob(ctx context.Context, k JobKind) (stopped bool, err error) {
+func (s *State[T, S]) StopJob(ctx context.Context, k JobKind) (stopped bool, err error) {
 	js := s.JobStatus()
 	info := js.SavepointInfo
 	if info != nil && info.TriggerType == v1beta1.SnapshotTriggerUpgrade && info.TriggerID != "" {
@@ -83,7 +72,7 @@ func (s *State[T]) StopJob(ctx context.Context, k JobKind) (stopped bool, err er
 		return stopped, nil
 	}
 	failedAttempt := info != nil && info.TriggerType == v1beta1.SnapshotTriggerUpgrade && info.TriggerID == ""
-	if k.UpgradeMode() != v1beta1.UpgradeModeSavepoint {
+	if UpgradeMode(&s.Recorded.Spec) != v1beta1.UpgradeModeSavepoint {
 		return s.stopLastState(ctx, k), nil
 	}
 	fallback, err := s.Cfg.Bool(config.KeyJobUpgradeLastStateFallbackEnabled)
@@ -130,7 +119,7 @@ func (s *State[T]) StopJob(ctx context.Context, k JobKind) (stopped bool, err er
 
 // JobHealthy: the JobManager answers and the job runs on all its tasks,
 // the condition for a savepoint.
-func (s *State[T]) JobHealthy() bool {
+func (s *State[T, S]) JobHealthy() bool {
 	return s.Client != nil && s.Job != nil && lifecycle.EffectiveState(s.Job) == v1beta1.JobStatusRunning
 }
 
@@ -138,13 +127,13 @@ func (s *State[T]) JobHealthy() bool {
 // and sends it once the record is written: Flink treats a repeated trigger
 // id as the same request, so a crash on either side of the POST resumes
 // this same operation.
-func (s *State[T]) TriggerStop(k JobKind) {
+func (s *State[T, S]) TriggerStop(k JobKind) {
 	js := s.JobStatus()
 	ts := s.Now.UnixMilli()
 	if js.SavepointInfo == nil {
 		js.SavepointInfo = &v1beta1.SavepointInfo{}
 	}
-	js.SavepointInfo.TriggerID = k.NewTriggerID()
+	js.SavepointInfo.TriggerID = s.e.NewTriggerID()
 	js.SavepointInfo.TriggerTimestamp = &ts
 	js.SavepointInfo.TriggerType = v1beta1.SnapshotTriggerUpgrade
 	js.SavepointInfo.FormatType = v1beta1.SavepointFormatType(lifecycle.SavepointFormat(s.Cfg))
@@ -155,7 +144,7 @@ func (s *State[T]) TriggerStop(k JobKind) {
 
 // postStop queues the POST /jobs/{id}/stop. Its failure is not an error:
 // the next poll asks Flink by trigger id and re-sends it if unknown.
-func (s *State[T]) postStop(jobID, triggerID string) {
+func (s *State[T, S]) postStop(jobID, triggerID string) {
 	client, cfg, log := s.Client, s.Cfg, s.Log
 	dir, _ := config.SavepointDir(cfg)
 	req := flink.StopRequest{TargetDirectory: dir, FormatType: flink.SavepointFormatType(lifecycle.SavepointFormat(cfg)), TriggerID: triggerID}
@@ -174,7 +163,7 @@ func (s *State[T]) postStop(jobID, triggerID string) {
 }
 
 // pollStop follows the stop-with-savepoint recorded in status.
-func (s *State[T]) pollStop(ctx context.Context, k JobKind) (bool, error) {
+func (s *State[T, S]) pollStop(ctx context.Context, k JobKind) (bool, error) {
 	o := s.CheckStop(ctx, k)
 	js := s.JobStatus()
 	switch {
@@ -201,12 +190,12 @@ func (s *State[T]) pollStop(ctx context.Context, k JobKind) (bool, error) {
 // the job's checkpoint timeout; it schedules the next poll while pending
 // and re-sends the same stop when Flink forgot an id the running job never
 // acted on.
-func (s *State[T]) CheckStop(ctx context.Context, k JobKind) StopOutcome {
+func (s *State[T, S]) CheckStop(ctx context.Context, k JobKind) StopOutcome {
 	js := s.JobStatus()
 	q := StopQuery{
 		Client: s.Client, JobID: js.JobID, TriggerID: js.SavepointInfo.TriggerID,
 		Triggered: time.UnixMilli(deref(js.SavepointInfo.TriggerTimestamp)), Now: s.Now,
-		Timeout: lifecycle.StopTimeout(s.Cfg), Recorded: k.UpgradeSnapshotPath(),
+		Timeout: lifecycle.StopTimeout(s.Cfg), Recorded: s.upgradeSnapshotPath(),
 	}
 	if s.Job != nil {
 		q.JobState = lifecycle.EffectiveState(s.Job)
@@ -226,10 +215,10 @@ func (s *State[T]) CheckStop(ctx context.Context, k JobKind) StopOutcome {
 // FlinkStateSnapshot (written before the status, adopted if it exists
 // already) or, in legacy mode, savepointInfo. The caller records
 // upgradeSavepointPath in the same status write.
-func (s *State[T]) RecordSavepoint(k JobKind, path string) error {
+func (s *State[T, S]) RecordSavepoint(k JobKind, path string) error {
 	js := s.JobStatus()
 	info := js.SavepointInfo
-	recorded, err := k.RecordUpgradeSnapshot(path, deref(info.TriggerTimestamp))
+	recorded, err := s.recordUpgradeSnapshot(path, deref(info.TriggerTimestamp))
 	if err != nil {
 		return err
 	}
@@ -244,7 +233,7 @@ func (s *State[T]) RecordSavepoint(k JobKind, path string) error {
 // stopFailed ends a failed stop-with-savepoint: the job is stopped by
 // last-state instead, or, with the fallback disabled, it keeps running and
 // the stop is retried later.
-func (s *State[T]) stopFailed(ctx context.Context, k JobKind, msg string) bool {
+func (s *State[T, S]) stopFailed(ctx context.Context, k JobKind, msg string) bool {
 	js := s.JobStatus()
 	s.Log.Info("Stop-with-savepoint failed", "jobId", js.JobID, "triggerId", js.SavepointInfo.TriggerID, "reason", msg)
 	lifecycle.MarkFailedStop(js, s.Now)
@@ -265,7 +254,7 @@ func (s *State[T]) stopFailed(ctx context.Context, k JobKind, msg string) bool {
 // earlier is trusted; otherwise the stop ends in "manual restore required"
 // and nothing is stopped: a job is never silently restarted from empty or
 // older state.
-func (s *State[T]) stopLastState(ctx context.Context, k JobKind) bool {
+func (s *State[T, S]) stopLastState(ctx context.Context, k JobKind) bool {
 	js := s.JobStatus()
 	if s.Client != nil && s.Job != nil {
 		if !lifecycle.EffectiveState(s.Job).IsGloballyTerminal() && k.CancelKeepsState() {
@@ -304,7 +293,7 @@ func (s *State[T]) stopLastState(ctx context.Context, k JobKind) bool {
 // started from (upgradeSavepointPath, "" for empty state). Call it only
 // when the job cannot take another checkpoint (ended), or as a best-effort
 // early record.
-func (s *State[T]) LatestState(ctx context.Context) (string, error) {
+func (s *State[T, S]) LatestState(ctx context.Context) (string, error) {
 	js := s.JobStatus()
 	stats, err := s.Client.Checkpoints(ctx, js.JobID)
 	switch {
@@ -318,7 +307,7 @@ func (s *State[T]) LatestState(ctx context.Context) (string, error) {
 
 // Cancel queues PATCH /jobs/{id}?mode=cancel; the job's end is observed by
 // a later sync.
-func (s *State[T]) Cancel() {
+func (s *State[T, S]) Cancel() {
 	client, jobID, log := s.Client, s.JobStatus().JobID, s.Log
 	s.AfterStatusWrite("cancel job", func(ctx context.Context) error {
 		err := client.CancelJob(ctx, jobID)
@@ -333,7 +322,7 @@ func (s *State[T]) Cancel() {
 }
 
 // finishStop records the state to restart from and marks the job stopped.
-func (s *State[T]) finishStop(k JobKind, path string) {
+func (s *State[T, S]) finishStop(k JobKind, path string) {
 	js := s.JobStatus()
 	js.UpgradeSavepointPath = path
 	js.State = v1beta1.JobStatusSuspended

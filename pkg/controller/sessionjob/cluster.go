@@ -24,16 +24,16 @@ const (
 // once deployed (spec.deploymentName is immutable; a changed one is
 // reported, not followed).
 func (sc *syncState) deploymentName() string {
-	if sc.recorded != nil && sc.recorded.Spec.DeploymentName != "" {
-		return sc.recorded.Spec.DeploymentName
+	if sc.Recorded != nil && sc.Recorded.Spec.DeploymentName != "" {
+		return sc.Recorded.Spec.DeploymentName
 	}
 	return sc.Obj.Spec.DeploymentName
 }
 
 // jobSpecForConfig is the spec whose flinkConfiguration applies now.
 func (sc *syncState) specForConfig() *v1beta1.FlinkSessionJobSpec {
-	if sc.recorded != nil {
-		return &sc.recorded.Spec
+	if sc.Recorded != nil {
+		return &sc.Recorded.Spec
 	}
 	return &sc.Obj.Spec
 }

@@ -6,8 +6,6 @@ import (
 	"sync"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -95,13 +93,10 @@ type Controller struct {
 	jobManagers    jobmanager.Lookup
 	dialer         jobmanager.Dialer
 	artifactClient *http.Client
-	newTriggerID   func() string
 	faultPoint     func(key, point string)
-	writer         jobengine.Writer[*v1beta1.FlinkSessionJob]
+	engine         *jobengine.Engine[*v1beta1.FlinkSessionJob, v1beta1.FlinkSessionJobSpec]
 
-	snapshotCRDMissing bool
-	reviewKeys         review.Keys
-	legacy             *legacysnapshots.Runner
+	reviewKeys review.Keys
 	// submissions are the background jar submissions (submissions.go).
 	submissions *submissions
 	// clusterMisses counts consecutive syncs of a key that found no usable
@@ -148,27 +143,19 @@ func New(client clientset.Interface, caches *flinkcache.Caches, recorder record.
 			workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: QueueName, Clock: opts.Clock},
 		),
-		cfg:                opts.Config,
-		clock:              opts.Clock,
-		jobManagers:        opts.JobManagers,
-		dialer:             jobmanager.Dialer{Endpoints: opts.Endpoints, HTTPClient: opts.HTTPClient},
-		artifactClient:     opts.ArtifactClient,
-		newTriggerID:       opts.NewTriggerID,
-		faultPoint:         opts.FaultPoint,
-		snapshotCRDMissing: opts.SnapshotCRDMissing,
-		reviewKeys:         opts.ReviewKeys,
-		legacy:             legacysnapshots.NewRunner(opts.NewTriggerID),
-		submissions:        newSubmissions(opts.MaxConcurrentSubmissions, opts.MaxJarBytes, opts.JarDir),
+		cfg:            opts.Config,
+		clock:          opts.Clock,
+		jobManagers:    opts.JobManagers,
+		dialer:         jobmanager.Dialer{Endpoints: opts.Endpoints, HTTPClient: opts.HTTPClient},
+		artifactClient: opts.ArtifactClient,
+		faultPoint:     opts.FaultPoint,
+		reviewKeys:     opts.ReviewKeys,
+		submissions:    newSubmissions(opts.MaxConcurrentSubmissions, opts.MaxJarBytes, opts.JarDir),
 	}
-	c.writer = jobengine.Writer[*v1beta1.FlinkSessionJob]{
-		Update: func(ctx context.Context, j *v1beta1.FlinkSessionJob) (*v1beta1.FlinkSessionJob, error) {
-			return client.FlinkV1beta1().FlinkSessionJobs(j.Namespace).Update(ctx, j, metav1.UpdateOptions{})
-		},
-		UpdateStatus: func(ctx context.Context, j *v1beta1.FlinkSessionJob) (*v1beta1.FlinkSessionJob, error) {
-			return client.FlinkV1beta1().FlinkSessionJobs(j.Namespace).UpdateStatus(ctx, j, metav1.UpdateOptions{})
-		},
-		Recorder: recorder,
-		Fault:    opts.FaultPoint,
+	c.engine = &jobengine.Engine[*v1beta1.FlinkSessionJob, v1beta1.FlinkSessionJobSpec]{
+		Client: client, Recorder: recorder, Caches: caches, Operator: opts.Config,
+		SnapshotCRDMissing: opts.SnapshotCRDMissing, Legacy: legacysnapshots.NewRunner(opts.NewTriggerID), NewTriggerID: opts.NewTriggerID,
+		Fault: opts.FaultPoint,
 	}
 	err := caches.AddEventHandlers(flinkcache.Handlers{
 		SessionJobs: cache.ResourceEventHandlerFuncs{

@@ -50,7 +50,7 @@ func (c *Controller) syncDeletion(ctx context.Context, key string, cached *v1bet
 	sc.ClearErrors() // a deleted job's status errors no longer matter
 	if done {
 		sc.Event(corev1.EventTypeNormal, jobengine.ReasonCleanup, "Cleaning up FlinkSessionJob")
-		c.writer.RemoveFinalizer(sc.State, Finalizer)
+		c.engine.RemoveFinalizer(sc.State, Finalizer)
 	}
 	return c.commit(ctx, sc)
 }
@@ -58,7 +58,7 @@ func (c *Controller) syncDeletion(ctx context.Context, key string, cached *v1bet
 // hasCluster resolves the session cluster for a deletion; a missing one
 // means there is no job left to stop.
 func (c *Controller) hasCluster(sc *syncState) bool {
-	if sc.recorded == nil || sc.Obj.Status.JobStatus.JobID == "" {
+	if sc.Recorded == nil || sc.Obj.Status.JobStatus.JobID == "" {
 		return false
 	}
 	if !c.resolveCluster(sc) {

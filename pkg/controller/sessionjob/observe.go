@@ -45,13 +45,13 @@ func (c *Controller) observe(ctx context.Context, sc *syncState) error {
 // suspended (jobStatus.state is then the operator's SUSPENDED marker).
 func (sc *syncState) jobObservable() bool {
 	st := &sc.Obj.Status
-	if sc.recorded == nil || st.JobStatus.JobID == "" {
+	if sc.Recorded == nil || st.JobStatus.JobID == "" {
 		return false
 	}
 	if st.ReconciliationStatus.State == v1beta1.ReconciliationUpgrading {
 		return st.JobStatus.State != v1beta1.JobStatusSuspended
 	}
-	return !jobengine.JobSuspended(&sc.recorded.Spec)
+	return !jobengine.JobSuspended(&sc.Recorded.Spec)
 }
 
 func effectiveState(j *flink.JobOverview) v1beta1.JobStatusState { return lifecycle.EffectiveState(j) }

@@ -28,14 +28,14 @@ func (c *Controller) reconcile(ctx context.Context, sc *syncState) error {
 		return nil
 	}
 	switch {
-	case sc.recorded == nil:
+	case sc.Recorded == nil:
 		return c.firstDeploy(ctx, sc)
 	case st.ReconciliationStatus.State == v1beta1.ReconciliationUpgrading:
 		// Finish what the log says was started, with the recorded spec; a
 		// newer spec is applied once this upgrade is done.
 		return c.continueUpgrade(ctx, sc)
 	}
-	change := jobengine.Classify(sc.recorded.Spec, sc.Obj.Spec)
+	change := jobengine.Classify(sc.Recorded.Spec, sc.Obj.Spec)
 	st.ObservedGeneration = sc.Obj.Generation
 	if change != jobengine.ChangeNone && change != jobengine.ChangeNonces {
 		err := c.validate(sc)
@@ -110,7 +110,7 @@ func (c *Controller) firstDeploy(ctx context.Context, sc *syncState) error {
 	if err != nil {
 		return err
 	}
-	sc.recorded = &reconciledSpec{Spec: spec, Meta: reconciledMeta{APIVersion: v1beta1.SchemeGroupVersion.String(), FirstDeployment: true}}
+	sc.Recorded = &reconciledSpec{Spec: spec, Meta: reconciledMeta{APIVersion: v1beta1.SchemeGroupVersion.String(), FirstDeployment: true}}
 	st.ReconciliationStatus = v1beta1.ReconciliationStatus{
 		State:                   v1beta1.ReconciliationUpgrading,
 		LastReconciledSpec:      encoded,
@@ -126,7 +126,7 @@ func (c *Controller) firstDeploy(ctx context.Context, sc *syncState) error {
 // as far as one status write allows.
 func (c *Controller) startUpgrade(ctx context.Context, sc *syncState, change jobengine.Change) error {
 	st := &sc.Obj.Status
-	old := sc.recorded
+	old := sc.Recorded
 	spec := *sc.Obj.Spec.DeepCopy()
 	// A nonce that changed together with the rest is honoured once the new
 	// job runs.
@@ -143,10 +143,10 @@ func (c *Controller) startUpgrade(ctx context.Context, sc *syncState, change job
 		st.ReconciliationStatus.LastReconciledSpec = encoded
 		st.ReconciliationStatus.ReconciliationTimestamp = sc.Now.UnixMilli()
 		sc.Event(corev1.EventTypeNormal, jobengine.ReasonSpecChanged, "Spec changed while the job is suspended; it is applied when the job resumes")
-		sc.recorded = &reconciledSpec{Spec: spec, Meta: old.Meta}
+		sc.Recorded = &reconciledSpec{Spec: spec, Meta: old.Meta}
 		return nil
 	}
-	sc.recorded = &reconciledSpec{Spec: spec, Meta: reconciledMeta{APIVersion: old.Meta.APIVersion, FirstDeployment: wasSuspended && old.Meta.FirstDeployment}}
+	sc.Recorded = &reconciledSpec{Spec: spec, Meta: reconciledMeta{APIVersion: old.Meta.APIVersion, FirstDeployment: wasSuspended && old.Meta.FirstDeployment}}
 	if c.resolveConfig(sc) != nil {
 		return nil
 	}
@@ -157,7 +157,7 @@ func (c *Controller) startUpgrade(ctx context.Context, sc *syncState, change job
 	// A legacy savepoint/checkpoint in flight belongs to the job being
 	// stopped: drop it (with its failure event) before the stop reuses the
 	// trigger fields.
-	legacysnapshots.ResetTriggers(c.legacyJob(sc))
+	sc.ResetLegacyTriggers()
 
 	mode := jobengine.UpgradeMode(&spec)
 	js := &st.JobStatus
@@ -197,7 +197,7 @@ func (c *Controller) startUpgrade(ctx context.Context, sc *syncState, change job
 func (c *Controller) resolveConfig(sc *syncState) error {
 	cfg, err := jobmanager.EffectiveConfig(c.cfg, sc.cluster.Spec.FlinkConfiguration)
 	if err == nil {
-		cfg, err = jobmanager.EffectiveConfig(cfg, sc.recorded.Spec.FlinkConfiguration)
+		cfg, err = jobmanager.EffectiveConfig(cfg, sc.Recorded.Spec.FlinkConfiguration)
 	}
 	if err != nil {
 		sc.Fail(jobengine.ReasonValidationError, "spec.flinkConfiguration: %v", err)
@@ -223,11 +223,11 @@ func (c *Controller) continueUpgrade(ctx context.Context, sc *syncState) error {
 	if !c.ensureEnded(sc) {
 		return nil
 	}
-	if jobengine.JobSuspended(&sc.recorded.Spec) {
+	if jobengine.JobSuspended(&sc.Recorded.Spec) {
 		st.ReconciliationStatus.State = v1beta1.ReconciliationDeployed
 		st.JobStatus.State = v1beta1.JobStatusSuspended
 		what := "empty state"
-		if p := st.JobStatus.UpgradeSavepointPath; p != "" && jobengine.UpgradeMode(&sc.recorded.Spec) != v1beta1.UpgradeModeStateless {
+		if p := st.JobStatus.UpgradeSavepointPath; p != "" && jobengine.UpgradeMode(&sc.Recorded.Spec) != v1beta1.UpgradeModeStateless {
 			what = p
 		}
 		sc.Event(corev1.EventTypeNormal, jobengine.ReasonSuspended, "Job suspended; resuming restores from %s", what)
@@ -265,7 +265,7 @@ func (c *Controller) deploy(sc *syncState) {
 // runs, snapshots are planned, and the job is looked at again soon or late.
 func (c *Controller) steady(ctx context.Context, sc *syncState) error {
 	st := &sc.Obj.Status
-	spec := sc.recorded.Spec
+	spec := sc.Recorded.Spec
 	if jobengine.JobSuspended(&spec) || sc.cluster == nil {
 		return nil
 	}

@@ -2,7 +2,6 @@ package sessionjob
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
@@ -27,16 +26,11 @@ type sessionJob struct {
 	sc *syncState
 }
 
-func (k sessionJob) UpgradeMode() v1beta1.UpgradeMode {
-	return jobengine.UpgradeMode(&k.sc.recorded.Spec)
-}
-func (k sessionJob) Starting() bool              { return jobStarting(k.sc) }
-func (k sessionJob) NeverRan() bool              { return neverRan(k.sc) }
-func (k sessionJob) Describe() string            { return describeJob(k.sc) }
-func (k sessionJob) CancelKeepsState() bool      { return true }
-func (k sessionJob) Stopped()                    {}
-func (k sessionJob) NewTriggerID() string        { return k.c.newTriggerID() }
-func (k sessionJob) UpgradeSnapshotPath() string { return k.c.upgradeSnapshotPath(k.sc) }
+func (k sessionJob) Starting() bool         { return jobStarting(k.sc) }
+func (k sessionJob) NeverRan() bool         { return neverRan(k.sc) }
+func (k sessionJob) Describe() string       { return describeJob(k.sc) }
+func (k sessionJob) CancelKeepsState() bool { return true }
+func (k sessionJob) Stopped()               {}
 
 // Unreachable: while the session cluster cannot be asked, only a state
 // recorded earlier is trusted; otherwise the stop waits for the cluster.
@@ -52,21 +46,6 @@ func (k sessionJob) Unreachable() (handled, stopped bool) {
 	sc.Log.Info("Waiting for the session cluster to stop the job", "cluster", sc.deploymentName(), "jobId", js.JobID)
 	sc.RequeueWithin(sc.ProgressInterval())
 	return true, false
-}
-
-// RecordUpgradeSnapshot records the savepoint of a stop as an UPGRADE
-// FlinkStateSnapshot, created before the status that refers to it; false
-// without snapshot resources.
-func (k sessionJob) RecordUpgradeSnapshot(path string, triggered int64) (bool, error) {
-	if !k.c.snapshotResources(k.sc) {
-		return false, nil
-	}
-	snap, err := k.c.upgradeSnapshot(k.sc, path, triggered)
-	if err != nil {
-		return false, fmt.Errorf("recording the savepoint %s of job %s: %w", path, k.sc.Obj.Status.JobStatus.JobID, err)
-	}
-	k.c.createSnapshot(k.sc, snap)
-	return true, nil
 }
 
 // jobStarting: the job is still coming up after its submission, for at most

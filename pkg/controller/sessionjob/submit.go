@@ -27,7 +27,7 @@ import (
 // minutes) or when the spec changes.
 func (c *Controller) submit(ctx context.Context, sc *syncState) {
 	js := &sc.Obj.Status.JobStatus
-	spec := sc.recorded.Spec.Job
+	spec := sc.Recorded.Spec.Job
 
 	req := flink.JarRunRequest{
 		EntryClass:            spec.EntryClass,
@@ -78,7 +78,7 @@ func (c *Controller) submit(ctx context.Context, sc *syncState) {
 // the submission: Flink options only (the operator's kubernetes.operator.*
 // keys stay with the operator).
 func jobFlinkConfiguration(sc *syncState) (map[string]string, error) {
-	raw, err := sc.recorded.Spec.FlinkConfiguration.Values()
+	raw, err := sc.Recorded.Spec.FlinkConfiguration.Values()
 	if err != nil {
 		return nil, err
 	}

@@ -22,11 +22,8 @@ const (
 // syncState is one sync of one FlinkSessionJob: the engine's state
 // (pkg/controller/jobengine) and what only a session job has.
 type syncState struct {
-	*jobengine.State[*v1beta1.FlinkSessionJob]
+	*jobengine.State[*v1beta1.FlinkSessionJob, v1beta1.FlinkSessionJobSpec]
 
-	// recorded is lastReconciledSpec: the spec the job runs, or during an
-	// upgrade the spec being deployed. nil before the first deploy.
-	recorded *reconciledSpec
 	// cluster is the session FlinkDeployment (nil when missing or unusable);
 	// Cfg (in the engine state) the job's effective configuration:
 	// operator, cluster, job.
@@ -70,7 +67,7 @@ func (c *Controller) Sync(ctx context.Context, key string) (time.Duration, error
 	}
 	base := cached
 	if !slices.Contains(base.Finalizers, Finalizer) {
-		if base, err = c.writer.AddFinalizer(ctx, base, Finalizer); err != nil {
+		if base, err = c.engine.AddFinalizer(ctx, base, Finalizer); err != nil {
 			return 0, err
 		}
 	}
@@ -78,7 +75,7 @@ func (c *Controller) Sync(ctx context.Context, key string) (time.Duration, error
 	if err != nil {
 		return 0, err
 	}
-	c.warnSnapshotCRDMissing(sc)
+	sc.WarnSnapshotCRDMissing()
 	if c.resolveCluster(sc) {
 		if err := c.observe(ctx, sc); err != nil {
 			return 0, err
@@ -91,13 +88,12 @@ func (c *Controller) Sync(ctx context.Context, key string) (time.Duration, error
 }
 
 func (c *Controller) newSync(ctx context.Context, key string, base *v1beta1.FlinkSessionJob) (*syncState, error) {
-	sc := &syncState{State: jobengine.NewState(ctx, key, base, c.clock.Now())}
-	sc.Cfg = c.cfg
-	rec, err := decodeSpec(base.Status.ReconciliationStatus.LastReconciledSpec)
+	st, err := c.engine.NewState(ctx, key, base, c.clock.Now())
 	if err != nil {
 		return nil, err
 	}
-	sc.recorded = rec
+	sc := &syncState{State: st}
+	sc.Cfg = c.cfg
 	return sc, nil
 }
 
@@ -105,7 +101,7 @@ func (c *Controller) newSync(ctx context.Context, key string, base *v1beta1.Flin
 // lifecycle state) and hands the sync to the engine, which writes it once.
 func (c *Controller) commit(ctx context.Context, sc *syncState) (time.Duration, error) {
 	sc.SetError()
-	jobengine.KeepSuspendedStable(&sc.Obj.Status.ReconciliationStatus, sc.recorded != nil && jobengine.JobSuspended(&sc.recorded.Spec))
-	sc.Obj.Status.LifecycleState = lifecycleOf(sc.Obj, sc.recorded)
-	return c.writer.Commit(ctx, sc.State)
+	jobengine.KeepSuspendedStable(&sc.Obj.Status.ReconciliationStatus, sc.Recorded != nil && jobengine.JobSuspended(&sc.Recorded.Spec))
+	sc.Obj.Status.LifecycleState = lifecycleOf(sc.Obj, sc.Recorded)
+	return c.engine.Commit(ctx, sc.State)
 }

@@ -1,0 +1,350 @@
+package jobengine
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/controller/legacysnapshots"
+	"github.com/flinkops/flink-operator/pkg/lifecycle"
+	"github.com/flinkops/flink-operator/pkg/snapshots"
+)
+
+// Snapshots the operator makes for a job (docs/snapshots.md). The rules
+// live in pkg/snapshots; this file turns a sync into a snapshots.JobView
+// and the resulting Plan into writes:
+//
+//   - creates (periodic, manual nonce) run before the status write, which
+//     then records the handled nonces: a nonce is never marked reconciled
+//     without its snapshot. Names are deterministic (the slot, the nonce),
+//     so a create repeated after a crash is AlreadyExists and harmless;
+//   - history cleanup deletes run after it, with a UID precondition; the
+//     snapshot's finalizer disposes its data first;
+//   - the next periodic slot is a requeue (AddAfter), and a snapshot of the
+//     job that turns terminal wakes the job (the controllers' snapshot
+//     handlers), so nothing ever lists or polls for snapshots.
+
+// SnapshotResources says whether this job records snapshots as
+// FlinkStateSnapshot resources (else in the legacy status fields).
+func (s *State[T, S]) SnapshotResources() bool {
+	if s.e.SnapshotCRDMissing {
+		return false
+	}
+	on, err := config.SnapshotResourcesEnabled(s.e.Operator, s.Cfg)
+	return err == nil && on
+}
+
+// JobView is what the snapshot rules need to know about the job, from the
+// sync (recorded spec, its effective configuration, status) and the
+// snapshot cache. checkpoints says whether the running Flink version can
+// trigger checkpoints.
+func (s *State[T, S]) JobView(running, checkpoints bool) (snapshots.JobView, error) {
+	obj := s.Obj
+	v := snapshots.JobView{
+		Kind:                 jobReferenceKind(obj),
+		Namespace:            obj.GetNamespace(),
+		Name:                 obj.GetName(),
+		Config:               s.Cfg,
+		Running:              running,
+		Since:                obj.GetCreationTimestamp().Time,
+		CheckpointsSupported: checkpoints,
+	}
+	if s.Recorded != nil {
+		if rec := JobOf(&s.Recorded.Spec); rec != nil {
+			v.ReconciledSavepointNonce, v.ReconciledCheckpointNonce = rec.SavepointTriggerNonce, rec.CheckpointTriggerNonce
+		}
+	}
+	if job := JobOf(specOf[T, S](obj)); job != nil {
+		v.SavepointNonce, v.CheckpointNonce = job.SavepointTriggerNonce, job.CheckpointTriggerNonce
+		if p := strings.TrimSpace(job.InitialSavepointPath); p != "" {
+			v.Keep = append(v.Keep, p)
+		}
+	}
+	st := s.Status()
+	js := st.Job
+	if p := js.UpgradeSavepointPath; p != "" {
+		v.Keep = append(v.Keep, p)
+	}
+	if v.Since.IsZero() {
+		// Only objects that never went through an API server lack it; the
+		// deploy time is the next best stable anchor.
+		v.Since = time.UnixMilli(st.Reconciliation.ReconciliationTimestamp)
+	}
+	if info := js.SavepointInfo; info != nil && info.LastPeriodicSavepointTimestamp > 0 {
+		v.LegacyLastPeriodicSavepoint = time.UnixMilli(info.LastPeriodicSavepointTimestamp)
+	}
+	if info := js.CheckpointInfo; info != nil && info.LastPeriodicCheckpointTimestamp > 0 {
+		v.LegacyLastPeriodicCheckpoint = time.UnixMilli(info.LastPeriodicCheckpointTimestamp)
+	}
+	all, err := s.e.Caches.SnapshotsOfJob(snapshots.JobKeyFor(v.Kind, v.Namespace, v.Name))
+	if err != nil {
+		return v, err
+	}
+	// A snapshot in another namespace counts only where the operator allows
+	// cross-namespace references: otherwise anyone could block the job's
+	// periodic snapshots with a never-starting one, or feed its cleanup.
+	crossNamespace, _ := s.e.Operator.Bool(config.KeySnapshotCrossNamespaceReferencesEnabled)
+	for _, snap := range all {
+		if snap.Namespace == v.Namespace || crossNamespace {
+			v.Snapshots = append(v.Snapshots, snap)
+		}
+	}
+	// A snapshot another job starts from by reference is never cleaned up
+	// while referenced [ours].
+	referenced, err := s.e.Caches.ReferencedPaths(v.Snapshots)
+	v.Keep = append(v.Keep, referenced...)
+	return v, err
+}
+
+// SnapshotInputs is what ReconcileSnapshots needs beyond the sync state.
+type SnapshotInputs struct {
+	// Running: the deployed job is RUNNING and no upgrade is in progress.
+	Running bool
+	// Checkpoints: the running Flink version can trigger checkpoints.
+	Checkpoints bool
+	// SpecValid: the current spec passes validation (changed nonces wait
+	// for a valid spec).
+	SpecValid func() bool
+	// Healthy: the job may take a legacy snapshot now.
+	Healthy bool
+}
+
+// ReconcileSnapshots plans and applies the job's operator-made snapshots:
+// manual nonces and periodic snapshots while the job runs, history cleanup
+// while its JobManager answers; legacy mode without snapshot resources.
+func (s *State[T, S]) ReconcileSnapshots(ctx context.Context, in SnapshotInputs) error {
+	if s.Recorded == nil || JobOf(&s.Recorded.Spec) == nil || JobOf(specOf[T, S](s.Obj)) == nil {
+		return nil
+	}
+	view, err := s.JobView(in.Running, in.Checkpoints)
+	if err != nil {
+		return err
+	}
+	nonces := in.Running && (!lifecycle.EqualNonce(view.SavepointNonce, view.ReconciledSavepointNonce) ||
+		!lifecycle.EqualNonce(view.CheckpointNonce, view.ReconciledCheckpointNonce))
+	if nonces && !in.SpecValid() {
+		// Reported by reconcile; the nonces wait for a valid spec.
+		view.SavepointNonce, view.CheckpointNonce = view.ReconciledSavepointNonce, view.ReconciledCheckpointNonce
+		nonces = false
+	}
+	// Legacy triggers in flight are observed, and the legacy history
+	// cleaned, in both modes; new legacy snapshots only without resources.
+	resources := s.SnapshotResources()
+	handled := s.e.Legacy.Reconcile(ctx, s.legacyJob(in.Healthy), view, resources, nonces)
+	if !resources {
+		if handled.Record {
+			return s.RecordNonces(handled.Savepoint, handled.Checkpoint)
+		}
+		return nil
+	}
+
+	plan, err := snapshots.PlanSnapshots(view, s.Now)
+	if err != nil {
+		// Only a configuration that changed under a recorded spec gets here.
+		s.Fail(ReasonValidationError, "Snapshots of job %s/%s: %v", view.Namespace, view.Name, err)
+		return nil
+	}
+	for _, w := range plan.Warnings {
+		s.Fail(ReasonValidationError, "spec.flinkConfiguration: %s", w)
+	}
+	for _, snap := range plan.Create {
+		s.CreateSnapshot(snap)
+	}
+	for _, snap := range plan.Delete {
+		s.DeleteSnapshot(snap)
+	}
+	s.RequeueWithin(plan.RequeueAfter)
+
+	if !nonces {
+		return nil
+	}
+	// Record what was handled: a created snapshot's nonce, a nonce removed
+	// from the spec, and a checkpoint nonce this Flink version cannot honour
+	// (said once, then consumed, as upstream).
+	sp, cp, unsupported := snapshots.HandledNonces(view, plan)
+	if unsupported {
+		s.Event(corev1.EventTypeWarning, ReasonCheckpointError, "Checkpoint failed for checkpointTriggerNonce: %d: manual checkpoints need Flink 1.17+", *view.CheckpointNonce)
+	}
+	return s.RecordNonces(sp, cp)
+}
+
+// CreateSnapshot creates a planned snapshot before the status write. A
+// snapshot of that name that exists already is the same one, made by an
+// earlier attempt of this sync.
+func (s *State[T, S]) CreateSnapshot(snap *v1beta1.FlinkStateSnapshot) {
+	client, log := s.e.Client, s.Log
+	s.BeforeStatusWrite("create snapshot "+snap.Name, func(ctx context.Context) error {
+		_, err := client.FlinkV1beta1().FlinkStateSnapshots(snap.Namespace).Create(ctx, snap, metav1.CreateOptions{})
+		switch {
+		case apierrors.IsAlreadyExists(err):
+			return nil
+		case err != nil:
+			return fmt.Errorf("creating snapshot %s/%s: %w", snap.Namespace, snap.Name, err)
+		}
+		log.V(1).Info("Created snapshot", "snapshot", snap.Namespace+"/"+snap.Name,
+			"type", snapshots.Type(snap), "triggerType", snapshots.TriggerType(snap))
+		return nil
+	})
+}
+
+// DeleteSnapshot removes a snapshot history cleanup selected, after the
+// status write. The UID precondition makes sure a newer snapshot of the same
+// name is never the one deleted; one already gone is fine.
+func (s *State[T, S]) DeleteSnapshot(snap *v1beta1.FlinkStateSnapshot) {
+	client, log, uid := s.e.Client, s.Log, snap.UID
+	namespace, name := snap.Namespace, snap.Name
+	s.AfterStatusWrite("delete snapshot "+name, func(ctx context.Context) error {
+		opts := metav1.DeleteOptions{}
+		if uid != "" {
+			opts.Preconditions = &metav1.Preconditions{UID: &uid}
+		}
+		err := client.FlinkV1beta1().FlinkStateSnapshots(namespace).Delete(ctx, name, opts)
+		switch {
+		case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+			return nil
+		case err != nil:
+			return fmt.Errorf("deleting snapshot %s/%s (history cleanup): %w", namespace, name, err)
+		}
+		log.V(1).Info("History cleanup deleted snapshot", "snapshot", namespace+"/"+name)
+		return nil
+	})
+}
+
+// RecordNonces records the handled nonces in lastReconciledSpec, and in the
+// stable spec too if it was the reconciled one (a nonce is not a reason to
+// leave STABLE).
+func (s *State[T, S]) RecordNonces(sp, cp *int64) error {
+	rec := JobOf(&s.Recorded.Spec)
+	if lifecycle.EqualNonce(sp, rec.SavepointTriggerNonce) && lifecycle.EqualNonce(cp, rec.CheckpointTriggerNonce) {
+		return nil
+	}
+	updated := deepCopySpec(s.Recorded.Spec)
+	job := JobOf(&updated)
+	job.SavepointTriggerNonce, job.CheckpointTriggerNonce = sp, cp
+	encoded, err := lifecycle.Encode(updated, s.Recorded.Meta.FirstDeployment)
+	if err != nil {
+		return err
+	}
+	rs := s.Status().Reconciliation
+	if rs.LastStableSpec == rs.LastReconciledSpec {
+		rs.LastStableSpec = encoded
+	}
+	rs.LastReconciledSpec = encoded
+	s.Recorded = &lifecycle.Reconciled[S]{Spec: updated, Meta: s.Recorded.Meta}
+	return nil
+}
+
+// UpgradeSnapshotName is the deterministic name of the UPGRADE snapshot of
+// the stop-with-savepoint triggered at ts (epoch millis): a create repeated
+// after a crash finds it instead of making a second one.
+func UpgradeSnapshotName(resourceName string, ts int64) string {
+	return snapshots.Name(resourceName, v1beta1.SnapshotTypeSavepoint, v1beta1.SnapshotTriggerUpgrade, ts)
+}
+
+// recordUpgradeSnapshot records the savepoint of a stop as an UPGRADE
+// FlinkStateSnapshot (alreadyExists: the snapshot controller marks it
+// COMPLETED without calling Flink, in the format the stop asked for),
+// created before the status that refers to it; false without snapshot
+// resources.
+func (s *State[T, S]) recordUpgradeSnapshot(path string, triggered int64) (bool, error) {
+	if !s.SnapshotResources() {
+		return false, nil
+	}
+	view := snapshots.JobView{Kind: jobReferenceKind(s.Obj), Namespace: s.Obj.GetNamespace(), Name: s.Obj.GetName(), Config: s.Cfg}
+	var format v1beta1.SavepointFormatType
+	if info := s.JobStatus().SavepointInfo; info != nil {
+		format = info.FormatType
+	}
+	snap, err := snapshots.UpgradeSnapshotWithFormat(view, path, time.UnixMilli(triggered), format)
+	if err != nil {
+		return false, fmt.Errorf("recording the savepoint %s of job %s: %w", path, s.JobStatus().JobID, err)
+	}
+	s.CreateSnapshot(snap)
+	return true, nil
+}
+
+// upgradeSnapshotPath is the path of the UPGRADE snapshot already recorded
+// for the stop-with-savepoint in flight, if a crash came between recording
+// it and the status write.
+func (s *State[T, S]) upgradeSnapshotPath() string {
+	info := s.JobStatus().SavepointInfo
+	if info == nil || info.TriggerTimestamp == nil || s.e.Caches == nil {
+		return ""
+	}
+	snap, err := s.e.Caches.Snapshot(s.Obj.GetNamespace(), UpgradeSnapshotName(s.Obj.GetName(), *info.TriggerTimestamp))
+	if err != nil || snap.Spec.Savepoint == nil {
+		return ""
+	}
+	return snap.Spec.Savepoint.Path
+}
+
+// WarnSnapshotCRDMissing emits SnapshotResourcesDisabled once per job (per
+// operator process) while the FlinkStateSnapshot CRD is missing.
+func (s *State[T, S]) WarnSnapshotCRDMissing() {
+	if s.e.SnapshotCRDMissing && JobOf(specOf[T, S](s.Obj)) != nil {
+		s.e.Legacy.WarnCRDMissing(s.Obj.GetUID(), s.Event)
+	}
+}
+
+// legacyJob is this sync's job as pkg/controller/legacysnapshots sees it
+// (legacy mode: savepointInfo/checkpointInfo).
+func (s *State[T, S]) legacyJob(healthy bool) legacysnapshots.Job {
+	j := legacysnapshots.Job{
+		Key:        s.Key,
+		Status:     s.JobStatus(),
+		Config:     s.Cfg,
+		Now:        s.Now,
+		Client:     s.Client,
+		Healthy:    healthy,
+		RetryAfter: s.ReconcileInterval(),
+		Log:        s.Log,
+		Event:      s.Event,
+		Fail:       s.Fail,
+		After:      s.RequeueWithin,
+		Then:       s.AfterStatusWrite,
+	}
+	if s.Recorded != nil {
+		j.Recorded = JobOf(&s.Recorded.Spec)
+	}
+	return j
+}
+
+// ResetLegacyTriggers drops a legacy trigger in flight (with its failure
+// event) before a stop reuses the trigger fields.
+func (s *State[T, S]) ResetLegacyTriggers() {
+	legacysnapshots.ResetTriggers(s.legacyJob(false))
+}
+
+func jobReferenceKind[T Object](o T) v1beta1.JobReferenceKind {
+	if _, ok := any(o).(*v1beta1.FlinkDeployment); ok {
+		return v1beta1.JobReferenceKindDeployment
+	}
+	return v1beta1.JobReferenceKindSessionJob
+}
+
+func specOf[T Object, S Spec](o T) *S {
+	switch o := any(o).(type) {
+	case *v1beta1.FlinkDeployment:
+		return any(&o.Spec).(*S)
+	case *v1beta1.FlinkSessionJob:
+		return any(&o.Spec).(*S)
+	}
+	return nil
+}
+
+func deepCopySpec[S Spec](spec S) S {
+	switch s := any(&spec).(type) {
+	case *v1beta1.FlinkDeploymentSpec:
+		return any(*s.DeepCopy()).(S)
+	case *v1beta1.FlinkSessionJobSpec:
+		return any(*s.DeepCopy()).(S)
+	}
+	return spec
+}
