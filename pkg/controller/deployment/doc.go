@@ -116,8 +116,8 @@
 //     bounded by execution.checkpointing.timeout (10 min); then the
 //     finalizer goes, with a Warning event on timeout. Owned objects are
 //     garbage-collected.
-//   - Snapshots the operator makes (snapshots.md §4–5; rules in
-//     pkg/snapshots, applied in snapshots.go), while the JobManager answers
+//   - Snapshots the operator makes (docs/snapshots.md; rules in
+//     pkg/snapshots, applied in pkg/controller/jobengine), while the JobManager answers
 //     and snapshot resources are enabled for the job: manual nonces
 //     (savepointTriggerNonce, checkpointTriggerNonce) never restart
 //     anything; once the job runs, one MANUAL FlinkStateSnapshot each is

@@ -4,7 +4,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/controller/legacysnapshots"
 )
 
-// Legacy mode (snapshots.md §6): savepoints and checkpoints of a job
+// Legacy mode (docs/snapshots.md, "Legacy mode"): savepoints and checkpoints of a job
 // without snapshot resources live in status.jobStatus.savepointInfo/
 // checkpointInfo; pkg/controller/legacysnapshots runs them, the same way for
 // session jobs.

@@ -15,7 +15,6 @@ import (
 	"github.com/flinkops/flink-operator/pkg/cluster"
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/controller/snapshotref"
-	"github.com/flinkops/flink-operator/pkg/lifecycle"
 )
 
 // firstDeploy records the first valid spec and deploys it: from
@@ -62,91 +61,18 @@ func (c *Controller) firstDeploy(ctx context.Context, sc *syncState) error {
 }
 
 // startUpgrade records the intent to apply a changed spec (the write-ahead
-// log entry: reconciliationStatus UPGRADING with the new spec) together with
-// what the stop of the old job needs, then goes as far as one status write
-// allows.
+// log entry, jobengine.BeginUpgrade) together with what the stop of the old
+// job needs, then goes as far as one status write allows.
 func (c *Controller) startUpgrade(ctx context.Context, sc *syncState, v *validated, change jobengine.Change) error {
-	st := &sc.Obj.Status
-	old := sc.Recorded
-	spec := *v.spec.DeepCopy()
-	// The manual snapshot nonces stay as they were recorded: a nonce that
-	// changed together with the rest is honoured once the new job runs.
-	if spec.Job != nil && old.Spec.Job != nil {
-		spec.Job.SavepointTriggerNonce = old.Spec.Job.SavepointTriggerNonce
-		spec.Job.CheckpointTriggerNonce = old.Spec.Job.CheckpointTriggerNonce
-	}
-	wasSuspended := jobengine.JobSuspended(&old.Spec)
-	encoded, err := encodeSpec(spec, wasSuspended && old.Meta.FirstDeployment)
-	if err != nil {
+	sc.Obj.Status.ObservedGeneration = sc.Obj.Generation
+	if upgrading, err := sc.RecordSpecChange(v.spec, change); err != nil || !upgrading {
 		return err
 	}
-	st.ObservedGeneration = sc.Obj.Generation
-	if change == jobengine.ChangeSuspended {
-		st.ReconciliationStatus.LastReconciledSpec = encoded
-		st.ReconciliationStatus.ReconciliationTimestamp = sc.Now.UnixMilli()
-		sc.Event(corev1.EventTypeNormal, jobengine.ReasonSpecChanged, "Spec changed while the job is suspended; it is applied when the job resumes")
-		sc.Recorded = &reconciledSpec{Spec: spec, Meta: old.Meta}
-		return nil
-	}
-
-	sc.Recorded = &reconciledSpec{Spec: spec, Meta: reconciledMeta{APIVersion: old.Meta.APIVersion, FirstDeployment: wasSuspended && old.Meta.FirstDeployment}}
 	sc.Cfg = v.cfg
-	st.ReconciliationStatus.State = v1beta1.ReconciliationUpgrading
-	st.ReconciliationStatus.LastReconciledSpec = encoded
-	st.ReconciliationStatus.ReconciliationTimestamp = sc.Now.UnixMilli()
-	lifecycle.ClearStopTrigger(&st.JobStatus)
-	// A legacy savepoint/checkpoint in flight belongs to the job being
-	// stopped: drop it (with its failure event) before the stop reuses the
-	// trigger fields.
-	sc.ResetLegacyTriggers()
-
-	mode := jobengine.UpgradeMode(&spec)
-	js := &st.JobStatus
-	switch {
-	case change == jobengine.ChangeRedeploy:
-		// Upstream: cancel statelessly, restart from initialSavepointPath
-		// (or, ours, the snapshot initialStateSnapshotRef names, resolved by
-		// reconcile).
-		js.UpgradeSavepointPath = strings.TrimSpace(spec.Job.InitialSavepointPath)
-		if spec.Job.InitialStateSnapshotRef != nil {
-			js.UpgradeSavepointPath = sc.refPath
-		}
-		js.State = v1beta1.JobStatusSuspended
-		sc.Event(corev1.EventTypeNormal, jobengine.ReasonSpecChanged, "savepointRedeployNonce changed: redeploying from %s", js.UpgradeSavepointPath)
-	case wasSuspended:
-		// Resume: the job was stopped and its state recorded at suspend.
-		if mode == v1beta1.UpgradeModeStateless && !old.Meta.FirstDeployment {
-			js.UpgradeSavepointPath = ""
-		}
-		js.State = v1beta1.JobStatusSuspended
-		sc.Event(corev1.EventTypeNormal, jobengine.ReasonSpecChanged, "Resuming job (upgradeMode %s)", mode)
-	case spec.Job == nil || mode == v1beta1.UpgradeModeStateless:
-		// Nothing to keep: the teardown ends the job.
-		js.UpgradeSavepointPath = ""
-		if spec.Job != nil {
-			js.State = v1beta1.JobStatusSuspended
-		}
-		c.announce(sc, change, mode)
-	default:
-		if mode == v1beta1.UpgradeModeLastState && sc.Client != nil && sc.Job != nil {
-			// Best-effort early record of the last state, in the same write
-			// as the intent; the stop below refines it once the job can no
-			// longer checkpoint.
-			if path, err := sc.LatestState(ctx); err == nil {
-				js.UpgradeSavepointPath = path
-			}
-		}
-		c.announce(sc, change, mode)
+	if err := sc.BeginUpgrade(ctx, change, sc.refPath); err != nil {
+		return err
 	}
 	return c.continueUpgrade(ctx, sc)
-}
-
-func (c *Controller) announce(sc *syncState, change jobengine.Change, mode v1beta1.UpgradeMode) {
-	if change == jobengine.ChangeSuspend {
-		sc.Event(corev1.EventTypeNormal, jobengine.ReasonSuspended, "Suspending the job (upgradeMode %s)", mode)
-		return
-	}
-	sc.Event(corev1.EventTypeNormal, jobengine.ReasonSpecChanged, "Spec changed, upgrading (upgradeMode %s)", mode)
 }
 
 // continueUpgrade does the next step of the upgrade the log records:

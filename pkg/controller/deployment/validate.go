@@ -20,8 +20,8 @@ type validated struct {
 }
 
 // validate checks a spec before the operator acts on it: the rules the
-// webhook applies (pkg/validation: upstream's DefaultValidator, reference
-// §7.2, with its messages) plus whatever makes pkg/cluster refuse to build
+// webhook applies (pkg/validation: upstream's DefaultValidator, with its
+// messages) plus whatever makes pkg/cluster refuse to build
 // the cluster, which the webhook checks the same way. A spec that fails is
 // reported and not applied; the last good deployment keeps running. The
 // webhook may not have seen the spec (installed later, or failurePolicy

@@ -71,6 +71,8 @@ type State[T Object, S Spec] struct {
 	// Recorded is lastReconciledSpec: the spec the job runs, or during an
 	// upgrade the spec being deployed. nil before the first deploy.
 	Recorded *lifecycle.Reconciled[S]
+	// Of the spec recorded before this sync's RecordSpecChange.
+	wasSuspended, firstDeployment bool
 
 	// Observation of the job through its JobManager.
 	Client *flink.Client      // set when the JobManager answered

@@ -12,7 +12,6 @@ import (
 	"github.com/flinkops/flink-operator/pkg/controller/jobmanager"
 	"github.com/flinkops/flink-operator/pkg/controller/legacysnapshots"
 	"github.com/flinkops/flink-operator/pkg/controller/snapshotref"
-	"github.com/flinkops/flink-operator/pkg/lifecycle"
 	"github.com/flinkops/flink-operator/pkg/validation"
 )
 
@@ -121,73 +120,18 @@ func (c *Controller) firstDeploy(ctx context.Context, sc *syncState) error {
 	return c.continueUpgrade(ctx, sc)
 }
 
-// startUpgrade records the intent to apply a changed spec (UPGRADING with
-// the new spec) together with what the stop of the old job needs, then goes
-// as far as one status write allows.
+// startUpgrade records the intent to apply a changed spec (the write-ahead
+// log entry, jobengine.BeginUpgrade) together with what the stop of the old
+// job needs, then goes as far as one status write allows.
 func (c *Controller) startUpgrade(ctx context.Context, sc *syncState, change jobengine.Change) error {
-	st := &sc.Obj.Status
-	old := sc.Recorded
-	spec := *sc.Obj.Spec.DeepCopy()
-	// A nonce that changed together with the rest is honoured once the new
-	// job runs.
-	if spec.Job != nil && old.Spec.Job != nil {
-		spec.Job.SavepointTriggerNonce = old.Spec.Job.SavepointTriggerNonce
-		spec.Job.CheckpointTriggerNonce = old.Spec.Job.CheckpointTriggerNonce
-	}
-	wasSuspended := jobengine.JobSuspended(&old.Spec)
-	encoded, err := encodeSpec(spec, wasSuspended && old.Meta.FirstDeployment)
-	if err != nil {
+	if upgrading, err := sc.RecordSpecChange(sc.Obj.Spec, change); err != nil || !upgrading {
 		return err
 	}
-	if change == jobengine.ChangeSuspended {
-		st.ReconciliationStatus.LastReconciledSpec = encoded
-		st.ReconciliationStatus.ReconciliationTimestamp = sc.Now.UnixMilli()
-		sc.Event(corev1.EventTypeNormal, jobengine.ReasonSpecChanged, "Spec changed while the job is suspended; it is applied when the job resumes")
-		sc.Recorded = &reconciledSpec{Spec: spec, Meta: old.Meta}
-		return nil
-	}
-	sc.Recorded = &reconciledSpec{Spec: spec, Meta: reconciledMeta{APIVersion: old.Meta.APIVersion, FirstDeployment: wasSuspended && old.Meta.FirstDeployment}}
 	if c.resolveConfig(sc) != nil {
 		return nil
 	}
-	st.ReconciliationStatus.State = v1beta1.ReconciliationUpgrading
-	st.ReconciliationStatus.LastReconciledSpec = encoded
-	st.ReconciliationStatus.ReconciliationTimestamp = sc.Now.UnixMilli()
-	lifecycle.ClearStopTrigger(&st.JobStatus)
-	// A legacy savepoint/checkpoint in flight belongs to the job being
-	// stopped: drop it (with its failure event) before the stop reuses the
-	// trigger fields.
-	sc.ResetLegacyTriggers()
-
-	mode := jobengine.UpgradeMode(&spec)
-	js := &st.JobStatus
-	switch {
-	case change == jobengine.ChangeRedeploy:
-		// Upstream: cancel statelessly, restart from initialSavepointPath.
-		// The old job is cancelled by continueUpgrade (ensureEnded).
-		js.UpgradeSavepointPath = strings.TrimSpace(spec.Job.InitialSavepointPath)
-		if spec.Job.InitialStateSnapshotRef != nil {
-			js.UpgradeSavepointPath = sc.refPath // resolved by reconcile
-		}
-		js.State = v1beta1.JobStatusSuspended
-		sc.Event(corev1.EventTypeNormal, jobengine.ReasonSpecChanged, "savepointRedeployNonce changed: redeploying from %s", js.UpgradeSavepointPath)
-	case wasSuspended:
-		if mode == v1beta1.UpgradeModeStateless && !old.Meta.FirstDeployment {
-			js.UpgradeSavepointPath = ""
-		}
-		js.State = v1beta1.JobStatusSuspended
-		sc.Event(corev1.EventTypeNormal, jobengine.ReasonSpecChanged, "Resuming job (upgradeMode %s)", mode)
-	default:
-		if mode == v1beta1.UpgradeModeStateless {
-			// Nothing to keep: ensureEnded cancels the job.
-			js.UpgradeSavepointPath = ""
-			js.State = v1beta1.JobStatusSuspended
-		}
-		if change == jobengine.ChangeSuspend {
-			sc.Event(corev1.EventTypeNormal, jobengine.ReasonSuspended, "Suspending the job (upgradeMode %s)", mode)
-		} else {
-			sc.Event(corev1.EventTypeNormal, jobengine.ReasonSpecChanged, "Spec changed, upgrading (upgradeMode %s)", mode)
-		}
+	if err := sc.BeginUpgrade(ctx, change, sc.refPath); err != nil {
+		return err
 	}
 	return c.continueUpgrade(ctx, sc)
 }

@@ -7,13 +7,11 @@ import (
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 )
 
-// Snapshots the operator makes for a session job (snapshots.md §4–5), the
-// same rules as for applications (pkg/snapshots): manual nonces and
-// periodic snapshots created before the status write that records the
-// nonces, history cleanup deletes after it, the next periodic slot as a
-// requeue. Savepoints go to the job's own savepoint directory when its
-// flinkConfiguration sets one, else to the session cluster's (the
-// snapshot controller resolves it the same way).
+// Snapshots the operator makes for a session job follow the same rules as
+// for applications (docs/snapshots.md; pkg/snapshots applied by
+// pkg/controller/jobengine). Savepoints go to the job's own savepoint
+// directory when its flinkConfiguration sets one, else to the session
+// cluster's (the snapshot controller resolves it the same way).
 
 // reconcileSnapshots plans and applies the job's operator-made snapshots
 // (jobengine.ReconcileSnapshots). running means the job is RUNNING, that is
