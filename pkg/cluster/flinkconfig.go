@@ -153,9 +153,55 @@ func setDefault(conf map[string]string, key, value string) {
 	}
 }
 
+// buildConfig computes the effective Flink configuration and what the
+// objects derive from it (resources, replicas, ports), one step per rule
+// group. The order is the layer order of the package doc and matters:
+// resources come before the defaults because spec memory suppresses the
+// default process size, owned keys come after the defaults so they win, and
+// replicas and ports read the finished configuration. It is also the order in
+// which errors are reported.
 func (p *plan) buildConfig() error {
-	spec, job := p.spec, p.spec.Job
-	values, err := spec.FlinkConfiguration.Values()
+	if err := p.mergeUserConfig(); err != nil {
+		return err
+	}
+	if err := p.resolveComponentResources(); err != nil {
+		return err
+	}
+	p.applyDefaults()
+	p.applyOwnedKeys()
+	p.applyHAKeys()
+	slots, err := taskSlots(p.conf)
+	if err != nil {
+		return err
+	}
+	if p.spec.Job != nil {
+		if err := p.applyJobKeys(slots); err != nil {
+			return err
+		}
+	}
+	if p.jmReplicas, err = jobManagerReplicas(p.spec); err != nil {
+		return err
+	}
+	if p.tmReplicas, err = taskManagerReplicas(p.spec, p.conf, slots); err != nil {
+		return err
+	}
+	if err := p.resolvePorts(); err != nil {
+		return err
+	}
+	if !p.version.StandardYAML() {
+		rewriteLegacyLists(p.conf)
+	}
+	return nil
+}
+
+// mergeUserConfig sets p.conf to layers 1 and 2 of the package doc: the
+// operator config under spec.flinkConfiguration, merged by config.Effective
+// so both follow pkg/config's rules (old key names, value checks).
+// kubernetes.operator.* keys are dropped because they configure the operator,
+// not Flink; the restore-path keys because where a job starts from is
+// Input.RestorePath's decision alone (see the package doc).
+func (p *plan) mergeUserConfig() error {
+	values, err := p.spec.FlinkConfiguration.Values()
 	if err != nil {
 		return err
 	}
@@ -175,8 +221,15 @@ func (p *plan) buildConfig() error {
 		delete(conf, k)
 	}
 	p.conf = conf
+	return nil
+}
 
-	// Resources first: the memory they give is injected below.
+// resolveComponentResources sets p.jm and p.tm from spec.jobManager and
+// spec.taskManager. It runs before the defaults because the memory it finds
+// decides whether the default process size applies. The limit factors are
+// read from the merged configuration because they are Flink options
+// (kubernetes.<component>.<cpu|memory>.limit-factor), not spec fields.
+func (p *plan) resolveComponentResources() error {
 	var jmf, tmf limitFactors
 	for _, f := range []struct {
 		dst *float64
@@ -187,36 +240,65 @@ func (p *plan) buildConfig() error {
 		{&tmf.cpu, "kubernetes.taskmanager.cpu.limit-factor"},
 		{&tmf.memory, "kubernetes.taskmanager.memory.limit-factor"},
 	} {
-		if *f.dst, err = parseLimitFactor(conf, f.key); err != nil {
+		var err error
+		if *f.dst, err = parseLimitFactor(p.conf, f.key); err != nil {
 			return err
 		}
 	}
-	if jm := spec.JobManager; jm != nil {
+	var err error
+	if jm := p.spec.JobManager; jm != nil {
 		if p.jm, err = resolveResources("spec.jobManager", jm.Resource, jm.Resources, jmf); err != nil {
 			return err
 		}
 	}
-	if tm := spec.TaskManager; tm != nil {
+	if tm := p.spec.TaskManager; tm != nil {
 		if p.tm, err = resolveResources("spec.taskManager", tm.Resource, tm.Resources, tmf); err != nil {
 			return err
 		}
 	}
+	return nil
+}
 
-	// Defaults: only where the user set nothing.
+// applyDefaults is layer 3 of the package doc: values filled only where the
+// user set nothing, because our ConfigMap replaces the image's conf directory
+// and with it the distribution's defaults. taskmanager.rpc.port 0 (Flink's
+// "any free port") counts as unset, as in Flink's native Kubernetes mode: the
+// TaskManager container declares one fixed port. The default process sizes
+// apply only when no memory option is set at all, neither in the
+// configuration nor in the spec: Flink refuses to start with none, and one
+// added next to the user's could conflict with it.
+func (p *plan) applyDefaults() {
+	conf := p.conf
 	setDefault(conf, keySlots, "1")
 	setDefault(conf, keyRESTPort, strconv.Itoa(int(DefaultRESTPort)))
 	if unset(conf, keyTMRPCPort) || strings.TrimSpace(conf[keyTMRPCPort]) == "0" {
 		conf[keyTMRPCPort] = strconv.Itoa(int(TaskManagerRPCPort))
 	}
 	setDefault(conf, keyWebCancel, "false")
-	if unset(conf, keyJMProcessMemory) && unset(conf, keyJMFlinkMemory) && unset(conf, keyJMHeapMemory) && p.jm.processMemory == 0 {
+	if p.jm.processMemory == 0 && allUnset(conf, keyJMProcessMemory, keyJMFlinkMemory, keyJMHeapMemory) {
 		conf[keyJMProcessMemory] = defaultJMProcessMemory
 	}
-	if unset(conf, keyTMProcessMemory) && unset(conf, keyTMFlinkMemory) && unset(conf, keyTMTaskHeapMemory) && p.tm.processMemory == 0 {
+	if p.tm.processMemory == 0 && allUnset(conf, keyTMProcessMemory, keyTMFlinkMemory, keyTMTaskHeapMemory) {
 		conf[keyTMProcessMemory] = defaultTMProcessMemory
 	}
+}
 
-	// Owned by the operator.
+// allUnset reports whether none of keys is set.
+func allUnset(conf map[string]string, keys ...string) bool {
+	for _, k := range keys {
+		if !unset(conf, k) {
+			return false
+		}
+	}
+	return true
+}
+
+// applyOwnedKeys is layer 4 of the package doc: keys the operator owns,
+// which always win. The RPC address and ports must match the Services built
+// here, the cluster id and namespace name this cluster, and spec memory beats
+// flinkConfiguration (as upstream) because it also sizes the containers.
+func (p *plan) applyOwnedKeys() {
+	conf := p.conf
 	conf[keyRPCAddress] = p.name + "." + p.namespace
 	conf[keyRPCPort] = strconv.Itoa(int(JobManagerRPCPort))
 	conf[keyBlobPort] = strconv.Itoa(int(BlobServerPort))
@@ -228,103 +310,168 @@ func (p *plan) buildConfig() error {
 	if p.tm.processMemory > 0 {
 		conf[keyTMProcessMemory] = FormatMemory(p.tm.processMemory)
 	}
+}
+
+// applyHAKeys sets p.ha and, when HA is on, the HA keys as Flink's native
+// Kubernetes mode does: high-availability.cluster-id is the cluster's name
+// (owned, so the HA data is this cluster's and a redeploy finds it again),
+// and an unset or 0 (random) high-availability.jobmanager.port becomes the
+// fixed RPC port, the one the headless Service exposes.
+func (p *plan) applyHAKeys() {
+	p.ha = haEnabled(p.conf)
+	if !p.ha {
+		return
+	}
+	p.conf[keyHAClusterID] = p.name
+	if v := strings.TrimSpace(p.conf[keyHAJobManagerPort]); v == "" || v == "0" {
+		p.conf[keyHAJobManagerPort] = strconv.Itoa(int(JobManagerRPCPort))
+	}
+}
+
+// haEnabled reports whether the configuration turns HA on:
+// high-availability.type, or its deprecated name high-availability when the
+// new one is unset, is set to anything but NONE (in any case).
+func haEnabled(conf map[string]string) bool {
 	haType := strings.TrimSpace(conf[keyHAType])
 	if haType == "" {
 		haType = strings.TrimSpace(conf[keyHATypeDeprecated])
 	}
-	p.ha = haType != "" && !strings.EqualFold(haType, "NONE")
-	if p.ha {
-		conf[keyHAClusterID] = p.name
-		if v := strings.TrimSpace(conf[keyHAJobManagerPort]); v == "" || v == "0" {
-			conf[keyHAJobManagerPort] = strconv.Itoa(int(JobManagerRPCPort))
-		}
-	}
+	return haType != "" && !strings.EqualFold(haType, "NONE")
+}
 
+// taskSlots is taskmanager.numberOfTaskSlots (defaulted by then). It is
+// checked here rather than left to Flink because parallelism and the
+// TaskManager count are computed from it.
+func taskSlots(conf map[string]string) (int, error) {
 	slots, err := intOption(conf, keySlots)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if slots < 1 {
-		return fmt.Errorf("config key %s: must be at least 1", keySlots)
+		return 0, fmt.Errorf("config key %s: must be at least 1", keySlots)
 	}
+	return slots, nil
+}
 
-	if job != nil {
-		if !jobIDPattern.MatchString(p.in.JobID) {
-			return fmt.Errorf("cluster: Input.JobID %q must be 32 hex characters for an application", p.in.JobID)
-		}
-		conf[keyJobID] = p.in.JobID
-		conf[keyShutdownOnFinish] = "false"
-		setDefault(conf, keySubmitFailedJob, "true")
-		setDefault(conf, keyExternalizedRetention, "RETAIN_ON_CANCELLATION")
-		setDefault(conf, keyPipelineName, p.name)
-		if job.UpgradeMode == v1beta1.UpgradeModeLastState {
-			setDefault(conf, keyCheckpointInterval, defaultLastStateCheckpointInterval)
-		}
-		switch {
-		case spec.TaskManager != nil && spec.TaskManager.Replicas != nil && *spec.TaskManager.Replicas > 0:
-			// Upstream: "Job parallelism setting is ignored as TaskManager
-			// replicas are set" — the job uses every slot it is given.
-			conf[keyParallelism] = strconv.Itoa(int(*spec.TaskManager.Replicas) * slots)
-		case job.Parallelism != nil && *job.Parallelism > 0:
-			conf[keyParallelism] = strconv.Itoa(int(*job.Parallelism))
-		}
-		if jar := strings.TrimSpace(job.JarURI); jar != "" {
-			cp, err := standaloneClasspath(jar)
-			if err != nil {
-				return err
-			}
-			conf[keyPipelineClasspaths] = cp
-		}
+// applyJobKeys writes what an application cluster needs on top of a session
+// cluster. Owned: the job id, because the operator finds and restores the
+// job by it, and execution.shutdown-on-application-finish false, because
+// the JobManager must outlive a terminal job so the operator can read its
+// result. Defaults, as upstream's FlinkConfigBuilder sets them: submitting
+// failed jobs, retained checkpoints, the pipeline name and, because
+// last-state upgrades restore from checkpoints, a checkpoint interval. Then
+// the parallelism (jobParallelism) and the jar's classpath entry.
+func (p *plan) applyJobKeys(slots int) error {
+	conf, job := p.conf, p.spec.Job
+	if !jobIDPattern.MatchString(p.in.JobID) {
+		return fmt.Errorf("cluster: Input.JobID %q must be 32 hex characters for an application", p.in.JobID)
 	}
-
-	// Replicas.
-	p.jmReplicas = 1
-	if spec.JobManager != nil && spec.JobManager.Replicas != nil {
-		if *spec.JobManager.Replicas < 1 {
-			return errors.New("spec.jobManager.replicas must be at least 1")
-		}
-		p.jmReplicas = *spec.JobManager.Replicas
+	conf[keyJobID] = p.in.JobID
+	conf[keyShutdownOnFinish] = "false"
+	setDefault(conf, keySubmitFailedJob, "true")
+	setDefault(conf, keyExternalizedRetention, "RETAIN_ON_CANCELLATION")
+	setDefault(conf, keyPipelineName, p.name)
+	if job.UpgradeMode == v1beta1.UpgradeModeLastState {
+		setDefault(conf, keyCheckpointInterval, defaultLastStateCheckpointInterval)
 	}
-	p.tmReplicas = 1
-	switch {
-	case spec.TaskManager != nil && spec.TaskManager.Replicas != nil:
-		if *spec.TaskManager.Replicas < 0 {
-			return errors.New("spec.taskManager.replicas must not be negative")
-		}
-		p.tmReplicas = *spec.TaskManager.Replicas
-	case job != nil && !unset(conf, keyParallelism):
-		par, err := intOption(conf, keyParallelism)
+	if par, ok := jobParallelism(p.spec, slots); ok {
+		conf[keyParallelism] = strconv.Itoa(par)
+	}
+	if jar := strings.TrimSpace(job.JarURI); jar != "" {
+		cp, err := standaloneClasspath(jar)
 		if err != nil {
 			return err
 		}
-		if par > 0 {
-			p.tmReplicas = int32((par + slots - 1) / slots)
-		}
+		conf[keyPipelineClasspaths] = cp
 	}
+	return nil
+}
 
-	// Ports.
-	rest, err := portOption(conf, keyRESTPort)
+// jobParallelism is the parallelism.default an application is given, as
+// upstream: with spec.taskManager.replicas > 0, replicas × slots (upstream:
+// "Job parallelism setting is ignored as TaskManager replicas are set" — the
+// job uses every slot it is given); else job.parallelism when > 0. ok is
+// false when neither applies, which leaves the user's parallelism.default.
+func jobParallelism(spec *v1beta1.FlinkDeploymentSpec, slots int) (par int, ok bool) {
+	if tm := spec.TaskManager; tm != nil && tm.Replicas != nil && *tm.Replicas > 0 {
+		return int(*tm.Replicas) * slots, true
+	}
+	if job := spec.Job; job != nil && job.Parallelism != nil && *job.Parallelism > 0 {
+		return int(*job.Parallelism), true
+	}
+	return 0, false
+}
+
+// jobManagerReplicas is spec.jobManager.replicas, 1 by default. Less than 1
+// is an error: unlike TaskManagers, a cluster cannot run without a
+// JobManager (it serves the REST API the operator talks to).
+func jobManagerReplicas(spec *v1beta1.FlinkDeploymentSpec) (int32, error) {
+	jm := spec.JobManager
+	if jm == nil || jm.Replicas == nil {
+		return 1, nil
+	}
+	if *jm.Replicas < 1 {
+		return 0, errors.New("spec.jobManager.replicas must be at least 1")
+	}
+	return *jm.Replicas, nil
+}
+
+// taskManagerReplicas is spec.taskManager.replicas when set (0 is allowed: a
+// cluster scaled down to no TaskManagers). Without it an application gets
+// ceil(parallelism.default / slots) TaskManagers, as upstream, so the job
+// always finds its slots; a session cluster, or an application without a
+// positive parallelism, gets one.
+func taskManagerReplicas(spec *v1beta1.FlinkDeploymentSpec, conf map[string]string, slots int) (int32, error) {
+	if tm := spec.TaskManager; tm != nil && tm.Replicas != nil {
+		if *tm.Replicas < 0 {
+			return 0, errors.New("spec.taskManager.replicas must not be negative")
+		}
+		return *tm.Replicas, nil
+	}
+	if spec.Job == nil || unset(conf, keyParallelism) {
+		return 1, nil
+	}
+	par, err := intOption(conf, keyParallelism)
+	if err != nil {
+		return 0, err
+	}
+	if par <= 0 {
+		return 1, nil
+	}
+	return int32((par + slots - 1) / slots), nil
+}
+
+// resolvePorts sets the ports the Services and containers declare.
+// rest.port is what the REST Service exposes and rest.bind-port, when set,
+// where the JobManager listens; both must be single ports because a Service
+// and a containerPort name one number. taskmanager.rpc.port may be a range
+// (legal in Flink); then the TaskManager declares no containerPort.
+func (p *plan) resolvePorts() error {
+	rest, err := portOption(p.conf, keyRESTPort)
 	if err != nil {
 		return err
 	}
 	p.restPort, p.restBindPort = rest, rest
-	if !unset(conf, keyRESTBindPort) {
-		if p.restBindPort, err = portOption(conf, keyRESTBindPort); err != nil {
+	if !unset(p.conf, keyRESTBindPort) {
+		if p.restBindPort, err = portOption(p.conf, keyRESTBindPort); err != nil {
 			return fmt.Errorf("%w (the Service and container need one fixed port)", err)
 		}
 	}
-	if port, err := portOption(conf, keyTMRPCPort); err == nil {
-		p.tmRPCPort = port // a range is legal in Flink; then no containerPort
-	}
-
-	if !p.version.StandardYAML() {
-		for k, v := range conf {
-			if l, ok := legacyList(v); ok {
-				conf[k] = l
-			}
-		}
+	if port, err := portOption(p.conf, keyTMRPCPort); err == nil {
+		p.tmRPCPort = port
 	}
 	return nil
+}
+
+// rewriteLegacyLists turns YAML flow lists into Flink's legacy "a;b" form,
+// for Flink < 1.19, whose flink-conf.yaml parser reads no YAML (see
+// legacyList).
+func rewriteLegacyLists(conf map[string]string) {
+	for k, v := range conf {
+		if l, ok := legacyList(v); ok {
+			conf[k] = l
+		}
+	}
 }
 
 // intOption parses an integer Flink option.
