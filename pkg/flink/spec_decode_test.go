@@ -208,8 +208,7 @@ func decodeCases() []decodeCase {
 	}
 }
 
-// specGapFields are client fields that no spec lists but real Flink sends
-// (documented in the shared Flink REST reference, §1.1).
+// specGapFields are client fields that no spec lists but real Flink sends.
 var specGapFields = map[string]string{
 	"FailureCause.class":       "SerializedThrowable's custom serializer writes class",
 	"FailureCause.stack-trace": "SerializedThrowable's custom serializer writes stack-trace",

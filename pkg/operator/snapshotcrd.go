@@ -14,11 +14,11 @@ import (
 	"github.com/flinkops/flink-operator/pkg/config"
 )
 
-// The FlinkStateSnapshot CRD is optional (snapshots.md §6): without it the
-// operator runs every job in legacy mode (savepointInfo/checkpointInfo
-// status fields), does not start the snapshot controller nor its informer,
-// says so once at start (an error log line) and once per job (a
-// SnapshotResourcesDisabled Warning event).
+// The FlinkStateSnapshot CRD is optional (docs/snapshots.md, "Legacy
+// mode"): without it the operator runs every job in legacy mode
+// (savepointInfo/checkpointInfo status fields), does not start the snapshot
+// controller nor its informer, says so once at start (an error log line) and
+// once per job (a SnapshotResourcesDisabled Warning event).
 //
 // When the CRD is installed later, a discovery poll notices it and the
 // operator starts over in the same process (Run's loop; the internal run

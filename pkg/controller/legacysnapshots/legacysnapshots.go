@@ -1,5 +1,5 @@
-// Package legacysnapshots runs legacy-mode snapshots (snapshots.md §6,
-// upstream-operator.md §3.6) the same way for the FlinkDeployment and
+// Package legacysnapshots runs legacy-mode snapshots (docs/snapshots.md,
+// "Legacy mode") the same way for the FlinkDeployment and
 // FlinkSessionJob controllers: a job whose snapshot resources are disabled
 // (operator-wide, per job, or because the FlinkStateSnapshot CRD is not
 // installed) keeps its periodic and manual savepoints and checkpoints in the
@@ -15,11 +15,11 @@
 // requeues, never waits.
 //
 // A legacy trigger in flight when snapshot resources get enabled is still
-// observed to its end (upstream 3.3 step 2), and the legacy history is
-// cleaned in both modes (completed snapshot resources count toward its
-// limit, upstream §5). Like pkg/controller/jobstop it is a mechanism both
-// job controllers share: it edits the status copy it is given and hands
-// REST calls to the caller's post-write actions; the caller writes.
+// observed to its end, and the legacy history is cleaned in both modes
+// (completed snapshot resources count toward its limit), both as upstream.
+// Like the stop in pkg/controller/jobengine it is a mechanism both job
+// controllers share: it edits the status copy it is given and hands REST
+// calls to the caller's post-write actions; the caller writes.
 package legacysnapshots
 
 import (

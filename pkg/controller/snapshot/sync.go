@@ -18,7 +18,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/snapshots"
 )
 
-// Event reasons (snapshots.md §8).
+// Event reasons (docs/snapshots.md, "Events and metrics").
 const (
 	ReasonSavepointError    = "SavepointError"
 	ReasonCheckpointError   = "CheckpointError"
@@ -107,8 +107,8 @@ func (c *Controller) Sync(ctx context.Context, key string) (time.Duration, error
 	return requeue, err
 }
 
-// validate re-checks the rules the webhook and CRD enforce (snapshots.md §7),
-// for objects created without them.
+// validate re-checks the rules the webhook and CRD enforce (docs/webhook.md,
+// "What is validated"), for objects created without them.
 func (c *Controller) validate(ctx context.Context, s *v1beta1.FlinkStateSnapshot, t *target) error {
 	if (s.Spec.Savepoint == nil) == (s.Spec.Checkpoint == nil) {
 		return errors.New("exactly one of checkpoint or savepoint configurations has to be set")

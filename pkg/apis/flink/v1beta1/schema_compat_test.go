@@ -36,8 +36,8 @@ var allowedExtra = map[string]string{
 	".apiVersion":                       "standard top-level field every CRD schema has; upstream's generator omits it",
 	".kind":                             "standard top-level field every CRD schema has; upstream's generator omits it",
 	".metadata":                         "standard top-level field every CRD schema has; upstream's generator omits it",
-	".spec.jobReference.namespace":      "[ours] cross-namespace job references (snapshots.md §10)",
-	".spec.job.initialStateSnapshotRef": "[ours] restore from a FlinkStateSnapshot by reference (snapshots.md §10, issue 11)",
+	".spec.jobReference.namespace":      "[ours] cross-namespace job references (docs/snapshots.md, \"Snapshots of jobs in other namespaces\")",
+	".spec.job.initialStateSnapshotRef": "[ours] restore from a FlinkStateSnapshot by reference (docs/snapshots.md, \"Start a job from a snapshot\"; issue 11)",
 	"podTemplate.":                      "Pod schema from k8s.io/api v0.37.2, which has fields newer than upstream's fabric8 model",
 }
 
@@ -49,19 +49,19 @@ var allowedEnums = map[string]string{
 
 // allowedValidations lists CEL rules only ours has: "<kind> <path> <rule>".
 var allowedValidations = map[string]string{
-	"FlinkStateSnapshot .spec self == oldSelf":                             "[ours] spec is immutable after creation (snapshots.md §1)",
-	"FlinkStateSnapshot .spec has(self.savepoint) != has(self.checkpoint)": "exactly one of savepoint/checkpoint, in the schema instead of only the webhook (snapshots.md §7)",
+	"FlinkStateSnapshot .spec self == oldSelf":                             "[ours] spec is immutable after creation (docs/compatibility.md, \"Schema\")",
+	"FlinkStateSnapshot .spec has(self.savepoint) != has(self.checkpoint)": "exactly one of savepoint/checkpoint, in the schema instead of only the webhook (docs/compatibility.md, \"Schema\")",
 }
 
 // allowedColumns lists printer columns only ours has: "<kind> <name>".
 var allowedColumns = map[string]string{
-	"FlinkDeployment Age":        "[ours] age at a glance (deployments.md §1)",
-	"FlinkSessionJob Age":        "[ours] age at a glance (deployments.md §1)",
-	"FlinkStateSnapshot Type":    "[ours] snapshots.md §1",
-	"FlinkStateSnapshot Job":     "[ours] snapshots.md §1",
-	"FlinkStateSnapshot Trigger": "[ours] snapshots.md §1",
-	"FlinkStateSnapshot State":   "[ours] snapshots.md §1: upstream's 'Snapshot State', renamed",
-	"FlinkStateSnapshot Age":     "[ours] snapshots.md §1",
+	"FlinkDeployment Age":        "[ours] age at a glance (docs/compatibility.md, \"Schema\")",
+	"FlinkSessionJob Age":        "[ours] age at a glance (docs/compatibility.md, \"Schema\")",
+	"FlinkStateSnapshot Type":    "[ours] see docs/compatibility.md, \"Schema\"",
+	"FlinkStateSnapshot Job":     "[ours] see docs/compatibility.md, \"Schema\"",
+	"FlinkStateSnapshot Trigger": "[ours] see docs/compatibility.md, \"Schema\"",
+	"FlinkStateSnapshot State":   "[ours] upstream's 'Snapshot State', renamed (docs/compatibility.md, \"Schema\")",
+	"FlinkStateSnapshot Age":     "[ours] see docs/compatibility.md, \"Schema\"",
 }
 
 // renamedColumns maps upstream column names to ours where only the name changed.
