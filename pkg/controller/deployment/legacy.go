@@ -1,16 +1,10 @@
 package deployment
 
-import (
-	"github.com/flinkops/flink-operator/pkg/controller/legacysnapshots"
-)
+import "github.com/flinkops/flink-operator/pkg/controller/jobengine"
 
-// Legacy mode (docs/snapshots.md, "Legacy mode"): savepoints and checkpoints of a job
-// without snapshot resources live in status.jobStatus.savepointInfo/
-// checkpointInfo; pkg/controller/legacysnapshots runs them, the same way for
-// session jobs.
-
-// Event reasons of legacy mode and of the missing CRD.
+// Event reasons of legacy mode and of the missing CRD, under the names this
+// package's tests use (legacy mode itself is pkg/controller/jobengine's).
 const (
-	ReasonSnapshotResourcesDisabled = legacysnapshots.ReasonSnapshotResourcesDisabled
-	ReasonCleanupFailed             = legacysnapshots.ReasonCleanupFailed
+	ReasonSnapshotResourcesDisabled = jobengine.ReasonSnapshotResourcesDisabled
+	ReasonCleanupFailed             = jobengine.ReasonCleanupFailed
 )

@@ -10,7 +10,6 @@ import (
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
-	"github.com/flinkops/flink-operator/pkg/controller/legacysnapshots"
 )
 
 // Event reasons of this controller alone (the shared ones are jobengine's).
@@ -154,10 +153,10 @@ func (c *Controller) reconcile(ctx context.Context, sc *syncState) error {
 // kubernetes.operator.job.upgrade.ignore-pending-savepoint is set, read from
 // the new spec so that the change itself can say so.
 func (c *Controller) upgradeWaitsForSavepoint(sc *syncState, v *validated, change jobengine.Change) bool {
-	if change == jobengine.ChangeSuspended || !sc.JobHealthy() || !legacysnapshots.UpgradeBlocked(v.cfg, &sc.Obj.Status.JobStatus) {
+	if change == jobengine.ChangeSuspended || !sc.JobHealthy() || !jobengine.UpgradeBlocked(v.cfg, &sc.Obj.Status.JobStatus) {
 		return false
 	}
-	sc.Log.Info(legacysnapshots.DelayMessage, "triggerId", sc.Obj.Status.JobStatus.SavepointInfo.TriggerID)
+	sc.Log.Info(jobengine.DelayMessage, "triggerId", sc.Obj.Status.JobStatus.SavepointInfo.TriggerID)
 	return true
 }
 

@@ -24,8 +24,8 @@
 // reconciliationStatus.state (the write-ahead log of spec changes):
 //
 //	(none) → DEPLOYED     first deploy: deployment.firstDeploy, sessionjob.firstDeploy
-//	DEPLOYED → UPGRADING  a spec change is recorded: deployment.startUpgrade, sessionjob.startUpgrade
-//	                      (Classify says which change: ChangeUpgrade, ChangeSuspend, ChangeRedeploy, ...)
+//	DEPLOYED → UPGRADING  a spec change is recorded: State.RecordSpecChange then State.BeginUpgrade
+//	                      (called by both controllers' startUpgrade; Classify says which change)
 //	UPGRADING → DEPLOYED  the new spec is deployed or settled suspended:
 //	                      deployment.continueUpgrade/deploy, sessionjob.continueUpgrade/deploy
 //
@@ -36,7 +36,7 @@
 //	                       (an ended job's last checkpoint is recorded in the same write)
 //	→ SUSPENDED            the old job's state is recorded and it may be torn down or cancelled:
 //	                       State.StopJob → finishStop (savepoint and last-state upgrades);
-//	                       startUpgrade for stateless upgrades, resumes and savepoint redeploys;
+//	                       State.BeginUpgrade for stateless upgrades, resumes and savepoint redeploys;
 //	                       firstDeploy of a job created suspended; syncDeletion after a
 //	                       savepoint on deletion (stopOnDeletion)
 //
@@ -50,7 +50,11 @@
 // (pkg/lifecycle.State); lastStableSpec follows lastReconciledSpec once the
 // job runs, or at once for a job suspended by the user (KeepSuspendedStable).
 //
-// Still in the controllers and due to move here: snapshot planning and
-// nonce recording (snapshots.go), startUpgrade/continueUpgrade
-// and the legacy-mode runner (pkg/controller/legacysnapshots).
+// Snapshots the operator makes for a job (snapshots.go, legacy.go) are
+// planned here too: manual nonces and periodic snapshots created before the
+// status write that records them, history cleanup after it.
+//
+// Still in the controllers: continueUpgrade (an application tears its
+// cluster down and redeploys; a session job cancels and resubmits) and
+// deploy.
 package jobengine

@@ -11,4 +11,5 @@ const (
 	ReasonUpgradeFailed    = "UpgradeFailed"
 	ReasonCleanup          = "Cleanup"
 	ReasonValidationError  = "ValidationError"
+	ReasonCleanupFailed    = "CleanupFailed"
 )

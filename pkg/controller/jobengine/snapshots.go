@@ -12,7 +12,6 @@ import (
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
-	"github.com/flinkops/flink-operator/pkg/controller/legacysnapshots"
 	"github.com/flinkops/flink-operator/pkg/lifecycle"
 	"github.com/flinkops/flink-operator/pkg/snapshots"
 )
@@ -137,7 +136,8 @@ func (s *State[T, S]) ReconcileSnapshots(ctx context.Context, in SnapshotInputs)
 	// Legacy triggers in flight are observed, and the legacy history
 	// cleaned, in both modes; new legacy snapshots only without resources.
 	resources := s.SnapshotResources()
-	handled := s.e.Legacy.Reconcile(ctx, s.legacyJob(in.Healthy), view, resources, nonces)
+	s.legacyHealthy = in.Healthy
+	handled := s.legacyReconcile(ctx, view, resources, nonces)
 	if !resources {
 		if handled.Record {
 			return s.RecordNonces(handled.Savepoint, handled.Checkpoint)
@@ -289,37 +289,16 @@ func (s *State[T, S]) upgradeSnapshotPath() string {
 // operator process) while the FlinkStateSnapshot CRD is missing.
 func (s *State[T, S]) WarnSnapshotCRDMissing() {
 	if s.e.SnapshotCRDMissing && JobOf(specOf[T, S](s.Obj)) != nil {
-		s.e.Legacy.WarnCRDMissing(s.Obj.GetUID(), s.Event)
+		s.warnCRDMissing()
 	}
 }
 
-// legacyJob is this sync's job as pkg/controller/legacysnapshots sees it
-// (legacy mode: savepointInfo/checkpointInfo).
-func (s *State[T, S]) legacyJob(healthy bool) legacysnapshots.Job {
-	j := legacysnapshots.Job{
-		Key:        s.Key,
-		Status:     s.JobStatus(),
-		Config:     s.Cfg,
-		Now:        s.Now,
-		Client:     s.Client,
-		Healthy:    healthy,
-		RetryAfter: s.ReconcileInterval(),
-		Log:        s.Log,
-		Event:      s.Event,
-		Fail:       s.Fail,
-		After:      s.RequeueWithin,
-		Then:       s.AfterStatusWrite,
+// recordedJob is the recorded job spec (nil before the first deploy).
+func (s *State[T, S]) recordedJob() *v1beta1.JobSpec {
+	if s.Recorded == nil {
+		return nil
 	}
-	if s.Recorded != nil {
-		j.Recorded = JobOf(&s.Recorded.Spec)
-	}
-	return j
-}
-
-// ResetLegacyTriggers drops a legacy trigger in flight (with its failure
-// event) before a stop reuses the trigger fields.
-func (s *State[T, S]) ResetLegacyTriggers() {
-	legacysnapshots.ResetTriggers(s.legacyJob(false))
+	return JobOf(&s.Recorded.Spec)
 }
 
 func jobReferenceKind[T Object](o T) v1beta1.JobReferenceKind {

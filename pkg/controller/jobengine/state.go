@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	flinkcache "github.com/flinkops/flink-operator/pkg/cache"
@@ -19,7 +20,6 @@ import (
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
-	"github.com/flinkops/flink-operator/pkg/controller/legacysnapshots"
 	"github.com/flinkops/flink-operator/pkg/flink"
 	"github.com/flinkops/flink-operator/pkg/lifecycle"
 )
@@ -73,6 +73,8 @@ type State[T Object, S Spec] struct {
 	Recorded *lifecycle.Reconciled[S]
 	// Of the spec recorded before this sync's RecordSpecChange.
 	wasSuspended, firstDeployment bool
+	// legacyHealthy: the job may take a legacy snapshot now.
+	legacyHealthy bool
 
 	// Observation of the job through its JobManager.
 	Client *flink.Client      // set when the JobManager answered
@@ -212,11 +214,15 @@ type Engine[T Object, S Spec] struct {
 	// SnapshotCRDMissing: the FlinkStateSnapshot CRD is not installed
 	// (legacy mode for every job).
 	SnapshotCRDMissing bool
-	Legacy             *legacysnapshots.Runner
 	NewTriggerID       func() string
 	// Fault, when set (tests only), is called at every point where a crash
 	// must be survivable.
 	Fault func(key, point string)
+
+	// Legacy mode across syncs, in memory (after a restart a disposal is
+	// asked again, and a savepoint already gone counts as disposed).
+	legacyDisposals sync.Map // "<key>\x00<path>" → disposal trigger id
+	crdWarned       sync.Map // UIDs that got SnapshotResourcesDisabled
 }
 
 // Commit runs the pre-writes, writes the status if it changed (once), then

@@ -17,7 +17,6 @@ import (
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/controller/jobmanager"
-	"github.com/flinkops/flink-operator/pkg/controller/legacysnapshots"
 	"github.com/flinkops/flink-operator/pkg/controller/workers"
 	"github.com/flinkops/flink-operator/pkg/endpoints"
 	clientset "github.com/flinkops/flink-operator/pkg/generated/clientset/versioned"
@@ -154,7 +153,7 @@ func New(client clientset.Interface, caches *flinkcache.Caches, recorder record.
 	}
 	c.engine = &jobengine.Engine[*v1beta1.FlinkSessionJob, v1beta1.FlinkSessionJobSpec]{
 		Client: client, Recorder: recorder, Caches: caches, Operator: opts.Config,
-		SnapshotCRDMissing: opts.SnapshotCRDMissing, Legacy: legacysnapshots.NewRunner(opts.NewTriggerID), NewTriggerID: opts.NewTriggerID,
+		SnapshotCRDMissing: opts.SnapshotCRDMissing, NewTriggerID: opts.NewTriggerID,
 		Fault: opts.FaultPoint,
 	}
 	err := caches.AddEventHandlers(flinkcache.Handlers{

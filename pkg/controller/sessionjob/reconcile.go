@@ -10,7 +10,6 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/controller/jobmanager"
-	"github.com/flinkops/flink-operator/pkg/controller/legacysnapshots"
 	"github.com/flinkops/flink-operator/pkg/controller/snapshotref"
 	"github.com/flinkops/flink-operator/pkg/validation"
 )
@@ -63,10 +62,10 @@ func (c *Controller) upgradeWaitsForSavepoint(sc *syncState, change jobengine.Ch
 		return false
 	}
 	cfg, err := jobmanager.EffectiveConfig(sc.Cfg, sc.Obj.Spec.FlinkConfiguration)
-	if err != nil || !legacysnapshots.UpgradeBlocked(cfg, &sc.Obj.Status.JobStatus) {
+	if err != nil || !jobengine.UpgradeBlocked(cfg, &sc.Obj.Status.JobStatus) {
 		return false
 	}
-	sc.Log.Info(legacysnapshots.DelayMessage, "triggerId", sc.Obj.Status.JobStatus.SavepointInfo.TriggerID)
+	sc.Log.Info(jobengine.DelayMessage, "triggerId", sc.Obj.Status.JobStatus.SavepointInfo.TriggerID)
 	return true
 }
 

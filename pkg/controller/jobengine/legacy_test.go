@@ -1,4 +1,4 @@
-package legacysnapshots
+package jobengine
 
 import (
 	"testing"

@@ -1,6 +1,5 @@
-// Package legacysnapshots runs legacy-mode snapshots (docs/snapshots.md,
-// "Legacy mode") the same way for the FlinkDeployment and
-// FlinkSessionJob controllers: a job whose snapshot resources are disabled
+// Legacy mode (docs/snapshots.md, "Legacy mode"), the same for the
+// FlinkDeployment and FlinkSessionJob controllers: a job whose snapshot resources are disabled
 // (operator-wide, per job, or because the FlinkStateSnapshot CRD is not
 // installed) keeps its periodic and manual savepoints and checkpoints in the
 // deprecated status fields status.jobStatus.savepointInfo/checkpointInfo.
@@ -17,35 +16,23 @@
 // A legacy trigger in flight when snapshot resources get enabled is still
 // observed to its end, and the legacy history is cleaned in both modes
 // (completed snapshot resources count toward its limit), both as upstream.
-// Like the stop in pkg/controller/jobengine it is a mechanism both job
-// controllers share: it edits the status copy it is given and hands REST
-// calls to the caller's post-write actions; the caller writes.
-package legacysnapshots
+// Like the stop (stop.go) it edits the sync's status copy and hands REST
+// calls to the post-write actions; the commit writes.
+
+package jobengine
 
 import (
 	"context"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/klog/v2"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/flink"
 	"github.com/flinkops/flink-operator/pkg/lifecycle"
 	"github.com/flinkops/flink-operator/pkg/snapshots"
-)
-
-// Event reasons (the same strings as the controllers' own).
-const (
-	ReasonSavepointError  = "SavepointError"
-	ReasonCheckpointError = "CheckpointError"
-	ReasonValidationError = "ValidationError"
-	ReasonCleanupFailed   = "CleanupFailed"
 )
 
 // ReasonSnapshotResourcesDisabled is the Warning each job gets, once per
@@ -64,57 +51,16 @@ const CRDMissingMessage = "The FlinkStateSnapshot CRD is not installed, so snaps
 // pending legacy savepoint.
 const DelayMessage = "Delaying job reconciliation until pending savepoint is completed."
 
-// Runner keeps what legacy snapshots need across syncs: the trigger id
-// source and the disposals of the legacy history in flight (in memory;
-// after a restart a disposal is asked again, and a savepoint already gone
-// counts as disposed).
-type Runner struct {
-	newTriggerID func() string
-	disposals    sync.Map // "<key>\x00<path>" → disposal trigger id
-	crdWarned    sync.Map // UIDs that got SnapshotResourcesDisabled
-}
-
 // WarnCRDMissing emits SnapshotResourcesDisabled (CRDMissingMessage) for
 // the job with this UID, once per operator process.
-func (r *Runner) WarnCRDMissing(uid types.UID, event func(typ, reason, format string, args ...any)) {
-	if _, seen := r.crdWarned.LoadOrStore(uid, struct{}{}); !seen {
-		event(corev1.EventTypeWarning, ReasonSnapshotResourcesDisabled, "%s", CRDMissingMessage)
+func (s *State[T, S]) warnCRDMissing() {
+	if _, seen := s.e.crdWarned.LoadOrStore(s.Obj.GetUID(), struct{}{}); !seen {
+		s.Event(corev1.EventTypeWarning, ReasonSnapshotResourcesDisabled, "%s", CRDMissingMessage)
 	}
 }
 
-// NewRunner returns a Runner that makes trigger ids with newTriggerID.
-func NewRunner(newTriggerID func() string) *Runner {
-	return &Runner{newTriggerID: newTriggerID}
-}
-
-// Job is one sync's view of a job and the hooks of the caller's sync.
-type Job struct {
-	// Key identifies the job (namespace/name) across syncs.
-	Key string
-	// Status is the sync's copy of the job status, edited in place.
-	Status *v1beta1.JobStatus
-	// Recorded is the recorded (lastReconciledSpec) job spec: the nonce a
-	// MANUAL trigger in flight was made for. May be nil.
-	Recorded *v1beta1.JobSpec
-	Config   config.Config
-	Now      time.Time
-	// Client reaches the JobManager; nil when it did not answer.
-	Client *flink.Client
-	// Healthy: the job runs, so a trigger can be made and followed.
-	Healthy bool
-	// RetryAfter paces retries of a failed history disposal.
-	RetryAfter time.Duration
-	Log        klog.Logger
-
-	Event func(typ, reason, format string, args ...any)
-	Fail  func(reason, format string, args ...any)
-	After func(d time.Duration)
-	// Then runs an action after the status write.
-	Then func(name string, run func(ctx context.Context) error)
-}
-
-// Nonces are the manual trigger nonces the caller records as handled.
-type Nonces struct {
+// legacyNonces are the manual trigger nonces the caller records as handled.
+type legacyNonces struct {
 	Savepoint, Checkpoint *int64
 	// Record: the nonces are to be recorded (they were handled this sync).
 	Record bool
@@ -124,53 +70,53 @@ type Nonces struct {
 // history, and, when snapshot resources are off (resources false), triggers
 // the due periodic or manual snapshots. handleNonces says whether changed
 // nonces may be handled now; the result says which to record.
-func (r *Runner) Reconcile(ctx context.Context, j Job, view snapshots.JobView, resources, handleNonces bool) Nonces {
-	r.observeSavepoint(ctx, j)
-	r.observeCheckpoint(ctx, j)
-	r.cleanupHistory(ctx, j, view, resources)
+func (s *State[T, S]) legacyReconcile(ctx context.Context, view snapshots.JobView, resources, handleNonces bool) legacyNonces {
+	s.legacyObserveSavepoint(ctx)
+	s.legacyObserveCheckpoint(ctx)
+	s.legacyCleanupHistory(ctx, view, resources)
 	if resources {
-		return Nonces{}
+		return legacyNonces{}
 	}
-	js := j.Status
-	running := view.Running && j.Healthy
+	js := s.JobStatus()
+	running := view.Running && s.legacyHealthy
 	sp, cp := view.ReconciledSavepointNonce, view.ReconciledCheckpointNonce
 
 	due := snapshots.LegacyDue(v1beta1.SnapshotTypeSavepoint, snapshots.LegacyJob{
-		Config: j.Config, Running: running, Pending: js.SavepointInfo != nil && js.SavepointInfo.TriggerID != "",
+		Config: s.Cfg, Running: running, Pending: js.SavepointInfo != nil && js.SavepointInfo.TriggerID != "",
 		Nonce: view.SavepointNonce, Reconciled: view.ReconciledSavepointNonce,
 		LastPeriodic: lastPeriodicSavepoint(js), Since: view.Since,
-	}, j.Now)
+	}, s.Now)
 	if due.Warning != "" {
-		j.Fail(ReasonValidationError, "spec.flinkConfiguration: %s", due.Warning)
+		s.Fail(ReasonValidationError, "spec.flinkConfiguration: %s", due.Warning)
 	}
 	if due.Type != "" {
-		r.triggerSavepoint(j, due.Type)
+		s.legacyTriggerSavepoint(due.Type)
 		if due.Type == v1beta1.SnapshotTriggerManual {
 			sp = due.Nonce
 		}
 	}
-	j.After(due.RequeueAfter)
+	s.RequeueWithin(due.RequeueAfter)
 
 	if view.CheckpointsSupported {
 		due := snapshots.LegacyDue(v1beta1.SnapshotTypeCheckpoint, snapshots.LegacyJob{
-			Config: j.Config, Running: running, Pending: js.CheckpointInfo != nil && js.CheckpointInfo.TriggerID != "",
+			Config: s.Cfg, Running: running, Pending: js.CheckpointInfo != nil && js.CheckpointInfo.TriggerID != "",
 			Nonce: view.CheckpointNonce, Reconciled: view.ReconciledCheckpointNonce,
 			LastPeriodic: lastPeriodicCheckpoint(js), Since: view.Since,
-		}, j.Now)
+		}, s.Now)
 		if due.Warning != "" {
-			j.Fail(ReasonValidationError, "spec.flinkConfiguration: %s", due.Warning)
+			s.Fail(ReasonValidationError, "spec.flinkConfiguration: %s", due.Warning)
 		}
 		if due.Type != "" {
-			r.triggerCheckpoint(j, due.Type)
+			s.legacyTriggerCheckpoint(due.Type)
 			if due.Type == v1beta1.SnapshotTriggerManual {
 				cp = due.Nonce
 			}
 		}
-		j.After(due.RequeueAfter)
+		s.RequeueWithin(due.RequeueAfter)
 	}
 
 	if !handleNonces {
-		return Nonces{}
+		return legacyNonces{}
 	}
 	// Nonces removed from the spec are recorded as such; a checkpoint nonce
 	// this Flink version cannot honour is said once, then consumed.
@@ -181,10 +127,10 @@ func (r *Runner) Reconcile(ctx context.Context, j Job, view snapshots.JobView, r
 	case view.CheckpointNonce == nil:
 		cp = nil
 	case !view.CheckpointsSupported && !lifecycle.EqualNonce(view.CheckpointNonce, view.ReconciledCheckpointNonce):
-		j.Event(corev1.EventTypeWarning, ReasonCheckpointError, "Checkpoint failed for checkpointTriggerNonce: %d: manual checkpoints need Flink 1.17+", *view.CheckpointNonce)
+		s.Event(corev1.EventTypeWarning, ReasonCheckpointError, "Checkpoint failed for checkpointTriggerNonce: %d: manual checkpoints need Flink 1.17+", *view.CheckpointNonce)
 		cp = view.CheckpointNonce
 	}
-	return Nonces{Savepoint: sp, Checkpoint: cp, Record: true}
+	return legacyNonces{Savepoint: sp, Checkpoint: cp, Record: true}
 }
 
 // UpgradeBlocked reports whether a spec upgrade must wait: a legacy
@@ -200,28 +146,28 @@ func UpgradeBlocked(cfg config.Config, js *v1beta1.JobStatus) bool {
 	return err != nil || !ignore
 }
 
-// ResetTriggers drops the legacy savepoint/checkpoint in flight when the
+// ResetLegacyTriggers drops the legacy savepoint/checkpoint in flight when the
 // job is about to be stopped (an upgrade that may proceed): its result
 // could only be polled on the old job. As upstream, a dropped one is a
 // failure event.
-func ResetTriggers(j Job) {
-	js := j.Status
+func (s *State[T, S]) ResetLegacyTriggers() {
+	js := s.JobStatus()
 	var spNonce, cpNonce *int64
-	if j.Recorded != nil {
-		spNonce, cpNonce = j.Recorded.SavepointTriggerNonce, j.Recorded.CheckpointTriggerNonce
+	if s.recordedJob() != nil {
+		spNonce, cpNonce = s.recordedJob().SavepointTriggerNonce, s.recordedJob().CheckpointTriggerNonce
 	}
 	if info := js.SavepointInfo; snapshots.LegacySavepointPending(info) {
 		if info.TriggerType != v1beta1.SnapshotTriggerManual {
 			spNonce = nil
 		}
-		j.Event(corev1.EventTypeWarning, ReasonSavepointError, "%s", snapshots.LegacyFailureMessage(v1beta1.SnapshotTypeSavepoint, info.TriggerType, spNonce))
+		s.Event(corev1.EventTypeWarning, ReasonSavepointError, "%s", snapshots.LegacyFailureMessage(v1beta1.SnapshotTypeSavepoint, info.TriggerType, spNonce))
 		snapshots.ResetLegacySavepointTrigger(info)
 	}
 	if info := js.CheckpointInfo; snapshots.LegacyCheckpointPending(info) {
 		if info.TriggerType != v1beta1.SnapshotTriggerManual {
 			cpNonce = nil
 		}
-		j.Event(corev1.EventTypeWarning, ReasonCheckpointError, "%s", snapshots.LegacyFailureMessage(v1beta1.SnapshotTypeCheckpoint, info.TriggerType, cpNonce))
+		s.Event(corev1.EventTypeWarning, ReasonCheckpointError, "%s", snapshots.LegacyFailureMessage(v1beta1.SnapshotTypeCheckpoint, info.TriggerType, cpNonce))
 		snapshots.ResetLegacyCheckpointTrigger(info)
 	}
 }
@@ -244,24 +190,24 @@ func lastPeriodicCheckpoint(js *v1beta1.JobStatus) time.Time {
 
 // triggerSavepoint records a savepoint trigger and sends it after the
 // status write.
-func (r *Runner) triggerSavepoint(j Job, trigger v1beta1.SnapshotTriggerType) {
-	js := j.Status
+func (s *State[T, S]) legacyTriggerSavepoint(trigger v1beta1.SnapshotTriggerType) {
+	js := s.JobStatus()
 	if js.SavepointInfo == nil {
 		js.SavepointInfo = &v1beta1.SavepointInfo{}
 	}
-	format := v1beta1.SavepointFormatType(lifecycle.SavepointFormat(j.Config))
-	id := r.newTriggerID()
-	snapshots.SetLegacySavepointTrigger(js.SavepointInfo, id, trigger, format, j.Now)
-	j.Log.Info("Triggering savepoint (legacy status fields)", "jobId", js.JobID, "triggerId", id, "triggerType", trigger)
-	postSavepoint(j, js.JobID, id, format)
-	j.After(snapshots.MinPollDelay)
+	format := v1beta1.SavepointFormatType(lifecycle.SavepointFormat(s.Cfg))
+	id := s.e.NewTriggerID()
+	snapshots.SetLegacySavepointTrigger(js.SavepointInfo, id, trigger, format, s.Now)
+	s.Log.Info("Triggering savepoint (legacy status fields)", "jobId", js.JobID, "triggerId", id, "triggerType", trigger)
+	s.legacyPostSavepoint(js.JobID, id, format)
+	s.RequeueWithin(snapshots.MinPollDelay)
 }
 
-func postSavepoint(j Job, jobID, id string, format v1beta1.SavepointFormatType) {
-	client, log := j.Client, j.Log
-	dir, _ := config.SavepointDir(j.Config)
+func (s *State[T, S]) legacyPostSavepoint(jobID, id string, format v1beta1.SavepointFormatType) {
+	client, log := s.Client, s.Log
+	dir, _ := config.SavepointDir(s.Cfg)
 	req := flink.SavepointRequest{TargetDirectory: dir, FormatType: flink.SavepointFormatType(format), TriggerID: id}
-	j.Then("trigger savepoint", func(ctx context.Context) error {
+	s.AfterStatusWrite("trigger savepoint", func(ctx context.Context) error {
 		if client == nil {
 			return nil
 		}
@@ -274,23 +220,23 @@ func postSavepoint(j Job, jobID, id string, format v1beta1.SavepointFormatType) 
 
 // triggerCheckpoint records a checkpoint trigger and sends it after the
 // status write.
-func (r *Runner) triggerCheckpoint(j Job, trigger v1beta1.SnapshotTriggerType) {
-	js := j.Status
+func (s *State[T, S]) legacyTriggerCheckpoint(trigger v1beta1.SnapshotTriggerType) {
+	js := s.JobStatus()
 	if js.CheckpointInfo == nil {
 		js.CheckpointInfo = &v1beta1.CheckpointInfo{}
 	}
-	typ := checkpointType(j.Config)
-	id := r.newTriggerID()
-	snapshots.SetLegacyCheckpointTrigger(js.CheckpointInfo, id, trigger, typ, j.Now)
-	j.Log.Info("Triggering checkpoint (legacy status fields)", "jobId", js.JobID, "triggerId", id, "triggerType", trigger)
-	postCheckpoint(j, js.JobID, id, typ)
-	j.After(snapshots.MinPollDelay)
+	typ := checkpointType(s.Cfg)
+	id := s.e.NewTriggerID()
+	snapshots.SetLegacyCheckpointTrigger(js.CheckpointInfo, id, trigger, typ, s.Now)
+	s.Log.Info("Triggering checkpoint (legacy status fields)", "jobId", js.JobID, "triggerId", id, "triggerType", trigger)
+	s.legacyPostCheckpoint(js.JobID, id, typ)
+	s.RequeueWithin(snapshots.MinPollDelay)
 }
 
-func postCheckpoint(j Job, jobID, id string, typ v1beta1.CheckpointType) {
-	client, log := j.Client, j.Log
+func (s *State[T, S]) legacyPostCheckpoint(jobID, id string, typ v1beta1.CheckpointType) {
+	client, log := s.Client, s.Log
 	req := flink.CheckpointRequest{Type: flink.CheckpointType(typ), TriggerID: id}
-	j.Then("trigger checkpoint", func(ctx context.Context) error {
+	s.AfterStatusWrite("trigger checkpoint", func(ctx context.Context) error {
 		if client == nil {
 			return nil
 		}
@@ -339,23 +285,23 @@ type inFlight struct {
 
 // observeSavepoint follows the legacy savepoint in flight (PERIODIC or
 // MANUAL; an UPGRADE trigger is the stop-with-savepoint's).
-func (r *Runner) observeSavepoint(ctx context.Context, j Job) {
-	info := j.Status.SavepointInfo
+func (s *State[T, S]) legacyObserveSavepoint(ctx context.Context) {
+	info := s.JobStatus().SavepointInfo
 	if !snapshots.LegacySavepointPending(info) {
 		return
 	}
 	var nonce *int64
-	if info.TriggerType == v1beta1.SnapshotTriggerManual && j.Recorded != nil {
-		nonce = j.Recorded.SavepointTriggerNonce
+	if info.TriggerType == v1beta1.SnapshotTriggerManual && s.recordedJob() != nil {
+		nonce = s.recordedJob().SavepointTriggerNonce
 	}
-	jobID := j.Status.JobID
-	r.observe(ctx, j, inFlight{
+	jobID := s.JobStatus().JobID
+	s.legacyObserve(ctx, inFlight{
 		typ: v1beta1.SnapshotTypeSavepoint, reason: ReasonSavepointError, graceKey: config.KeySavepointTriggerGracePeriod,
 		id: &info.TriggerID, triggerType: info.TriggerType, triggered: time.UnixMilli(deref(info.TriggerTimestamp)), nonce: nonce,
-		post: func(id string) { postSavepoint(j, jobID, id, info.FormatType) },
+		post: func(id string) { s.legacyPostSavepoint(jobID, id, info.FormatType) },
 		poll: func(ctx context.Context, id string) (outcome, string, any) {
-			res, err := j.Client.SavepointStatus(ctx, jobID, id)
-			o, cause := classify(err, res.Pending(), res.Failed(), failureMessage(res.Failure))
+			res, err := s.Client.SavepointStatus(ctx, jobID, id)
+			o, cause := legacyClassify(err, res.Pending(), res.Failed(), failureMessage(res.Failure))
 			return o, cause, res.Value
 		},
 		complete: func(path any) { snapshots.CompleteLegacySavepoint(info, path.(string), nonce) },
@@ -365,23 +311,23 @@ func (r *Runner) observeSavepoint(ctx context.Context, j Job) {
 }
 
 // observeCheckpoint follows the legacy checkpoint in flight.
-func (r *Runner) observeCheckpoint(ctx context.Context, j Job) {
-	info := j.Status.CheckpointInfo
+func (s *State[T, S]) legacyObserveCheckpoint(ctx context.Context) {
+	info := s.JobStatus().CheckpointInfo
 	if !snapshots.LegacyCheckpointPending(info) {
 		return
 	}
 	var nonce *int64
-	if info.TriggerType == v1beta1.SnapshotTriggerManual && j.Recorded != nil {
-		nonce = j.Recorded.CheckpointTriggerNonce
+	if info.TriggerType == v1beta1.SnapshotTriggerManual && s.recordedJob() != nil {
+		nonce = s.recordedJob().CheckpointTriggerNonce
 	}
-	jobID := j.Status.JobID
-	r.observe(ctx, j, inFlight{
+	jobID := s.JobStatus().JobID
+	s.legacyObserve(ctx, inFlight{
 		typ: v1beta1.SnapshotTypeCheckpoint, reason: ReasonCheckpointError, graceKey: config.KeyCheckpointTriggerGracePeriod,
 		id: &info.TriggerID, triggerType: info.TriggerType, triggered: time.UnixMilli(deref(info.TriggerTimestamp)), nonce: nonce,
-		post: func(id string) { postCheckpoint(j, jobID, id, info.FormatType) },
+		post: func(id string) { s.legacyPostCheckpoint(jobID, id, info.FormatType) },
 		poll: func(ctx context.Context, id string) (outcome, string, any) {
-			res, err := j.Client.CheckpointStatus(ctx, jobID, id)
-			o, cause := classify(err, res.Pending(), res.Failed(), failureMessage(res.Failure))
+			res, err := s.Client.CheckpointStatus(ctx, jobID, id)
+			o, cause := legacyClassify(err, res.Pending(), res.Failed(), failureMessage(res.Failure))
 			return o, cause, res.Value
 		},
 		complete: func(any) { snapshots.CompleteLegacyCheckpoint(info, nonce) },
@@ -396,31 +342,31 @@ func (r *Runner) observeCheckpoint(ctx context.Context, j Job) {
 // result under the old one; the grace period still counts from the first
 // trigger); past it → given up. A job that stopped running drops it
 // (upstream resetSnapshotTriggers). Every failure is a Warning event.
-func (r *Runner) observe(ctx context.Context, j Job, t inFlight) {
+func (s *State[T, S]) legacyObserve(ctx context.Context, t inFlight) {
 	msg := snapshots.LegacyFailureMessage(t.typ, t.triggerType, t.nonce)
-	giveUp := snapshots.LegacyGiveUp(t.triggered, gracePeriod(j.Config, t.graceKey), j.Now)
-	log := j.Log.WithValues("type", t.typ, "triggerType", t.triggerType)
+	giveUp := snapshots.LegacyGiveUp(t.triggered, gracePeriod(s.Cfg, t.graceKey), s.Now)
+	log := s.Log.WithValues("type", t.typ, "triggerType", t.triggerType)
 	fail := func(cause string) {
-		j.Event(corev1.EventTypeWarning, t.reason, "%s", msg)
+		s.Event(corev1.EventTypeWarning, t.reason, "%s", msg)
 		if giveUp {
 			log.Info("Legacy snapshot failed, giving up", "triggerId", *t.id, "reason", cause)
 			t.giveUp()
 			return
 		}
-		*t.id = r.newTriggerID()
+		*t.id = s.e.NewTriggerID()
 		log.Info("Legacy snapshot failed, retrying", "triggerId", *t.id, "reason", cause)
 		t.post(*t.id)
-		j.After(snapshots.MinPollDelay)
+		s.RequeueWithin(snapshots.MinPollDelay)
 	}
-	if !j.Healthy || j.Client == nil {
-		j.Event(corev1.EventTypeWarning, t.reason, "%s", msg)
+	if !s.legacyHealthy || s.Client == nil {
+		s.Event(corev1.EventTypeWarning, t.reason, "%s", msg)
 		log.Info("Job is not running, dropping the pending legacy snapshot", "triggerId", *t.id)
 		t.reset()
 		return
 	}
 	switch o, cause, value := t.poll(ctx, *t.id); o {
 	case outcomePending:
-		j.After(snapshots.PollDelay(j.Now.Sub(t.triggered)))
+		s.RequeueWithin(snapshots.PollDelay(s.Now.Sub(t.triggered)))
 	case outcomeUnknown:
 		if giveUp {
 			fail("Flink does not know trigger id " + *t.id)
@@ -428,7 +374,7 @@ func (r *Runner) observe(ctx context.Context, j Job, t inFlight) {
 		}
 		log.Info("Flink does not know the trigger id, sending it again", "triggerId", *t.id)
 		t.post(*t.id)
-		j.After(snapshots.MinPollDelay)
+		s.RequeueWithin(snapshots.MinPollDelay)
 	case outcomeFailed:
 		fail(cause)
 	case outcomeDone:
@@ -437,7 +383,7 @@ func (r *Runner) observe(ctx context.Context, j Job, t inFlight) {
 	}
 }
 
-func classify(err error, pending, failed bool, failure string) (outcome, string) {
+func legacyClassify(err error, pending, failed bool, failure string) (outcome, string) {
 	switch {
 	case flink.IsNotFound(err):
 		return outcomeUnknown, ""
@@ -469,36 +415,29 @@ func gracePeriod(cfg config.Config, key string) time.Duration {
 	return d
 }
 
-func deref(p *int64) int64 {
-	if p == nil {
-		return 0
-	}
-	return *p
-}
-
-// cleanupHistory trims status.jobStatus.savepointInfo.savepointHistory
+// legacyCleanupHistory trims status.jobStatus.savepointInfo.savepointHistory
 // (upstream's cleanupSavepointHistoryLegacy, pkg/snapshots). Disposal goes
 // through Flink's POST /savepoint-disposal; an entry leaves the history only
 // once its disposal succeeded, polled by id across syncs.
-func (r *Runner) cleanupHistory(ctx context.Context, j Job, view snapshots.JobView, resources bool) {
-	info := j.Status.SavepointInfo
-	if info == nil || len(info.SavepointHistory) == 0 || j.Client == nil {
+func (s *State[T, S]) legacyCleanupHistory(ctx context.Context, view snapshots.JobView, resources bool) {
+	info := s.JobStatus().SavepointInfo
+	if info == nil || len(info.SavepointHistory) == 0 || s.Client == nil {
 		return
 	}
-	policy, err := snapshots.LegacyHistoryPolicyOf(j.Config)
+	policy, err := snapshots.LegacyHistoryPolicyOf(s.Cfg)
 	if err != nil {
-		j.Fail(ReasonValidationError, "spec.flinkConfiguration: %v", err)
+		s.Fail(ReasonValidationError, "spec.flinkConfiguration: %v", err)
 		return
 	}
 	completed := 0
 	if resources {
 		completed = snapshots.CompletedSavepointResources(view.Snapshots)
 	}
-	kept := snapshots.CleanupLegacyHistory(info.SavepointHistory, policy, completed, j.Now, view.Keep, func(path string) bool {
-		return r.dispose(ctx, j, path)
+	kept := snapshots.CleanupLegacyHistory(info.SavepointHistory, policy, completed, s.Now, view.Keep, func(path string) bool {
+		return s.legacyDispose(ctx, path)
 	})
 	if len(kept) != len(info.SavepointHistory) {
-		j.Log.Info("Cleaned up legacy savepoint history", "removed", len(info.SavepointHistory)-len(kept), "kept", len(kept))
+		s.Log.Info("Cleaned up legacy savepoint history", "removed", len(info.SavepointHistory)-len(kept), "kept", len(kept))
 		if len(kept) == 0 {
 			kept = nil
 		}
@@ -509,39 +448,39 @@ func (r *Runner) cleanupHistory(ctx context.Context, j Job, view snapshots.JobVi
 // dispose takes one step disposing a savepoint of the legacy history and
 // reports whether it is disposed: the first call POSTs the disposal, later
 // ones poll it.
-func (r *Runner) dispose(ctx context.Context, j Job, path string) bool {
-	key := j.Key + "\x00" + path
-	if id, ok := r.disposals.Load(key); ok {
-		res, err := j.Client.DisposalStatus(ctx, id.(string))
+func (s *State[T, S]) legacyDispose(ctx context.Context, path string) bool {
+	key := s.Key + "\x00" + path
+	if id, ok := s.e.legacyDisposals.Load(key); ok {
+		res, err := s.Client.DisposalStatus(ctx, id.(string))
 		switch {
 		case flink.IsNotFound(err):
-			r.disposals.Delete(key) // Flink forgot it: ask again next time
-			j.After(snapshots.MinPollDelay)
+			s.e.legacyDisposals.Delete(key) // Flink forgot it: ask again next time
+			s.RequeueWithin(snapshots.MinPollDelay)
 			return false
 		case err != nil:
-			j.After(snapshots.MaxPollDelay)
+			s.RequeueWithin(snapshots.MaxPollDelay)
 			return false
 		case res.Pending():
-			j.After(2 * snapshots.MinPollDelay)
+			s.RequeueWithin(2 * snapshots.MinPollDelay)
 			return false
 		case res.Failed() && !alreadyGone(res.Failure):
-			r.disposals.Delete(key)
-			j.Event(corev1.EventTypeWarning, ReasonCleanupFailed, "Disposing savepoint %s failed: %s; it stays in the savepoint history", path, failureMessage(res.Failure))
-			j.After(j.RetryAfter)
+			s.e.legacyDisposals.Delete(key)
+			s.Event(corev1.EventTypeWarning, ReasonCleanupFailed, "Disposing savepoint %s failed: %s; it stays in the savepoint history", path, failureMessage(res.Failure))
+			s.RequeueWithin(s.ReconcileInterval())
 			return false
 		}
-		r.disposals.Delete(key)
-		j.Log.Info("Disposed savepoint of the legacy history", "path", path)
+		s.e.legacyDisposals.Delete(key)
+		s.Log.Info("Disposed savepoint of the legacy history", "path", path)
 		return true
 	}
-	id, err := j.Client.DisposeSavepoint(ctx, path)
+	id, err := s.Client.DisposeSavepoint(ctx, path)
 	if err != nil {
-		j.Log.Info("Disposing savepoint failed, will retry", "path", path, "err", err)
-		j.After(j.RetryAfter)
+		s.Log.Info("Disposing savepoint failed, will retry", "path", path, "err", err)
+		s.RequeueWithin(s.ReconcileInterval())
 		return false
 	}
-	r.disposals.Store(key, id)
-	j.After(snapshots.MinPollDelay)
+	s.e.legacyDisposals.Store(key, id)
+	s.RequeueWithin(snapshots.MinPollDelay)
 	return false
 }
 
