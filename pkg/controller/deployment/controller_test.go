@@ -15,6 +15,7 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	flinkcache "github.com/flinkops/flink-operator/pkg/cache"
 	"github.com/flinkops/flink-operator/pkg/cluster"
+	"github.com/flinkops/flink-operator/pkg/controller/controllertest"
 	"github.com/flinkops/flink-operator/pkg/generated/clientset/versioned/fake"
 	informers "github.com/flinkops/flink-operator/pkg/generated/informers/externalversions"
 )
@@ -26,7 +27,8 @@ func TestRunWiresHandlers(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	f := &fixture{t: t, dir: t.TempDir()}
+	f := &fixture{} // for application()
+	f.Fixture = &controllertest.Fixture{T: t, Dir: t.TempDir()}
 	client, kube := fake.NewSimpleClientset(), kubefake.NewSimpleClientset()
 	factory := informers.NewSharedInformerFactory(client, 0)
 	kfactory := kubeinformers.NewSharedInformerFactory(kube, 0)

@@ -7,43 +7,10 @@ import (
 	"time"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/controller/controllertest"
 	"github.com/flinkops/flink-operator/pkg/flink"
 	"github.com/flinkops/flink-operator/pkg/flink/fakejm"
 )
-
-// crash is what a fault point panics with, as a kill -9 would stop the
-// process there.
-type crash struct{}
-
-// stepCrashing is step that survives a crash: the panic ends the sync, and
-// a new controller (fresh memory, same API state) takes over.
-func (f *fixture) stepCrashing(name string) (crashed bool) {
-	f.t.Helper()
-	d, err := func() (d time.Duration, err error) {
-		defer func() {
-			if r := recover(); r != nil {
-				if _, ok := r.(crash); !ok {
-					panic(r)
-				}
-				crashed = true
-			}
-		}()
-		return f.sync(name)
-	}()
-	if crashed {
-		f.refresh()
-		f.restart()
-		f.kubeTick()
-		f.clock.Step(time.Second)
-		return true
-	}
-	if err != nil {
-		f.t.Logf("sync error (retried): %v", err)
-	}
-	f.kubeTick()
-	f.clock.Step(max(min(d, 30*time.Second), time.Second))
-	return false
-}
 
 // savepointUpgrade runs a savepoint upgrade and crashes the operator at the
 // crashAt-th fault point after the spec change (-1: never). pause is how
@@ -52,32 +19,32 @@ func (f *fixture) stepCrashing(name string) (crashed bool) {
 // returns the fault points the upgrade passed.
 func savepointUpgrade(t *testing.T, crashAt int, pause time.Duration) []string {
 	f := newFixture(t)
-	before := f.deploy(f.application("job", v1beta1.UpgradeModeSavepoint))
+	before := f.Deploy(f.application("job", v1beta1.UpgradeModeSavepoint))
 	oldJob := before.Status.JobStatus.JobID
 	older := f.checkpoint("job") // state the new job must not start from
 
 	var points []string
-	f.fault = func(_, point string) {
+	f.Fault = func(_, point string) {
 		points = append(points, point)
 		if len(points)-1 == crashAt {
-			f.clock.Step(pause)
-			panic(crash{})
+			f.Clock.Step(pause)
+			panic(controllertest.Crash{})
 		}
 	}
 	f.edit("job", newArgs)
 	crashes := 0
 	var after *v1beta1.FlinkDeployment
 	for range 60 {
-		if f.stepCrashing("job") {
+		if f.StepCrashing("job") {
 			crashes++
 		}
-		if d := f.get("job"); upgradedTo(2)(d) {
+		if d := f.Get("job"); upgradedTo(2)(d) {
 			after = d
 			break
 		}
 	}
 	if after == nil {
-		t.Fatalf("upgrade did not finish: %s", statusString(f.get("job")))
+		t.Fatalf("upgrade did not finish: %s", statusString(f.Get("job")))
 	}
 	if crashAt >= 0 && crashes != 1 {
 		t.Fatalf("%d crashes, want 1", crashes)
@@ -99,7 +66,7 @@ func savepointUpgrade(t *testing.T, crashAt int, pause time.Duration) []string {
 		t.Errorf("%d stop-with-savepoint operations started, want 1", n)
 	}
 	var upgrades int
-	for _, s := range f.snapshots() {
+	for _, s := range f.Snapshots() {
 		if s.Labels[v1beta1.LabelSnapshotTriggerType] == "UPGRADE" {
 			upgrades++
 			if s.Spec.Savepoint.Path != path {
@@ -138,15 +105,15 @@ func TestSavepointUpgradeSurvivesCrashAtEveryStep(t *testing.T) {
 // sent again.
 func TestStopSurvivesJobManagerRestart(t *testing.T) {
 	f := newFixture(t)
-	before := f.deploy(f.application("job", v1beta1.UpgradeModeSavepoint))
+	before := f.Deploy(f.application("job", v1beta1.UpgradeModeSavepoint))
 	jm := f.jm("job")
 	jm.SetCompletion(1000, 0) // the stop never completes on its own
 	f.edit("job", newArgs)
-	f.step("job")
-	trigger := f.get("job").Status.JobStatus.SavepointInfo.TriggerID
+	f.Step("job")
+	trigger := f.Get("job").Status.JobStatus.SavepointInfo.TriggerID
 	jm.Restart()
 	jm.SetCompletion(1, 0)
-	f.until("job", 30, "upgrade", upgradedTo(2))
+	f.Until("job", 30, "upgrade", upgradedTo(2))
 	ops := 0
 	for _, op := range jm.Operations() {
 		if op.Kind == fakejm.OpStopWithSavepoint {
@@ -169,28 +136,28 @@ func TestStopSurvivesJobManagerRestart(t *testing.T) {
 // savepoint. The operator must not restart from older state.
 func TestFinishedStopWithLostSavepointNeedsManualRestore(t *testing.T) {
 	f := newFixture(t)
-	before := f.deploy(f.application("job", v1beta1.UpgradeModeSavepoint))
+	before := f.Deploy(f.application("job", v1beta1.UpgradeModeSavepoint))
 	jm := f.jm("job")
 	jmUID := f.jmDeployment("job").UID
 	f.checkpoint("job")
 	f.edit("job", newArgs)
-	f.mustSync("job") // intent + POST
+	f.MustSync("job") // intent + POST
 	// The stop completes while the operator is down, then the JobManager
 	// restarts (forgetting the operation and the statistics).
-	trigger := f.get("job").Status.JobStatus.SavepointInfo.TriggerID
+	trigger := f.Get("job").Status.JobStatus.SavepointInfo.TriggerID
 	c, _ := flink.New(flink.Config{BaseURL: jm.URL(), Version: flink.V1_20})
-	if res, err := c.SavepointStatus(f.ctx, before.Status.JobStatus.JobID, trigger); err != nil || !res.Pending() {
+	if res, err := c.SavepointStatus(f.Ctx, before.Status.JobStatus.JobID, trigger); err != nil || !res.Pending() {
 		t.Fatalf("first poll: %+v %v", res, err)
 	}
-	if res, err := c.SavepointStatus(f.ctx, before.Status.JobStatus.JobID, trigger); err != nil || !res.Succeeded() {
+	if res, err := c.SavepointStatus(f.Ctx, before.Status.JobStatus.JobID, trigger); err != nil || !res.Succeeded() {
 		t.Fatalf("second poll: %+v %v", res, err)
 	}
 	jm.Restart()
-	f.restart()
+	f.Restart()
 	for range 5 {
-		f.step("job")
+		f.Step("job")
 	}
-	got := f.get("job")
+	got := f.Get("job")
 	if !strings.Contains(got.Status.Error, "Manual restore required") || f.jmDeployment("job").UID != jmUID {
 		t.Fatalf("status %s", statusString(got))
 	}

@@ -51,9 +51,9 @@ func TestCrossNamespaceSnapshotRefNeedsReviewStamp(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
-			f.cfg[config.KeySnapshotCrossNamespaceReferencesEnabled] = "true"
+			f.Config[config.KeySnapshotCrossNamespaceReferencesEnabled] = "true"
 			f.reviewKeys = staticKeys{testReviewKey}
-			f.restart()
+			f.Restart()
 			putForeignSnapshot(f, other, "base")
 			d := f.application("clone", v1beta1.UpgradeModeSavepoint)
 			d.Spec.Job.InitialStateSnapshotRef = &v1beta1.SnapshotReference{Name: "base", Namespace: other}
@@ -63,26 +63,26 @@ func TestCrossNamespaceSnapshotRefNeedsReviewStamp(t *testing.T) {
 				d.Annotations = map[string]string{review.Annotation: tc.stamp(d)}
 			}
 			d.UID = "uid-clone"
-			f.create(d)
+			f.Create(d)
 			if tc.want == "" {
-				got := f.until("clone", 10, "running", running)
+				got := f.Until("clone", 10, "running", running)
 				if got.Status.JobStatus.UpgradeSavepointPath != "s3://bucket/savepoints/base" {
 					t.Errorf("upgradeSavepointPath %q, want the foreign snapshot's path", got.Status.JobStatus.UpgradeSavepointPath)
 				}
 				return
 			}
 			for range 3 {
-				f.step("clone")
+				f.Step("clone")
 			}
-			got := f.get("clone")
+			got := f.Get("clone")
 			if !strings.Contains(got.Status.Error, "was not reviewed by the operator's admission webhook") || !strings.Contains(got.Status.Error, tc.want) ||
 				got.Status.ReconciliationStatus.LastReconciledSpec != "" {
 				t.Errorf("status %s, want a ValidationError containing %q and nothing recorded", statusString(got), tc.want)
 			}
-			if deps, _ := f.kube.AppsV1().Deployments(ns).List(f.ctx, metav1.ListOptions{}); len(deps.Items) != 0 {
+			if deps, _ := f.Kube.AppsV1().Deployments(ns).List(f.Ctx, metav1.ListOptions{}); len(deps.Items) != 0 {
 				t.Errorf("%d Deployments created from an unreviewed reference", len(deps.Items))
 			}
-			if !hasEvent(f.events(), "Warning", jobengine.ReasonValidationError) {
+			if !hasEvent(f.Events(), "Warning", jobengine.ReasonValidationError) {
 				t.Error("no Warning ValidationError event")
 			}
 		})
@@ -94,14 +94,14 @@ func TestCrossNamespaceSnapshotRefNeedsReviewStamp(t *testing.T) {
 func TestCrossNamespaceSnapshotRefWithoutKeyOrOption(t *testing.T) {
 	for _, on := range []bool{true, false} {
 		f := newFixture(t)
-		f.cfg[config.KeySnapshotCrossNamespaceReferencesEnabled] = map[bool]string{true: "true", false: "false"}[on]
-		f.restart()
+		f.Config[config.KeySnapshotCrossNamespaceReferencesEnabled] = map[bool]string{true: "true", false: "false"}[on]
+		f.Restart()
 		putForeignSnapshot(f, "team-b", "base")
 		d := f.application("clone", v1beta1.UpgradeModeSavepoint)
 		d.Spec.Job.InitialStateSnapshotRef = &v1beta1.SnapshotReference{Name: "base", Namespace: "team-b"}
-		f.create(d)
-		f.step("clone")
-		got := f.get("clone").Status.Error
+		f.Create(d)
+		f.Step("clone")
+		got := f.Get("clone").Status.Error
 		want := map[bool]string{true: "has not loaded its review key", false: "cross-namespace-references.enabled is false"}[on]
 		if !strings.Contains(got, want) {
 			t.Errorf("option %v: error %q, want %q", on, got, want)
@@ -120,14 +120,14 @@ func sign(t *testing.T, kind string, obj metav1.Object, ref review.Reference) st
 
 // putForeignSnapshot creates a COMPLETED savepoint in namespace.
 func putForeignSnapshot(f *fixture, namespace, name string) {
-	f.t.Helper()
+	f.T.Helper()
 	s := &v1beta1.FlinkStateSnapshot{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
 		Spec: v1beta1.FlinkStateSnapshotSpec{JobReference: &v1beta1.JobReference{Kind: v1beta1.JobReferenceKindDeployment, Name: "job"},
 			Savepoint: &v1beta1.SavepointSpec{}},
 		Status: v1beta1.FlinkStateSnapshotStatus{State: v1beta1.SnapshotCompleted, Path: "s3://bucket/savepoints/" + name},
 	}
-	if _, err := f.client.FlinkV1beta1().FlinkStateSnapshots(namespace).Create(f.ctx, s, metav1.CreateOptions{}); err != nil {
-		f.t.Fatal(err)
+	if _, err := f.Client.FlinkV1beta1().FlinkStateSnapshots(namespace).Create(f.Ctx, s, metav1.CreateOptions{}); err != nil {
+		f.T.Fatal(err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/controller/controllertest"
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/flink/fakejm"
 )
@@ -18,12 +19,12 @@ import (
 // operator-wide and the given job configuration.
 func legacyFixture(t *testing.T, kv ...string) *fixture {
 	f := newFixture(t)
-	f.cfg[config.KeyReconcileInterval] = "10 min"
-	f.cfg[config.KeySnapshotResourceEnabled] = "false"
-	f.restart()
+	f.Config[config.KeyReconcileInterval] = "10 min"
+	f.Config[config.KeySnapshotResourceEnabled] = "false"
+	f.Restart()
 	d := f.application("job", v1beta1.UpgradeModeSavepoint)
 	setConf(&d.Spec, kv...)
-	f.deploy(d)
+	f.Deploy(d)
 	return f
 }
 
@@ -36,7 +37,7 @@ func savepointInfo(d *v1beta1.FlinkDeployment) v1beta1.SavepointInfo {
 
 func (f *fixture) savepointOps() int {
 	n := 0
-	for _, s := range f.all {
+	for _, s := range f.JobManagers {
 		n += s.StartedOperations(fakejm.OpSavepoint)
 	}
 	return n
@@ -59,9 +60,9 @@ func TestLegacyPeriodicSavepoint(t *testing.T) {
 	f := legacyFixture(t, config.KeyPeriodicSavepointInterval, "1 min")
 	var written []v1beta1.SavepointInfo // trigger fields at each status write
 	opsAtWrite := map[string]int{}
-	f.fault = func(_, point string) {
+	f.Fault = func(_, point string) {
 		if point == "status-written" {
-			info := savepointInfo(f.get("job"))
+			info := savepointInfo(f.Get("job"))
 			if info.TriggerID != "" {
 				if _, seen := opsAtWrite[info.TriggerID]; !seen {
 					opsAtWrite[info.TriggerID] = f.savepointOps()
@@ -70,7 +71,7 @@ func TestLegacyPeriodicSavepoint(t *testing.T) {
 			written = append(written, info)
 		}
 	}
-	got := f.until("job", 20, "periodic savepoint", func(d *v1beta1.FlinkDeployment) bool {
+	got := f.Until("job", 20, "periodic savepoint", func(d *v1beta1.FlinkDeployment) bool {
 		return savepointInfo(d).LastSavepoint != nil
 	})
 	info := savepointInfo(got)
@@ -84,7 +85,7 @@ func TestLegacyPeriodicSavepoint(t *testing.T) {
 	if info.TriggerID != "" || info.TriggerTimestamp != nil || info.TriggerType != "" {
 		t.Fatalf("trigger not cleared: %+v", info)
 	}
-	if n := len(f.snapshots()); n != 0 {
+	if n := len(f.Snapshots()); n != 0 {
 		t.Errorf("%d snapshot resources in legacy mode", n)
 	}
 	if f.savepointOps() != 1 {
@@ -102,13 +103,13 @@ func TestLegacyPeriodicSavepoint(t *testing.T) {
 		}
 	}
 	// The next one comes a minute after the first was triggered.
-	f.until("job", 20, "second periodic savepoint", func(d *v1beta1.FlinkDeployment) bool {
+	f.Until("job", 20, "second periodic savepoint", func(d *v1beta1.FlinkDeployment) bool {
 		return len(savepointInfo(d).SavepointHistory) == 2
 	})
 	if f.savepointOps() != 2 {
 		t.Errorf("%d savepoints started", f.savepointOps())
 	}
-	second := savepointInfo(f.get("job"))
+	second := savepointInfo(f.Get("job"))
 	if d := second.LastPeriodicSavepointTimestamp - sp.TimeStamp; d < time.Minute.Milliseconds() {
 		t.Errorf("second periodic savepoint %d ms after the first", d)
 	}
@@ -118,9 +119,9 @@ func TestLegacyPeriodicSavepoint(t *testing.T) {
 // nonce is marked reconciled in lastReconciledSpec and recorded on it.
 func TestLegacyNonceSavepoint(t *testing.T) {
 	f := legacyFixture(t)
-	f.events()
+	f.Events()
 	f.edit("job", func(s *v1beta1.FlinkDeploymentSpec) { s.Job.SavepointTriggerNonce = ptr.To[int64](5) })
-	got := f.until("job", 10, "manual savepoint", func(d *v1beta1.FlinkDeployment) bool {
+	got := f.Until("job", 10, "manual savepoint", func(d *v1beta1.FlinkDeployment) bool {
 		return savepointInfo(d).LastSavepoint != nil
 	})
 	sp := savepointInfo(got).LastSavepoint
@@ -132,12 +133,12 @@ func TestLegacyNonceSavepoint(t *testing.T) {
 		t.Fatalf("nonce not reconciled: %s", statusString(got))
 	}
 	for range 5 {
-		f.step("job")
+		f.Step("job")
 	}
-	if f.savepointOps() != 1 || len(f.snapshots()) != 0 || savepointInfo(f.get("job")).LastPeriodicSavepointTimestamp != 0 {
-		t.Errorf("%d savepoints, %d snapshot resources", f.savepointOps(), len(f.snapshots()))
+	if f.savepointOps() != 1 || len(f.Snapshots()) != 0 || savepointInfo(f.Get("job")).LastPeriodicSavepointTimestamp != 0 {
+		t.Errorf("%d savepoints, %d snapshot resources", f.savepointOps(), len(f.Snapshots()))
 	}
-	if ev := f.events(); hasEvent(ev, "Warning", jobengine.ReasonSavepointError) {
+	if ev := f.Events(); hasEvent(ev, "Warning", jobengine.ReasonSavepointError) {
 		t.Errorf("events %v", ev)
 	}
 }
@@ -149,25 +150,25 @@ func TestLegacySavepointSurvivesCrashBeforePost(t *testing.T) {
 	f := legacyFixture(t)
 	crashed := false
 	var id string
-	f.fault = func(_, point string) {
+	f.Fault = func(_, point string) {
 		if point == "status-written" && !crashed {
-			if info := savepointInfo(f.get("job")); info.TriggerID != "" {
+			if info := savepointInfo(f.Get("job")); info.TriggerID != "" {
 				crashed, id = true, info.TriggerID
-				panic(crash{})
+				panic(controllertest.Crash{})
 			}
 		}
 	}
 	f.edit("job", func(s *v1beta1.FlinkDeploymentSpec) { s.Job.SavepointTriggerNonce = ptr.To[int64](9) })
-	if !f.stepCrashing("job") {
+	if !f.StepCrashing("job") {
 		t.Fatal("no crash after the trigger was recorded")
 	}
 	if f.savepointOps() != 0 {
 		t.Fatal("Flink was asked before the crash")
 	}
 	for range 8 {
-		f.stepCrashing("job")
+		f.StepCrashing("job")
 	}
-	got := f.get("job")
+	got := f.Get("job")
 	info := savepointInfo(got)
 	if info.LastSavepoint == nil || *info.LastSavepoint.TriggerNonce != 9 || len(info.SavepointHistory) != 1 {
 		t.Fatalf("savepointInfo %+v", info)
@@ -186,15 +187,15 @@ func TestLegacySavepointFailureGivesUp(t *testing.T) {
 	f := legacyFixture(t, config.KeySavepointTriggerGracePeriod, "20 s")
 	p := f.jm("job")
 	p.FailSavepoints(p.jobID, "java.io.IOException: disk full")
-	f.events()
+	f.Events()
 	f.edit("job", func(s *v1beta1.FlinkDeploymentSpec) { s.Job.SavepointTriggerNonce = ptr.To[int64](4) })
 	for range 40 {
-		f.step("job")
-		if f.clock.Since(t0) > 10*time.Minute {
+		f.Step("job")
+		if f.Clock.Since(t0) > 10*time.Minute {
 			break
 		}
 	}
-	got := f.get("job")
+	got := f.Get("job")
 	info := savepointInfo(got)
 	if info.TriggerID != "" || info.LastSavepoint != nil {
 		t.Fatalf("savepointInfo %+v", info)
@@ -202,7 +203,7 @@ func TestLegacySavepointFailureGivesUp(t *testing.T) {
 	if ops := f.savepointOps(); ops < 2 {
 		t.Errorf("%d attempts; want retries within the grace period", ops)
 	}
-	ev := f.events()
+	ev := f.Events()
 	if countEvents(ev, "Savepoint failed for savepointTriggerNonce: 4") < 1 {
 		t.Errorf("events %v", ev)
 	}
@@ -213,7 +214,7 @@ func TestLegacySavepointFailureGivesUp(t *testing.T) {
 	// Given up means no further attempt.
 	ops := f.savepointOps()
 	for range 5 {
-		f.step("job")
+		f.Step("job")
 	}
 	if f.savepointOps() != ops {
 		t.Errorf("savepoints after giving up: %d → %d", ops, f.savepointOps())
@@ -223,7 +224,7 @@ func TestLegacySavepointFailureGivesUp(t *testing.T) {
 // A legacy periodic checkpoint completes into lastCheckpoint.
 func TestLegacyPeriodicCheckpoint(t *testing.T) {
 	f := legacyFixture(t, config.KeyPeriodicCheckpointInterval, "1 min")
-	got := f.until("job", 20, "periodic checkpoint", func(d *v1beta1.FlinkDeployment) bool {
+	got := f.Until("job", 20, "periodic checkpoint", func(d *v1beta1.FlinkDeployment) bool {
 		ci := d.Status.JobStatus.CheckpointInfo
 		return ci != nil && ci.LastCheckpoint != nil
 	})
@@ -232,7 +233,7 @@ func TestLegacyPeriodicCheckpoint(t *testing.T) {
 		ci.TriggerID != "" || ci.LastCheckpoint.FormatType != v1beta1.CheckpointTypeFull {
 		t.Fatalf("checkpointInfo %+v %+v", ci, ci.LastCheckpoint)
 	}
-	if len(f.snapshots()) != 0 {
+	if len(f.Snapshots()) != 0 {
 		t.Error("snapshot resources in legacy mode")
 	}
 }
@@ -241,16 +242,16 @@ func TestLegacyPeriodicCheckpoint(t *testing.T) {
 // through Flink before they leave the history.
 func TestLegacyHistoryCleanup(t *testing.T) {
 	f := legacyFixture(t, config.KeyPeriodicSavepointInterval, "1 min", config.KeySavepointHistoryMaxCount, "2")
-	f.until("job", 80, "five savepoints", func(*v1beta1.FlinkDeployment) bool { return f.savepointOps() >= 5 })
+	f.Until("job", 80, "five savepoints", func(*v1beta1.FlinkDeployment) bool { return f.savepointOps() >= 5 })
 	for range 6 {
-		f.step("job")
+		f.Step("job")
 	}
-	info := savepointInfo(f.get("job"))
+	info := savepointInfo(f.Get("job"))
 	if n := len(info.SavepointHistory); n > 2 || n == 0 {
 		t.Fatalf("history %+v", info.SavepointHistory)
 	}
 	disposals := 0
-	for _, s := range f.all {
+	for _, s := range f.JobManagers {
 		disposals += s.StartedOperations(fakejm.OpDisposal)
 	}
 	if disposals < f.savepointOps()-3 {
@@ -266,13 +267,13 @@ func TestLegacyHistoryCleanup(t *testing.T) {
 func TestSnapshotCRDMissingWarnsOnce(t *testing.T) {
 	f := newFixture(t)
 	f.crdMissing = true
-	f.cfg[config.KeySnapshotResourceEnabled] = "false"
-	f.restart()
-	f.deploy(f.application("job", v1beta1.UpgradeModeSavepoint))
+	f.Config[config.KeySnapshotResourceEnabled] = "false"
+	f.Restart()
+	f.Deploy(f.application("job", v1beta1.UpgradeModeSavepoint))
 	for range 3 {
-		f.step("job")
+		f.Step("job")
 	}
-	ev := f.events()
+	ev := f.Events()
 	if n := countEvents(ev, "Warning "+ReasonSnapshotResourcesDisabled+" "); n != 1 {
 		t.Fatalf("%d SnapshotResourcesDisabled events: %v", n, ev)
 	}
@@ -294,13 +295,13 @@ func TestJobUpgradeIgnorePendingSavepointLegacy(t *testing.T) {
 			f := legacyFixture(t)
 			f.jm("job").SetCompletion(1000, 0) // the manual savepoint does not complete yet
 			f.edit("job", func(s *v1beta1.FlinkDeploymentSpec) { s.Job.SavepointTriggerNonce = ptr.To[int64](6) })
-			f.step("job")
-			f.step("job")
-			manual := savepointInfo(f.get("job"))
+			f.Step("job")
+			f.Step("job")
+			manual := savepointInfo(f.Get("job"))
 			if manual.TriggerType != v1beta1.SnapshotTriggerManual || manual.TriggerID == "" {
 				t.Fatalf("no manual savepoint in flight: %+v", manual)
 			}
-			f.events()
+			f.Events()
 			f.edit("job", func(s *v1beta1.FlinkDeploymentSpec) {
 				newArgs(s)
 				if ignore {
@@ -309,15 +310,15 @@ func TestJobUpgradeIgnorePendingSavepointLegacy(t *testing.T) {
 			})
 			if !ignore {
 				for range 5 {
-					f.step("job")
+					f.Step("job")
 				}
-				d := f.get("job")
+				d := f.Get("job")
 				if d.Status.ReconciliationStatus.State != v1beta1.ReconciliationDeployed || f.stops() != 0 || savepointInfo(d).TriggerID != manual.TriggerID {
 					t.Fatalf("the upgrade did not wait for the pending savepoint: stops %d, status %s", f.stops(), statusString(d))
 				}
 			}
 			f.jm("job").SetCompletion(1, 0)
-			after := f.until("job", 30, "savepoint upgrade", upgradedTo(3))
+			after := f.Until("job", 30, "savepoint upgrade", upgradedTo(3))
 			info := after.Status.JobStatus.SavepointInfo
 			if info == nil || info.LastSavepoint == nil || info.LastSavepoint.TriggerType != v1beta1.SnapshotTriggerUpgrade || info.TriggerID != "" {
 				t.Fatalf("savepointInfo %+v", info)
@@ -326,7 +327,7 @@ func TestJobUpgradeIgnorePendingSavepointLegacy(t *testing.T) {
 			for _, sp := range info.SavepointHistory {
 				manualKept = manualKept || sp.TriggerType == v1beta1.SnapshotTriggerManual
 			}
-			failed := countEvents(f.events(), "Savepoint failed for savepointTriggerNonce: 6")
+			failed := countEvents(f.Events(), "Savepoint failed for savepointTriggerNonce: 6")
 			switch {
 			case ignore && (failed != 1 || manualKept):
 				t.Errorf("ignore-pending-savepoint: %d failure events, manual savepoint in history %v; want it dropped with one event", failed, manualKept)

@@ -19,10 +19,10 @@ func TestFirstDeployFromInitialSavepoint(t *testing.T) {
 	f := newFixture(t)
 	d := f.application("job", v1beta1.UpgradeModeSavepoint)
 	d.Spec.Job.InitialSavepointPath = "s3://bucket/savepoints/savepoint-initial"
-	f.create(d)
+	f.Create(d)
 
-	f.mustSync("job")
-	got := f.get("job")
+	f.MustSync("job")
+	got := f.Get("job")
 	if !slices.Contains(got.Finalizers, Finalizer) {
 		t.Errorf("finalizer not added: %v", got.Finalizers)
 	}
@@ -38,12 +38,12 @@ func TestFirstDeployFromInitialSavepoint(t *testing.T) {
 	}
 
 	// Every object exists, owned by the FlinkDeployment.
-	cm, err := f.kube.CoreV1().ConfigMaps(ns).Get(f.ctx, cluster.ConfigMapName("job"), metav1.GetOptions{})
+	cm, err := f.Kube.CoreV1().ConfigMaps(ns).Get(f.Ctx, cluster.ConfigMapName("job"), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	svcs, _ := f.kube.CoreV1().Services(ns).List(f.ctx, metav1.ListOptions{})
-	deps, _ := f.kube.AppsV1().Deployments(ns).List(f.ctx, metav1.ListOptions{})
+	svcs, _ := f.Kube.CoreV1().Services(ns).List(f.Ctx, metav1.ListOptions{})
+	deps, _ := f.Kube.AppsV1().Deployments(ns).List(f.Ctx, metav1.ListOptions{})
 	if len(svcs.Items) != 2 || len(deps.Items) != 2 {
 		t.Fatalf("%d services and %d deployments, want 2 and 2", len(svcs.Items), len(deps.Items))
 	}
@@ -62,7 +62,7 @@ func TestFirstDeployFromInitialSavepoint(t *testing.T) {
 	}
 
 	// Kubernetes starts the JobManager, Flink runs the job.
-	got = f.until("job", 10, "job running", running)
+	got = f.Until("job", 10, "job running", running)
 	if got.Status.JobManagerDeploymentStatus != v1beta1.JobManagerReady || got.Status.JobStatus.JobName == "" ||
 		got.Status.JobStatus.StartTime == "" || got.Status.ClusterInfo["flink-version"] == "" {
 		t.Errorf("running: %s clusterInfo %v", statusString(got), got.Status.ClusterInfo)
@@ -79,7 +79,7 @@ func TestFirstDeployFromInitialSavepoint(t *testing.T) {
 	if p := f.jm("job"); p.jobID != got.Status.JobStatus.JobID || p.restore != d.Spec.Job.InitialSavepointPath {
 		t.Errorf("JobManager runs job %s from %q", p.jobID, p.restore)
 	}
-	ev := f.events()
+	ev := f.Events()
 	if !hasEvent(ev, "Normal", jobengine.ReasonSubmit) || !hasEvent(ev, "Normal", jobengine.ReasonJobStatusChanged) {
 		t.Errorf("events %v", ev)
 	}
@@ -98,8 +98,8 @@ func TestSessionCluster(t *testing.T) {
 	f := newFixture(t)
 	d := f.application("session", v1beta1.UpgradeModeStateless)
 	d.Spec.Job = nil
-	f.create(d)
-	got := f.until("session", 10, "session ready", func(d *v1beta1.FlinkDeployment) bool {
+	f.Create(d)
+	got := f.Until("session", 10, "session ready", func(d *v1beta1.FlinkDeployment) bool {
 		return d.Status.JobManagerDeploymentStatus == v1beta1.JobManagerReady && d.Status.LifecycleState == v1beta1.LifecycleStable
 	})
 	if got.Status.JobStatus.JobID != "" || got.Status.ClusterInfo["flink-version"] == "" {
@@ -113,7 +113,7 @@ func TestSessionCluster(t *testing.T) {
 	}
 	// A spec change redeploys the cluster.
 	f.edit("session", func(s *v1beta1.FlinkDeploymentSpec) { s.Image = "flink:1.20.1" })
-	f.until("session", 20, "session redeployed", func(d *v1beta1.FlinkDeployment) bool {
+	f.Until("session", 20, "session redeployed", func(d *v1beta1.FlinkDeployment) bool {
 		return d.Status.LifecycleState == v1beta1.LifecycleStable && d.Status.ObservedGeneration == 2
 	})
 	if img := f.jmDeployment("session").Spec.Template.Spec.Containers[0].Image; img != "flink:1.20.1" {
@@ -125,17 +125,17 @@ func TestSessionCluster(t *testing.T) {
 // one REST call per reconcile interval.
 func TestSteadyStateIsCheap(t *testing.T) {
 	f := newFixture(t)
-	f.deploy(f.application("job", v1beta1.UpgradeModeSavepoint))
-	f.step("job")
-	f.client.ClearActions()
-	f.kube.ClearActions()
+	f.Deploy(f.application("job", v1beta1.UpgradeModeSavepoint))
+	f.Step("job")
+	f.Client.ClearActions()
+	f.Kube.ClearActions()
 	f.jm("job").ResetRequests()
 	for range 3 {
-		if d := f.mustSync("job"); d != time.Minute {
+		if d := f.MustSync("job"); d != time.Minute {
 			t.Errorf("steady requeue %v, want the reconcile interval", d)
 		}
 	}
-	for _, a := range append(f.client.Actions(), f.kube.Actions()...) {
+	for _, a := range append(f.Client.Actions(), f.Kube.Actions()...) {
 		if a.GetVerb() != "get" && a.GetVerb() != "list" && a.GetVerb() != "watch" {
 			t.Errorf("steady state wrote: %s %s/%s", a.GetVerb(), a.GetResource().Resource, a.GetSubresource())
 		}
@@ -164,15 +164,15 @@ func TestBadSpecKeepsLastGoodDeployment(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
-			before := f.deploy(f.application("job", v1beta1.UpgradeModeSavepoint))
+			before := f.Deploy(f.application("job", v1beta1.UpgradeModeSavepoint))
 			jm := f.jm("job")
 			jmUID := f.jmDeployment("job").UID
-			f.events()
+			f.Events()
 			f.edit("job", tc.change)
 			for range 3 {
-				f.step("job")
+				f.Step("job")
 			}
-			got := f.get("job")
+			got := f.Get("job")
 			if !strings.Contains(got.Status.Error, tc.want) {
 				t.Fatalf("error %q, want it to mention %q", got.Status.Error, tc.want)
 			}
@@ -184,7 +184,7 @@ func TestBadSpecKeepsLastGoodDeployment(t *testing.T) {
 			if f.jmDeployment("job").UID != jmUID || f.jm("job") != jm || f.stops() != 0 {
 				t.Errorf("the running deployment was touched")
 			}
-			ev := f.events()
+			ev := f.Events()
 			n := 0
 			for _, e := range ev {
 				if strings.HasPrefix(e, "Warning "+jobengine.ReasonValidationError+" ") {
@@ -199,7 +199,7 @@ func TestBadSpecKeepsLastGoodDeployment(t *testing.T) {
 				*s = *before.Spec.DeepCopy()
 				newArgs(s)
 			})
-			after := f.until("job", 30, "upgrade after fix", upgradedTo(3))
+			after := f.Until("job", 30, "upgrade after fix", upgradedTo(3))
 			if after.Status.Error != "" {
 				t.Errorf("error kept: %q", after.Status.Error)
 			}
@@ -211,14 +211,14 @@ func TestInvalidFirstSpecDeploysNothing(t *testing.T) {
 	f := newFixture(t)
 	d := f.application("job", v1beta1.UpgradeModeSavepoint)
 	d.Spec.Image = ""
-	f.create(d)
-	f.step("job")
-	got := f.get("job")
+	f.Create(d)
+	f.Step("job")
+	got := f.Get("job")
 	if got.Status.LifecycleState != v1beta1.LifecycleFailed || !strings.Contains(got.Status.Error, "spec.image") ||
 		got.Status.ReconciliationStatus.LastReconciledSpec != "" {
 		t.Fatalf("status %s", statusString(got))
 	}
-	deps, _ := f.kube.AppsV1().Deployments(ns).List(f.ctx, metav1.ListOptions{})
+	deps, _ := f.Kube.AppsV1().Deployments(ns).List(f.Ctx, metav1.ListOptions{})
 	if len(deps.Items) != 0 {
 		t.Errorf("deployed an invalid spec")
 	}
@@ -226,31 +226,31 @@ func TestInvalidFirstSpecDeploysNothing(t *testing.T) {
 
 func TestDriftRepair(t *testing.T) {
 	f := newFixture(t)
-	before := f.deploy(f.application("job", v1beta1.UpgradeModeSavepoint))
+	before := f.Deploy(f.application("job", v1beta1.UpgradeModeSavepoint))
 	jmUID := f.jmDeployment("job").UID
 
 	// Deleted objects come back.
-	if err := f.kube.CoreV1().Services(ns).Delete(f.ctx, cluster.RESTServiceName("job"), metav1.DeleteOptions{}); err != nil {
+	if err := f.Kube.CoreV1().Services(ns).Delete(f.Ctx, cluster.RESTServiceName("job"), metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.kube.AppsV1().Deployments(ns).Delete(f.ctx, cluster.TaskManagerDeploymentName("job"), metav1.DeleteOptions{}); err != nil {
+	if err := f.Kube.AppsV1().Deployments(ns).Delete(f.Ctx, cluster.TaskManagerDeploymentName("job"), metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.kube.CoreV1().ConfigMaps(ns).Delete(f.ctx, cluster.ConfigMapName("job"), metav1.DeleteOptions{}); err != nil {
+	if err := f.Kube.CoreV1().ConfigMaps(ns).Delete(f.Ctx, cluster.ConfigMapName("job"), metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	f.step("job")
+	f.Step("job")
 	for _, get := range []func() error{
 		func() error {
-			_, err := f.kube.CoreV1().Services(ns).Get(f.ctx, cluster.RESTServiceName("job"), metav1.GetOptions{})
+			_, err := f.Kube.CoreV1().Services(ns).Get(f.Ctx, cluster.RESTServiceName("job"), metav1.GetOptions{})
 			return err
 		},
 		func() error {
-			_, err := f.kube.AppsV1().Deployments(ns).Get(f.ctx, cluster.TaskManagerDeploymentName("job"), metav1.GetOptions{})
+			_, err := f.Kube.AppsV1().Deployments(ns).Get(f.Ctx, cluster.TaskManagerDeploymentName("job"), metav1.GetOptions{})
 			return err
 		},
 		func() error {
-			cm, err := f.kube.CoreV1().ConfigMaps(ns).Get(f.ctx, cluster.ConfigMapName("job"), metav1.GetOptions{})
+			cm, err := f.Kube.CoreV1().ConfigMaps(ns).Get(f.Ctx, cluster.ConfigMapName("job"), metav1.GetOptions{})
 			if err == nil && !strings.Contains(cm.Data[cluster.ConfigYAMLFile], before.Status.JobStatus.JobID) {
 				t.Errorf("recreated ConfigMap lacks the job id")
 			}
@@ -262,20 +262,20 @@ func TestDriftRepair(t *testing.T) {
 		}
 	}
 	// An object built differently (here: an older operator's hash) is updated.
-	rpc, _ := f.kube.CoreV1().Services(ns).Get(f.ctx, cluster.RPCServiceName("job"), metav1.GetOptions{})
+	rpc, _ := f.Kube.CoreV1().Services(ns).Get(f.Ctx, cluster.RPCServiceName("job"), metav1.GetOptions{})
 	rpc.Annotations[cluster.AnnotationSpecHash] = "older"
 	rpc.Spec.Ports = rpc.Spec.Ports[:1]
-	if _, err := f.kube.CoreV1().Services(ns).Update(f.ctx, rpc, metav1.UpdateOptions{}); err != nil {
+	if _, err := f.Kube.CoreV1().Services(ns).Update(f.Ctx, rpc, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	f.step("job")
-	if rpc, _ := f.kube.CoreV1().Services(ns).Get(f.ctx, cluster.RPCServiceName("job"), metav1.GetOptions{}); len(rpc.Spec.Ports) != 2 {
+	f.Step("job")
+	if rpc, _ := f.Kube.CoreV1().Services(ns).Get(f.Ctx, cluster.RPCServiceName("job"), metav1.GetOptions{}); len(rpc.Spec.Ports) != 2 {
 		t.Errorf("outdated Service not updated: %v", rpc.Spec.Ports)
 	}
 	if f.jmDeployment("job").UID != jmUID {
 		t.Errorf("JobManager replaced by drift repair")
 	}
-	if got := f.get("job"); got.Status.Error != "" || got.Status.JobStatus.JobID != before.Status.JobStatus.JobID {
+	if got := f.Get("job"); got.Status.Error != "" || got.Status.JobStatus.JobID != before.Status.JobStatus.JobID {
 		t.Errorf("status %s", statusString(got))
 	}
 }
@@ -285,44 +285,44 @@ func TestDriftRepair(t *testing.T) {
 // checkpoint, so the operator says so instead.
 func TestDeletedJobManagerOfStatefulJob(t *testing.T) {
 	f := newFixture(t)
-	f.deploy(f.application("job", v1beta1.UpgradeModeSavepoint))
+	f.Deploy(f.application("job", v1beta1.UpgradeModeSavepoint))
 	f.checkpoint("job")
-	if err := f.kube.AppsV1().Deployments(ns).Delete(f.ctx, cluster.JobManagerDeploymentName("job"), metav1.DeleteOptions{}); err != nil {
+	if err := f.Kube.AppsV1().Deployments(ns).Delete(f.Ctx, cluster.JobManagerDeploymentName("job"), metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	f.kubeTick()
-	f.step("job")
-	got := f.get("job")
+	f.Step("job")
+	got := f.Get("job")
 	if !strings.Contains(got.Status.Error, "Manual restore required") || got.Status.LifecycleState != v1beta1.LifecycleFailed ||
 		got.Status.JobManagerDeploymentStatus != v1beta1.JobManagerMissing {
 		t.Fatalf("status %s", statusString(got))
 	}
-	if _, err := f.kube.AppsV1().Deployments(ns).Get(f.ctx, cluster.JobManagerDeploymentName("job"), metav1.GetOptions{}); err == nil {
+	if _, err := f.Kube.AppsV1().Deployments(ns).Get(f.Ctx, cluster.JobManagerDeploymentName("job"), metav1.GetOptions{}); err == nil {
 		t.Errorf("JobManager recreated from an old restore point")
 	}
 
 	// A stateless job's JobManager is simply recreated.
 	f2 := newFixture(t)
-	f2.deploy(f2.application("job", v1beta1.UpgradeModeStateless))
-	if err := f2.kube.AppsV1().Deployments(ns).Delete(f2.ctx, cluster.JobManagerDeploymentName("job"), metav1.DeleteOptions{}); err != nil {
+	f2.Deploy(f2.application("job", v1beta1.UpgradeModeStateless))
+	if err := f2.Kube.AppsV1().Deployments(ns).Delete(f2.Ctx, cluster.JobManagerDeploymentName("job"), metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	f2.kubeTick()
-	f2.step("job")
-	if _, err := f2.kube.AppsV1().Deployments(ns).Get(f2.ctx, cluster.JobManagerDeploymentName("job"), metav1.GetOptions{}); err != nil {
+	f2.Step("job")
+	if _, err := f2.Kube.AppsV1().Deployments(ns).Get(f2.Ctx, cluster.JobManagerDeploymentName("job"), metav1.GetOptions{}); err != nil {
 		t.Errorf("stateless JobManager not recreated: %v", err)
 	}
 }
 
 func TestManualSavepointNonce(t *testing.T) {
 	f := newFixture(t)
-	f.deploy(f.application("job", v1beta1.UpgradeModeSavepoint))
+	f.Deploy(f.application("job", v1beta1.UpgradeModeSavepoint))
 	f.edit("job", func(s *v1beta1.FlinkDeploymentSpec) {
 		s.Job.SavepointTriggerNonce = new(int64(7))
 		s.Job.CheckpointTriggerNonce = new(int64(8))
 	})
-	f.step("job")
-	snaps := f.snapshots()
+	f.Step("job")
+	snaps := f.Snapshots()
 	if len(snaps) != 2 {
 		t.Fatalf("%d snapshots, want a manual savepoint and checkpoint", len(snaps))
 	}
@@ -331,7 +331,7 @@ func TestManualSavepointNonce(t *testing.T) {
 			t.Errorf("snapshot %s: %v %+v", s.Name, s.Labels, s.Spec)
 		}
 	}
-	got := f.get("job")
+	got := f.Get("job")
 	rec, _ := decodeSpec(got.Status.ReconciliationStatus.LastReconciledSpec)
 	if *rec.Spec.Job.SavepointTriggerNonce != 7 || *rec.Spec.Job.CheckpointTriggerNonce != 8 || got.Status.LifecycleState != v1beta1.LifecycleStable {
 		t.Errorf("nonces not recorded: %s", statusString(got))
@@ -340,8 +340,8 @@ func TestManualSavepointNonce(t *testing.T) {
 		t.Errorf("a nonce change restarted the job")
 	}
 	// Nothing more on the next syncs.
-	f.step("job")
-	if n := len(f.snapshots()); n != 2 {
+	f.Step("job")
+	if n := len(f.Snapshots()); n != 2 {
 		t.Errorf("%d snapshots after another sync", n)
 	}
 }

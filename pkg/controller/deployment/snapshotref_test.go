@@ -22,7 +22,7 @@ func TestFirstDeployFromSnapshotRef(t *testing.T) {
 	want := f.remotePath(snap)
 	d := f.application("from-ref", v1beta1.UpgradeModeSavepoint)
 	d.Spec.Job.InitialStateSnapshotRef = &v1beta1.SnapshotReference{Name: snap}
-	got := f.deploy(d)
+	got := f.Deploy(d)
 	if p := got.Status.JobStatus.UpgradeSavepointPath; p != want {
 		t.Errorf("upgradeSavepointPath %q, want %s", p, want)
 	}
@@ -39,33 +39,33 @@ func TestSnapshotRefNotCompletedDeploysNothing(t *testing.T) {
 	snap := f.putSnapshot(savepoint, v1beta1.SnapshotTriggerManual, v1beta1.SnapshotFailed, t0.Add(-time.Hour))
 	d := f.application("from-ref", v1beta1.UpgradeModeSavepoint)
 	d.Spec.Job.InitialStateSnapshotRef = &v1beta1.SnapshotReference{Name: snap}
-	f.create(d)
+	f.Create(d)
 	for range 3 {
-		f.step("from-ref")
+		f.Step("from-ref")
 	}
-	got := f.get("from-ref")
+	got := f.Get("from-ref")
 	if !strings.Contains(got.Status.Error, "FlinkStateSnapshot default/"+snap+" is FAILED, not COMPLETED") ||
 		got.Status.ReconciliationStatus.LastReconciledSpec != "" || got.Status.LifecycleState != v1beta1.LifecycleFailed {
 		t.Errorf("status %s, want the FAILED snapshot reported and nothing recorded", statusString(got))
 	}
-	if deps, _ := f.kube.AppsV1().Deployments(ns).List(f.ctx, metav1.ListOptions{}); len(deps.Items) != 0 {
+	if deps, _ := f.Kube.AppsV1().Deployments(ns).List(f.Ctx, metav1.ListOptions{}); len(deps.Items) != 0 {
 		t.Errorf("%d Deployments created from an unusable reference", len(deps.Items))
 	}
-	if ev := f.events(); len(ev) != 1 || !strings.Contains(ev[0], "Warning ValidationError") {
+	if ev := f.Events(); len(ev) != 1 || !strings.Contains(ev[0], "Warning ValidationError") {
 		t.Errorf("events %v, want one ValidationError", ev)
 	}
 
 	missing := f.application("missing-ref", v1beta1.UpgradeModeSavepoint)
 	missing.Spec.Job.InitialStateSnapshotRef = &v1beta1.SnapshotReference{Name: "nope"}
-	f.create(missing)
-	f.step("missing-ref")
-	if got := f.get("missing-ref"); !strings.Contains(got.Status.Error, "was not found") || got.Status.JobStatus.JobID != "" {
+	f.Create(missing)
+	f.Step("missing-ref")
+	if got := f.Get("missing-ref"); !strings.Contains(got.Status.Error, "was not found") || got.Status.JobStatus.JobID != "" {
 		t.Errorf("missing reference: %s", statusString(got))
 	}
 
 	f.setSnapshotState(snap, v1beta1.SnapshotCompleted)
 	want := f.remotePath(snap)
-	got = f.until("from-ref", 10, "running", running)
+	got = f.Until("from-ref", 10, "running", running)
 	if got.Status.JobStatus.UpgradeSavepointPath != want || got.Status.Error != "" {
 		t.Errorf("after the snapshot completed: %s", statusString(got))
 	}
@@ -76,14 +76,14 @@ func TestSnapshotRefNotCompletedDeploysNothing(t *testing.T) {
 // alone.
 func TestRedeployFromSnapshotRef(t *testing.T) {
 	f := newFixture(t)
-	before := f.deploy(f.application("job", v1beta1.UpgradeModeSavepoint))
+	before := f.Deploy(f.application("job", v1beta1.UpgradeModeSavepoint))
 	bad := f.putSnapshot(savepoint, v1beta1.SnapshotTriggerManual, v1beta1.SnapshotAbandoned, t0.Add(-2*time.Hour))
 	f.edit("job", func(s *v1beta1.FlinkDeploymentSpec) {
 		s.Job.InitialStateSnapshotRef = &v1beta1.SnapshotReference{Name: bad}
 		s.Job.SavepointRedeployNonce = ptr.To[int64](1)
 	})
-	f.step("job")
-	got := f.get("job")
+	f.Step("job")
+	got := f.Get("job")
 	if !strings.Contains(got.Status.Error, "is ABANDONED") || got.Status.JobStatus.JobID != before.Status.JobStatus.JobID ||
 		got.Status.ReconciliationStatus.State != v1beta1.ReconciliationDeployed {
 		t.Fatalf("unusable reference: %s", statusString(got))
@@ -93,7 +93,7 @@ func TestRedeployFromSnapshotRef(t *testing.T) {
 	f.edit("job", func(s *v1beta1.FlinkDeploymentSpec) {
 		s.Job.InitialStateSnapshotRef = &v1beta1.SnapshotReference{Name: good}
 	})
-	got = f.until("job", 20, "redeployed", func(d *v1beta1.FlinkDeployment) bool {
+	got = f.Until("job", 20, "redeployed", func(d *v1beta1.FlinkDeployment) bool {
 		return running(d) && d.Status.JobStatus.JobID != before.Status.JobStatus.JobID
 	})
 	if got.Status.JobStatus.UpgradeSavepointPath != want || f.jm("job").restore != want {
@@ -111,20 +111,20 @@ func TestCleanupKeepsReferencedSnapshot(t *testing.T) {
 	f := newFixture(t)
 	d := f.application("job", v1beta1.UpgradeModeSavepoint)
 	setConf(&d.Spec, config.KeySavepointHistoryMaxCount, "1")
-	f.deploy(d)
-	now := f.clock.Now()
+	f.Deploy(d)
+	now := f.Clock.Now()
 	P := v1beta1.SnapshotTriggerPeriodic
 	referenced := f.putSnapshot(savepoint, P, v1beta1.SnapshotCompleted, now.Add(-90*time.Minute))
 	older := f.putSnapshot(savepoint, P, v1beta1.SnapshotCompleted, now.Add(-80*time.Minute))
 	f.putSnapshot(savepoint, P, v1beta1.SnapshotCompleted, now.Add(-70*time.Minute))
 	clone := f.application("clone", v1beta1.UpgradeModeSavepoint)
 	clone.Spec.Job.InitialStateSnapshotRef = &v1beta1.SnapshotReference{Name: referenced}
-	f.create(clone)
+	f.Create(clone)
 
-	f.client.ClearActions()
-	f.mustSync("job")
+	f.Client.ClearActions()
+	f.MustSync("job")
 	var deleted []string
-	for _, a := range f.client.Actions() {
+	for _, a := range f.Client.Actions() {
 		if del, ok := a.(core.DeleteAction); ok && a.GetResource().Resource == "flinkstatesnapshots" {
 			deleted = append(deleted, del.GetName())
 		}
@@ -137,14 +137,14 @@ func TestCleanupKeepsReferencedSnapshot(t *testing.T) {
 // remotePath moves a COMPLETED snapshot's path to an object store, which
 // the fake JobManager restores from without files on disk.
 func (f *fixture) remotePath(name string) string {
-	f.t.Helper()
-	s, err := f.client.FlinkV1beta1().FlinkStateSnapshots(ns).Get(f.ctx, name, metav1.GetOptions{})
+	f.T.Helper()
+	s, err := f.Client.FlinkV1beta1().FlinkStateSnapshots(ns).Get(f.Ctx, name, metav1.GetOptions{})
 	if err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	s.Status.Path = "s3://bucket/savepoints/" + name
-	if _, err := f.client.FlinkV1beta1().FlinkStateSnapshots(ns).UpdateStatus(f.ctx, s, metav1.UpdateOptions{}); err != nil {
-		f.t.Fatal(err)
+	if _, err := f.Client.FlinkV1beta1().FlinkStateSnapshots(ns).UpdateStatus(f.Ctx, s, metav1.UpdateOptions{}); err != nil {
+		f.T.Fatal(err)
 	}
 	return s.Status.Path
 }

@@ -13,6 +13,7 @@ import (
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/controller/controllertest"
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/flink"
 	"github.com/flinkops/flink-operator/pkg/snapshots"
@@ -26,7 +27,7 @@ const (
 // snapshotNames lists the snapshots of a type and trigger type, sorted.
 func (f *fixture) snapshotNames(typ string, trigger v1beta1.SnapshotTriggerType) []string {
 	var out []string
-	for _, s := range f.snapshots() {
+	for _, s := range f.Snapshots() {
 		if snapshots.Type(&s) == typ && snapshots.TriggerType(&s) == trigger {
 			out = append(out, s.Name)
 		}
@@ -38,24 +39,24 @@ func (f *fixture) snapshotNames(typ string, trigger v1beta1.SnapshotTriggerType)
 // setSnapshotState plays the snapshot controller: it moves a snapshot to
 // state (with a path once COMPLETED).
 func (f *fixture) setSnapshotState(name string, state v1beta1.SnapshotState) {
-	f.t.Helper()
-	s, err := f.client.FlinkV1beta1().FlinkStateSnapshots(ns).Get(f.ctx, name, metav1.GetOptions{})
+	f.T.Helper()
+	s, err := f.Client.FlinkV1beta1().FlinkStateSnapshots(ns).Get(f.Ctx, name, metav1.GetOptions{})
 	if err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	s.Status.State = state
 	if state == v1beta1.SnapshotCompleted {
 		s.Status.Path = "file:///savepoints/" + name
 	}
-	if _, err := f.client.FlinkV1beta1().FlinkStateSnapshots(ns).UpdateStatus(f.ctx, s, metav1.UpdateOptions{}); err != nil {
-		f.t.Fatal(err)
+	if _, err := f.Client.FlinkV1beta1().FlinkStateSnapshots(ns).UpdateStatus(f.Ctx, s, metav1.UpdateOptions{}); err != nil {
+		f.T.Fatal(err)
 	}
 }
 
 // putSnapshot creates a snapshot of job "job" as the operator would have
 // made it at `at` (or, for MANUAL, a user), in the given state.
 func (f *fixture) putSnapshot(typ string, trigger v1beta1.SnapshotTriggerType, state v1beta1.SnapshotState, at time.Time) string {
-	f.t.Helper()
+	f.T.Helper()
 	name := snapshots.Name("job", typ, trigger, at.UnixMilli())
 	s := &v1beta1.FlinkStateSnapshot{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, CreationTimestamp: metav1.NewTime(at),
@@ -71,8 +72,8 @@ func (f *fixture) putSnapshot(typ string, trigger v1beta1.SnapshotTriggerType, s
 	if state == v1beta1.SnapshotCompleted {
 		s.Status.Path = "file:///savepoints/" + name
 	}
-	if _, err := f.client.FlinkV1beta1().FlinkStateSnapshots(ns).Create(f.ctx, s, metav1.CreateOptions{}); err != nil {
-		f.t.Fatal(err)
+	if _, err := f.Client.FlinkV1beta1().FlinkStateSnapshots(ns).Create(f.Ctx, s, metav1.CreateOptions{}); err != nil {
+		f.T.Fatal(err)
 	}
 	return name
 }
@@ -87,11 +88,11 @@ func periodicName(typ string, slot time.Time) string {
 // slot of a 1 min interval).
 func periodicFixture(t *testing.T, kv ...string) *fixture {
 	f := newFixture(t)
-	f.cfg[config.KeyReconcileInterval] = "10 min"
-	f.restart()
+	f.Config[config.KeyReconcileInterval] = "10 min"
+	f.Restart()
 	d := f.application("job", v1beta1.UpgradeModeSavepoint)
 	setConf(&d.Spec, kv...)
-	f.deploy(d)
+	f.Deploy(d)
 	return f
 }
 
@@ -102,13 +103,13 @@ func TestPeriodicSavepointInterval(t *testing.T) {
 	f := periodicFixture(t, config.KeyPeriodicSavepointInterval, "1 min")
 	slot1 := t0.Add(time.Minute)
 
-	f.clock.SetTime(slot1.Add(-time.Second))
-	if d := f.mustSync("job"); d != time.Second || len(f.snapshots()) != 0 {
-		t.Fatalf("before the slot: requeue %v, %d snapshots; want requeue 1s (the next due time), none", d, len(f.snapshots()))
+	f.Clock.SetTime(slot1.Add(-time.Second))
+	if d := f.MustSync("job"); d != time.Second || len(f.Snapshots()) != 0 {
+		t.Fatalf("before the slot: requeue %v, %d snapshots; want requeue 1s (the next due time), none", d, len(f.Snapshots()))
 	}
 
-	f.clock.SetTime(slot1.Add(500 * time.Millisecond))
-	d := f.mustSync("job")
+	f.Clock.SetTime(slot1.Add(500 * time.Millisecond))
+	d := f.MustSync("job")
 	got := f.snapshotNames(savepoint, v1beta1.SnapshotTriggerPeriodic)
 	if want := []string{periodicName(savepoint, slot1)}; !slices.Equal(got, want) {
 		t.Fatalf("periodic snapshots %v, want %v", got, want)
@@ -116,7 +117,7 @@ func TestPeriodicSavepointInterval(t *testing.T) {
 	if want := time.Minute - 500*time.Millisecond; d != want {
 		t.Errorf("requeue %v, want %v (the next slot)", d, want)
 	}
-	s := f.snapshots()[0]
+	s := f.Snapshots()[0]
 	if r := s.Spec.JobReference; r == nil || r.Kind != v1beta1.JobReferenceKindDeployment || r.Name != "job" || s.Namespace != ns ||
 		s.Spec.Savepoint == nil || !strings.HasSuffix(s.Spec.Savepoint.Path, "/savepoints") || *s.Spec.Savepoint.AlreadyExists ||
 		s.Spec.BackoffLimit == nil || *s.Spec.BackoffLimit != 3 || s.Labels[v1beta1.LabelJobReferenceName] != "job" {
@@ -126,13 +127,13 @@ func TestPeriodicSavepointInterval(t *testing.T) {
 	// In flight past the next slots: nothing new, and no periodic requeue
 	// (the snapshot's state change wakes the job).
 	f.setSnapshotState(s.Name, v1beta1.SnapshotInProgress)
-	f.clock.SetTime(slot1.Add(2*time.Minute + 5*time.Second))
-	if d := f.mustSync("job"); len(f.snapshots()) != 1 || d != 10*time.Minute {
-		t.Fatalf("while in flight: %d snapshots, requeue %v", len(f.snapshots()), d)
+	f.Clock.SetTime(slot1.Add(2*time.Minute + 5*time.Second))
+	if d := f.MustSync("job"); len(f.Snapshots()) != 1 || d != 10*time.Minute {
+		t.Fatalf("while in flight: %d snapshots, requeue %v", len(f.Snapshots()), d)
 	}
 	// Done: one snapshot for the newest missed slot, not one per slot.
 	f.setSnapshotState(s.Name, v1beta1.SnapshotCompleted)
-	d = f.mustSync("job")
+	d = f.MustSync("job")
 	slot3 := slot1.Add(2 * time.Minute)
 	got = f.snapshotNames(savepoint, v1beta1.SnapshotTriggerPeriodic)
 	if want := []string{periodicName(savepoint, slot1), periodicName(savepoint, slot3)}; !slices.Equal(got, want) {
@@ -142,8 +143,8 @@ func TestPeriodicSavepointInterval(t *testing.T) {
 		t.Errorf("requeue %v, want 55s", d)
 	}
 	// Repeated syncs add nothing.
-	f.mustSync("job")
-	if n := len(f.snapshots()); n != 2 {
+	f.MustSync("job")
+	if n := len(f.Snapshots()); n != 2 {
 		t.Errorf("%d snapshots after a repeated sync", n)
 	}
 	if n := f.stops(); n != 0 {
@@ -154,8 +155,8 @@ func TestPeriodicSavepointInterval(t *testing.T) {
 // Periodic checkpoints follow the same rules (Flink 1.17+, here 1.20).
 func TestPeriodicCheckpointInterval(t *testing.T) {
 	f := periodicFixture(t, config.KeyPeriodicCheckpointInterval, "0 * * * * ?") // every minute, as Quartz cron
-	f.clock.SetTime(t0.Add(61 * time.Second))
-	d := f.mustSync("job")
+	f.Clock.SetTime(t0.Add(61 * time.Second))
+	d := f.MustSync("job")
 	got := f.snapshotNames(checkpoint, v1beta1.SnapshotTriggerPeriodic)
 	if want := []string{periodicName(checkpoint, t0.Add(time.Minute))}; !slices.Equal(got, want) {
 		t.Fatalf("periodic checkpoints %v, want %v", got, want)
@@ -163,7 +164,7 @@ func TestPeriodicCheckpointInterval(t *testing.T) {
 	if d != 59*time.Second {
 		t.Errorf("requeue %v, want 59s (the next cron slot)", d)
 	}
-	if s := f.snapshots()[0]; s.Spec.Checkpoint == nil || s.Spec.Savepoint != nil {
+	if s := f.Snapshots()[0]; s.Spec.Checkpoint == nil || s.Spec.Savepoint != nil {
 		t.Errorf("not a checkpoint: %+v", s.Spec)
 	}
 }
@@ -176,19 +177,19 @@ func TestCheckpointsNeedFlink117(t *testing.T) {
 	d := f.application("job", v1beta1.UpgradeModeSavepoint)
 	d.Spec.FlinkVersion, d.Spec.Image = v1beta1.FlinkVersion1_16, "flink:1.16"
 	setConf(&d.Spec, config.KeyPeriodicCheckpointInterval, "10 s")
-	f.deploy(d)
-	f.events()
+	f.Deploy(d)
+	f.Events()
 	f.edit("job", func(s *v1beta1.FlinkDeploymentSpec) { s.Job.CheckpointTriggerNonce = ptr.To[int64](2) })
 	for range 5 {
-		f.step("job")
+		f.Step("job")
 	}
-	if n := len(f.snapshots()); n != 0 {
+	if n := len(f.Snapshots()); n != 0 {
 		t.Errorf("%d snapshots on Flink 1.16", n)
 	}
-	if ev := f.events(); !hasEvent(ev, "Warning", jobengine.ReasonCheckpointError) {
+	if ev := f.Events(); !hasEvent(ev, "Warning", jobengine.ReasonCheckpointError) {
 		t.Errorf("events %v", ev)
 	}
-	rec, _ := decodeSpec(f.get("job").Status.ReconciliationStatus.LastReconciledSpec)
+	rec, _ := decodeSpec(f.Get("job").Status.ReconciliationStatus.LastReconciledSpec)
 	if rec.Spec.Job.CheckpointTriggerNonce == nil || *rec.Spec.Job.CheckpointTriggerNonce != 2 {
 		t.Errorf("checkpoint nonce not consumed")
 	}
@@ -200,25 +201,25 @@ func TestCheckpointsNeedFlink117(t *testing.T) {
 func TestPeriodicRestartFiresNoExtraSnapshot(t *testing.T) {
 	f := periodicFixture(t, config.KeyPeriodicSavepointInterval, "1 min")
 	slot1 := t0.Add(time.Minute)
-	f.clock.SetTime(slot1.Add(time.Second))
-	f.mustSync("job")
+	f.Clock.SetTime(slot1.Add(time.Second))
+	f.MustSync("job")
 	name := periodicName(savepoint, slot1)
 
-	f.restart() // in flight (TRIGGER_PENDING): nothing
-	f.clock.SetTime(slot1.Add(90 * time.Second))
-	f.mustSync("job")
+	f.Restart() // in flight (TRIGGER_PENDING): nothing
+	f.Clock.SetTime(slot1.Add(90 * time.Second))
+	f.MustSync("job")
 	f.setSnapshotState(name, v1beta1.SnapshotCompleted)
-	f.clock.SetTime(slot1.Add(20 * time.Second))
-	f.restart() // completed, next slot not due: nothing, requeue at the slot
-	if d := f.mustSync("job"); d != 40*time.Second {
+	f.Clock.SetTime(slot1.Add(20 * time.Second))
+	f.Restart() // completed, next slot not due: nothing, requeue at the slot
+	if d := f.MustSync("job"); d != 40*time.Second {
 		t.Errorf("requeue after restart %v, want 40s", d)
 	}
 	if got := f.snapshotNames(savepoint, v1beta1.SnapshotTriggerPeriodic); !slices.Equal(got, []string{name}) {
 		t.Fatalf("after restarts: %v, want only %s", got, name)
 	}
-	f.clock.SetTime(slot1.Add(time.Minute))
-	f.restart()
-	f.mustSync("job")
+	f.Clock.SetTime(slot1.Add(time.Minute))
+	f.Restart()
+	f.MustSync("job")
 	if got := f.snapshotNames(savepoint, v1beta1.SnapshotTriggerPeriodic); len(got) != 2 || got[1] != periodicName(savepoint, slot1.Add(time.Minute)) {
 		t.Errorf("at the next slot: %v", got)
 	}
@@ -232,12 +233,12 @@ func TestPeriodicIntervalShorterThanSavepoint(t *testing.T) {
 	f := periodicFixture(t, config.KeyPeriodicSavepointInterval, "10 s", config.KeySavepointHistoryMaxCount, "2")
 	const duration = 25 * time.Second
 	started := map[string]time.Time{}
-	due := f.clock.Now()
+	due := f.Clock.Now()
 	created, peakLive := 0, 0
 	for range 300 {
-		now := f.clock.Now()
+		now := f.Clock.Now()
 		woken := false
-		for _, s := range f.snapshots() {
+		for _, s := range f.Snapshots() {
 			switch s.Status.State {
 			case "":
 				f.setSnapshotState(s.Name, v1beta1.SnapshotInProgress)
@@ -250,12 +251,12 @@ func TestPeriodicIntervalShorterThanSavepoint(t *testing.T) {
 			}
 		}
 		if woken || !now.Before(due) {
-			before := len(f.snapshots())
-			due = now.Add(f.mustSync("job"))
-			created += max(0, len(f.snapshots())-before)
+			before := len(f.Snapshots())
+			due = now.Add(f.MustSync("job"))
+			created += max(0, len(f.Snapshots())-before)
 		}
 		inFlight := 0
-		for _, s := range f.snapshots() {
+		for _, s := range f.Snapshots() {
 			if !s.Status.State.IsTerminal() {
 				inFlight++
 			}
@@ -263,8 +264,8 @@ func TestPeriodicIntervalShorterThanSavepoint(t *testing.T) {
 		if inFlight > 1 {
 			t.Fatalf("at %v: %d savepoints in flight", now.Sub(t0), inFlight)
 		}
-		peakLive = max(peakLive, len(f.snapshots()))
-		f.clock.Step(time.Second)
+		peakLive = max(peakLive, len(f.Snapshots()))
+		f.Clock.Step(time.Second)
 	}
 	t.Logf("%d periodic savepoints in 300 s, peak %d live", created, peakLive)
 	// 300 s at one savepoint per 25-26 s.
@@ -278,30 +279,30 @@ func TestPeriodicIntervalShorterThanSavepoint(t *testing.T) {
 // between the create and the status write repeats the create harmlessly.
 func TestManualNonceSnapshotSurvivesCrash(t *testing.T) {
 	f := newFixture(t)
-	f.deploy(f.application("job", v1beta1.UpgradeModeSavepoint))
+	f.Deploy(f.application("job", v1beta1.UpgradeModeSavepoint))
 	crashed := false
-	f.fault = func(_, point string) {
+	f.Fault = func(_, point string) {
 		if point == "pre-commit:create snapshot job-savepoint-manual-7" && !crashed {
 			crashed = true
-			panic(crash{})
+			panic(controllertest.Crash{})
 		}
 	}
 	f.edit("job", func(s *v1beta1.FlinkDeploymentSpec) { s.Job.SavepointTriggerNonce = ptr.To[int64](7) })
-	if !f.stepCrashing("job") {
+	if !f.StepCrashing("job") {
 		t.Fatal("no crash after the create")
 	}
-	if rec, _ := decodeSpec(f.get("job").Status.ReconciliationStatus.LastReconciledSpec); rec.Spec.Job.SavepointTriggerNonce != nil {
+	if rec, _ := decodeSpec(f.Get("job").Status.ReconciliationStatus.LastReconciledSpec); rec.Spec.Job.SavepointTriggerNonce != nil {
 		t.Fatal("nonce recorded before the status write")
 	}
-	f.step("job")
-	f.step("job")
+	f.Step("job")
+	f.Step("job")
 	if got := f.snapshotNames(savepoint, v1beta1.SnapshotTriggerManual); !slices.Equal(got, []string{"job-savepoint-manual-7"}) {
 		t.Fatalf("manual snapshots %v", got)
 	}
-	if n := len(f.snapshots()); n != 1 {
+	if n := len(f.Snapshots()); n != 1 {
 		t.Errorf("%d snapshots", n)
 	}
-	got := f.get("job")
+	got := f.Get("job")
 	rec, _ := decodeSpec(got.Status.ReconciliationStatus.LastReconciledSpec)
 	if rec.Spec.Job.SavepointTriggerNonce == nil || *rec.Spec.Job.SavepointTriggerNonce != 7 || got.Status.LifecycleState != v1beta1.LifecycleStable {
 		t.Errorf("nonce not reconciled: %s", statusString(got))
@@ -316,8 +317,8 @@ func TestHistoryCleanup(t *testing.T) {
 	f := newFixture(t)
 	d := f.application("job", v1beta1.UpgradeModeSavepoint)
 	setConf(&d.Spec, config.KeySavepointHistoryMaxCount, "2", config.FlinkCheckpointsNumRetained, "2")
-	f.deploy(d)
-	now := f.clock.Now()
+	f.Deploy(d)
+	now := f.Clock.Now()
 	ago := func(m int) time.Time { return now.Add(-time.Duration(m) * time.Minute) }
 	P, U, M := v1beta1.SnapshotTriggerPeriodic, v1beta1.SnapshotTriggerUpgrade, v1beta1.SnapshotTriggerManual
 	restore := f.putSnapshot(savepoint, U, v1beta1.SnapshotCompleted, ago(90))
@@ -334,16 +335,16 @@ func TestHistoryCleanup(t *testing.T) {
 	}
 	cpManual := f.putSnapshot(checkpoint, M, v1beta1.SnapshotCompleted, ago(100))
 	// The job restores from the UPGRADE savepoint.
-	dep := f.get("job")
+	dep := f.Get("job")
 	dep.Status.JobStatus.UpgradeSavepointPath = "file:///savepoints/" + restore
-	if _, err := f.client.FlinkV1beta1().FlinkDeployments(ns).UpdateStatus(f.ctx, dep, metav1.UpdateOptions{}); err != nil {
+	if _, err := f.Client.FlinkV1beta1().FlinkDeployments(ns).UpdateStatus(f.Ctx, dep, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 
-	f.client.ClearActions()
-	f.mustSync("job")
+	f.Client.ClearActions()
+	f.MustSync("job")
 	var deleted []string
-	for _, a := range f.client.Actions() {
+	for _, a := range f.Client.Actions() {
 		if del, ok := a.(core.DeleteAction); ok && a.GetResource().Resource == "flinkstatesnapshots" {
 			deleted = append(deleted, del.GetName())
 			impl := a.(core.DeleteActionImpl)
@@ -364,9 +365,9 @@ func TestHistoryCleanup(t *testing.T) {
 		}
 	}
 	// Nothing more to do on the next sync.
-	f.client.ClearActions()
-	f.mustSync("job")
-	for _, a := range f.client.Actions() {
+	f.Client.ClearActions()
+	f.MustSync("job")
+	for _, a := range f.Client.Actions() {
 		if a.GetVerb() == "delete" {
 			t.Errorf("second sync deleted %s", a.(core.DeleteAction).GetName())
 		}
@@ -377,22 +378,22 @@ func TestHistoryCleanup(t *testing.T) {
 // mode is not implemented): a changed nonce gets a Warning and is consumed.
 func TestSnapshotResourcesDisabled(t *testing.T) {
 	f := periodicFixture(t, config.KeyPeriodicSavepointInterval, "10 s", config.KeySnapshotResourceEnabled, "false")
-	f.events()
+	f.Events()
 	f.edit("job", func(s *v1beta1.FlinkDeploymentSpec) { s.Job.SavepointTriggerNonce = ptr.To[int64](3) })
 	for range 5 {
-		f.step("job")
+		f.Step("job")
 	}
-	if n := len(f.snapshots()); n != 0 {
+	if n := len(f.Snapshots()); n != 0 {
 		t.Errorf("%d snapshots created with snapshot resources disabled", n)
 	}
-	if ev := f.events(); hasEvent(ev, "Warning", jobengine.ReasonSavepointError) {
+	if ev := f.Events(); hasEvent(ev, "Warning", jobengine.ReasonSavepointError) {
 		t.Errorf("events %v", ev)
 	}
 	// Legacy mode: the savepoints are in the deprecated status fields.
-	if info := f.get("job").Status.JobStatus.SavepointInfo; info == nil || info.LastSavepoint == nil || len(info.SavepointHistory) == 0 {
+	if info := f.Get("job").Status.JobStatus.SavepointInfo; info == nil || info.LastSavepoint == nil || len(info.SavepointHistory) == 0 {
 		t.Errorf("no legacy savepoint recorded: %+v", info)
 	}
-	rec, _ := decodeSpec(f.get("job").Status.ReconciliationStatus.LastReconciledSpec)
+	rec, _ := decodeSpec(f.Get("job").Status.ReconciliationStatus.LastReconciledSpec)
 	if rec.Spec.Job.SavepointTriggerNonce == nil || *rec.Spec.Job.SavepointTriggerNonce != 3 {
 		t.Errorf("nonce not consumed")
 	}
@@ -466,14 +467,14 @@ func TestSnapshotEventWakesDeployment(t *testing.T) {
 // running, a snapshot of the job that completes enqueues the job.
 func TestSnapshotStateChangeEnqueuesDeployment(t *testing.T) {
 	f := newFixture(t)
-	f.create(f.application("job", v1beta1.UpgradeModeSavepoint))
+	f.Create(f.application("job", v1beta1.UpgradeModeSavepoint))
 	name := f.putSnapshot(savepoint, v1beta1.SnapshotTriggerPeriodic, v1beta1.SnapshotInProgress, t0)
-	f.restart() // fresh informers, not fed by hand
+	f.Restart() // fresh informers, not fed by hand
 	stop := make(chan struct{})
 	defer close(stop)
-	f.factory.Start(stop)
-	f.kfactory.Start(stop)
-	if !cache.WaitForCacheSync(stop, f.caches.HasSynced) {
+	f.Factory.Start(stop)
+	f.KubeFactory.Start(stop)
+	if !cache.WaitForCacheSync(stop, f.Caches.HasSynced) {
 		t.Fatal("caches not synced")
 	}
 	drain := func() []string {
@@ -516,11 +517,11 @@ func TestForeignNamespaceSnapshotsIgnored(t *testing.T) {
 		Spec: v1beta1.FlinkStateSnapshotSpec{Savepoint: &v1beta1.SavepointSpec{},
 			JobReference: &v1beta1.JobReference{Kind: v1beta1.JobReferenceKindDeployment, Name: "job", Namespace: ns}},
 	}
-	if _, err := f.client.FlinkV1beta1().FlinkStateSnapshots("other").Create(f.ctx, foreign, metav1.CreateOptions{}); err != nil {
+	if _, err := f.Client.FlinkV1beta1().FlinkStateSnapshots("other").Create(f.Ctx, foreign, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	f.clock.SetTime(t0.Add(61 * time.Second))
-	f.mustSync("job")
+	f.Clock.SetTime(t0.Add(61 * time.Second))
+	f.MustSync("job")
 	if got := f.snapshotNames(savepoint, v1beta1.SnapshotTriggerPeriodic); !slices.Equal(got, []string{periodicName(savepoint, t0.Add(time.Minute))}) {
 		t.Errorf("periodic snapshots %v: the foreign in-flight snapshot blocked the job", got)
 	}
@@ -530,15 +531,15 @@ func TestForeignNamespaceSnapshotsIgnored(t *testing.T) {
 // event) and disables only the periodic snapshot.
 func TestBadPeriodicInterval(t *testing.T) {
 	f := periodicFixture(t, config.KeyPeriodicSavepointInterval, "every now and then")
-	f.clock.SetTime(t0.Add(10 * time.Minute))
-	f.mustSync("job")
-	f.mustSync("job")
-	got := f.get("job")
-	if !strings.Contains(got.Status.Error, config.KeyPeriodicSavepointInterval) || len(f.snapshots()) != 0 {
-		t.Errorf("status %s, %d snapshots", statusString(got), len(f.snapshots()))
+	f.Clock.SetTime(t0.Add(10 * time.Minute))
+	f.MustSync("job")
+	f.MustSync("job")
+	got := f.Get("job")
+	if !strings.Contains(got.Status.Error, config.KeyPeriodicSavepointInterval) || len(f.Snapshots()) != 0 {
+		t.Errorf("status %s, %d snapshots", statusString(got), len(f.Snapshots()))
 	}
 	warnings := 0
-	for _, e := range f.events() {
+	for _, e := range f.Events() {
 		if strings.HasPrefix(e, "Warning "+jobengine.ReasonValidationError+" ") {
 			warnings++
 		}

@@ -20,7 +20,7 @@ func TestFailingUserSavepointDoesNotStopPeriodic(t *testing.T) {
 	f := periodicFixture(t, config.KeyPeriodicSavepointInterval, "1h")
 	user := f.putSnapshot(savepoint, v1beta1.SnapshotTriggerManual, v1beta1.SnapshotInProgress, t0)
 	setFailures := func(n int32) {
-		s, err := f.client.FlinkV1beta1().FlinkStateSnapshots(ns).Get(f.ctx, user, metav1.GetOptions{})
+		s, err := f.Client.FlinkV1beta1().FlinkStateSnapshots(ns).Get(f.Ctx, user, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -28,7 +28,7 @@ func TestFailingUserSavepointDoesNotStopPeriodic(t *testing.T) {
 		*s.Spec.BackoffLimit = -1
 		s.Status.Failures = n
 		s.Status.Error = "CheckpointException: IO-problem detected."
-		if _, err := f.client.FlinkV1beta1().FlinkStateSnapshots(ns).UpdateStatus(f.ctx, s, metav1.UpdateOptions{}); err != nil {
+		if _, err := f.Client.FlinkV1beta1().FlinkStateSnapshots(ns).UpdateStatus(f.Ctx, s, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -45,8 +45,8 @@ func TestFailingUserSavepointDoesNotStopPeriodic(t *testing.T) {
 		setFailures(int32(hour))
 
 		slot := t0.Add(time.Duration(hour) * time.Hour)
-		f.clock.SetTime(slot.Add(30 * time.Second))
-		f.mustSync("job")
+		f.Clock.SetTime(slot.Add(30 * time.Second))
+		f.MustSync("job")
 		want := periodicName(savepoint, slot)
 		got := f.snapshotNames(savepoint, v1beta1.SnapshotTriggerPeriodic)
 		if !slices.Contains(got, want) {
@@ -61,7 +61,7 @@ func TestFailingUserSavepointDoesNotStopPeriodic(t *testing.T) {
 	if len(seen) != 24 {
 		t.Errorf("%d periodic savepoints in 24 h, want 24", len(seen))
 	}
-	if s, err := f.client.FlinkV1beta1().FlinkStateSnapshots(ns).Get(f.ctx, user, metav1.GetOptions{}); err != nil || s.Status.State.IsTerminal() {
+	if s, err := f.Client.FlinkV1beta1().FlinkStateSnapshots(ns).Get(f.Ctx, user, metav1.GetOptions{}); err != nil || s.Status.State.IsTerminal() {
 		t.Errorf("the user's savepoint must still be in flight: %v %+v", err, s)
 	}
 }

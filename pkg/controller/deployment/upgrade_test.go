@@ -29,10 +29,10 @@ func upgradedTo(gen int64) func(*v1beta1.FlinkDeployment) bool {
 
 func TestStatelessUpgrade(t *testing.T) {
 	f := newFixture(t)
-	before := f.deploy(f.application("job", v1beta1.UpgradeModeStateless))
+	before := f.Deploy(f.application("job", v1beta1.UpgradeModeStateless))
 	f.checkpoint("job")
 	f.edit("job", newArgs)
-	after := f.until("job", 20, "stateless upgrade", upgradedTo(2))
+	after := f.Until("job", 20, "stateless upgrade", upgradedTo(2))
 
 	if after.Status.JobStatus.JobID == before.Status.JobStatus.JobID {
 		t.Errorf("stateless upgrade kept job id %s", after.Status.JobStatus.JobID)
@@ -53,18 +53,18 @@ func TestStatelessUpgrade(t *testing.T) {
 
 func TestSavepointUpgrade(t *testing.T) {
 	f := newFixture(t)
-	before := f.deploy(f.application("job", v1beta1.UpgradeModeSavepoint))
+	before := f.Deploy(f.application("job", v1beta1.UpgradeModeSavepoint))
 	oldJob := before.Status.JobStatus.JobID
 	oldJM := f.jm("job")
 	f.checkpoint("job")
 
 	// The trigger id is in status before Flink hears of it.
 	checked := false
-	f.fault = func(_, point string) {
+	f.Fault = func(_, point string) {
 		if point != "status-written" || checked {
 			return
 		}
-		d := f.get("job")
+		d := f.Get("job")
 		if info := d.Status.JobStatus.SavepointInfo; info != nil && info.TriggerID != "" {
 			checked = true
 			if n := oldJM.StartedOperations(fakejm.OpStopWithSavepoint); n != 0 {
@@ -77,19 +77,19 @@ func TestSavepointUpgrade(t *testing.T) {
 		}
 	}
 	f.edit("job", newArgs)
-	f.mustSync("job")
+	f.MustSync("job")
 	if !checked {
-		t.Fatalf("first sync after the change did not record a trigger id: %s", statusString(f.get("job")))
+		t.Fatalf("first sync after the change did not record a trigger id: %s", statusString(f.Get("job")))
 	}
 	ops := oldJM.Operations()
-	triggerID := f.get("job").Status.JobStatus.SavepointInfo.TriggerID
+	triggerID := f.Get("job").Status.JobStatus.SavepointInfo.TriggerID
 	if len(ops) != 1 || ops[0].Kind != fakejm.OpStopWithSavepoint || ops[0].TriggerID != triggerID || ops[0].Drain ||
-		!strings.HasPrefix(ops[0].TargetDirectory, "file://"+f.dir) || ops[0].FormatType != "CANONICAL" {
+		!strings.HasPrefix(ops[0].TargetDirectory, "file://"+f.Dir) || ops[0].FormatType != "CANONICAL" {
 		t.Fatalf("Flink operations %+v, want one stop-with-savepoint with trigger id %s", ops, triggerID)
 	}
-	f.fault = nil
+	f.Fault = nil
 
-	after := f.until("job", 30, "savepoint upgrade", upgradedTo(2))
+	after := f.Until("job", 30, "savepoint upgrade", upgradedTo(2))
 	path := after.Status.JobStatus.UpgradeSavepointPath
 	if path == "" || after.Status.JobStatus.JobID == oldJob {
 		t.Fatalf("after upgrade: %s", statusString(after))
@@ -104,7 +104,7 @@ func TestSavepointUpgrade(t *testing.T) {
 	if info := after.Status.JobStatus.SavepointInfo; info != nil && info.TriggerID != "" {
 		t.Errorf("trigger left in status: %+v", info)
 	}
-	snaps := f.snapshots()
+	snaps := f.Snapshots()
 	if len(snaps) != 1 {
 		t.Fatalf("%d snapshots, want one UPGRADE snapshot", len(snaps))
 	}
@@ -118,7 +118,7 @@ func TestSavepointUpgrade(t *testing.T) {
 	if n := f.stops(); n != 1 {
 		t.Errorf("%d stop-with-savepoint operations, want 1", n)
 	}
-	ev := f.events()
+	ev := f.Events()
 	if !hasEvent(ev, "Normal", jobengine.ReasonSpecChanged) || !hasEvent(ev, "Normal", jobengine.ReasonSubmit) {
 		t.Errorf("events %v", ev)
 	}
@@ -128,10 +128,10 @@ func TestSavepointUpgradeLegacyMode(t *testing.T) {
 	f := newFixture(t)
 	d := f.application("job", v1beta1.UpgradeModeSavepoint)
 	setConf(&d.Spec, config.KeySnapshotResourceEnabled, "false")
-	f.deploy(d)
+	f.Deploy(d)
 	f.edit("job", newArgs)
-	after := f.until("job", 30, "savepoint upgrade", upgradedTo(2))
-	if len(f.snapshots()) != 0 {
+	after := f.Until("job", 30, "savepoint upgrade", upgradedTo(2))
+	if len(f.Snapshots()) != 0 {
 		t.Errorf("legacy mode created snapshot resources")
 	}
 	info := after.Status.JobStatus.SavepointInfo
@@ -144,13 +144,13 @@ func TestSavepointUpgradeLegacyMode(t *testing.T) {
 
 func TestSavepointFailureFallsBackToLastState(t *testing.T) {
 	f := newFixture(t)
-	before := f.deploy(f.application("job", v1beta1.UpgradeModeSavepoint))
+	before := f.Deploy(f.application("job", v1beta1.UpgradeModeSavepoint))
 	jm := f.jm("job")
 	f.checkpoint("job")
 	latest := f.checkpoint("job")
 	jm.FailSavepoints("", "java.io.IOException: disk full")
 	f.edit("job", newArgs)
-	f.until("job", 30, "upgrade by fallback", upgradedTo(2))
+	f.Until("job", 30, "upgrade by fallback", upgradedTo(2))
 
 	restored, meta := f.restoredFrom("job")
 	if restored != latest || meta.Savepoint || meta.JobID != before.Status.JobStatus.JobID {
@@ -162,10 +162,10 @@ func TestSavepointFailureFallsBackToLastState(t *testing.T) {
 	if n := f.stops(); n != 1 {
 		t.Errorf("%d stop-with-savepoint operations, want 1", n)
 	}
-	if !hasEvent(f.events(), "Warning", jobengine.ReasonSavepointError) {
+	if !hasEvent(f.Events(), "Warning", jobengine.ReasonSavepointError) {
 		t.Errorf("no SavepointError event")
 	}
-	if got := f.get("job"); got.Status.Error != "" || got.Status.JobStatus.SavepointInfo != nil {
+	if got := f.Get("job"); got.Status.Error != "" || got.Status.JobStatus.SavepointInfo != nil {
 		t.Errorf("after fallback: %s", statusString(got))
 	}
 }
@@ -174,7 +174,7 @@ func TestSavepointFailureWithoutFallbackTearsNothingDown(t *testing.T) {
 	f := newFixture(t)
 	d := f.application("job", v1beta1.UpgradeModeSavepoint)
 	setConf(&d.Spec, config.KeyJobUpgradeLastStateFallbackEnabled, "false")
-	before := f.deploy(d)
+	before := f.Deploy(d)
 	jm := f.jm("job")
 	jmUID := f.jmDeployment("job").UID
 	jm.FailSavepoints("", "java.io.IOException: disk full")
@@ -182,14 +182,14 @@ func TestSavepointFailureWithoutFallbackTearsNothingDown(t *testing.T) {
 		newArgs(s)
 		setConf(s, config.KeyJobUpgradeLastStateFallbackEnabled, "false")
 	})
-	got := f.until("job", 6, "savepoint error reported", func(d *v1beta1.FlinkDeployment) bool { return d.Status.Error != "" })
+	got := f.Until("job", 6, "savepoint error reported", func(d *v1beta1.FlinkDeployment) bool { return d.Status.Error != "" })
 	if !strings.Contains(got.Status.Error, "fallback is disabled") || !strings.Contains(got.Status.Error, "disk full") ||
 		got.Status.LifecycleState != v1beta1.LifecycleUpgrading {
 		t.Fatalf("status %s", statusString(got))
 	}
 	// It keeps failing, and keeps the cluster, until savepoints work.
 	for range 6 {
-		f.step("job")
+		f.Step("job")
 	}
 	if f.jmDeployment("job").UID != jmUID || f.jm("job") != jm {
 		t.Fatalf("the cluster was torn down")
@@ -197,14 +197,14 @@ func TestSavepointFailureWithoutFallbackTearsNothingDown(t *testing.T) {
 	if st, _ := jm.JobState(before.Status.JobStatus.JobID); st != flink.JobRunning {
 		t.Fatalf("old job %s, want RUNNING", st)
 	}
-	if !hasEvent(f.events(), "Warning", jobengine.ReasonSavepointError) {
+	if !hasEvent(f.Events(), "Warning", jobengine.ReasonSavepointError) {
 		t.Errorf("no SavepointError event")
 	}
 
 	// Once savepoints work again, the retry completes the upgrade.
 	jm.FailSavepoints("", "")
-	f.clock.Step(time.Minute)
-	after := f.until("job", 30, "upgrade after retry", upgradedTo(2))
+	f.Clock.Step(time.Minute)
+	after := f.Until("job", 30, "upgrade after retry", upgradedTo(2))
 	restored, meta := f.restoredFrom("job")
 	if restored != after.Status.JobStatus.UpgradeSavepointPath || !meta.Savepoint {
 		t.Errorf("restored from %q (%+v)", restored, meta)
@@ -216,25 +216,25 @@ func TestSavepointUpgradeOfRestartingJob(t *testing.T) {
 		f := newFixture(t)
 		d := f.application("job", v1beta1.UpgradeModeSavepoint)
 		setConf(&d.Spec, config.KeyJobUpgradeLastStateFallbackEnabled, boolString(fallback))
-		before := f.deploy(d)
+		before := f.Deploy(d)
 		jm := f.jm("job")
 		latest := f.checkpoint("job")
 		if err := jm.SetJobState(before.Status.JobStatus.JobID, flink.JobRestarting); err != nil {
 			t.Fatal(err)
 		}
-		f.step("job")
+		f.Step("job")
 		f.edit("job", newArgs)
 		if !fallback {
 			for range 5 {
-				f.step("job")
+				f.Step("job")
 			}
-			got := f.get("job")
+			got := f.Get("job")
 			if !strings.Contains(got.Status.Error, "cannot be stopped with a savepoint") || f.jm("job") != jm {
 				t.Fatalf("fallback disabled: %s", statusString(got))
 			}
 			continue
 		}
-		f.until("job", 30, "upgrade by fallback", upgradedTo(2))
+		f.Until("job", 30, "upgrade by fallback", upgradedTo(2))
 		if restored, _ := f.restoredFrom("job"); restored != latest {
 			t.Errorf("restored from %q, want %s", restored, latest)
 		}
@@ -253,18 +253,18 @@ func boolString(b bool) string {
 
 func TestLastStateUpgrade(t *testing.T) {
 	f := newFixture(t)
-	before := f.deploy(f.application("job", v1beta1.UpgradeModeLastState))
+	before := f.Deploy(f.application("job", v1beta1.UpgradeModeLastState))
 	jm := f.jm("job")
 	f.checkpoint("job")
 	latest := f.checkpoint("job")
 	f.edit("job", newArgs)
-	f.mustSync("job")
+	f.MustSync("job")
 	// The intent carries the latest checkpoint known before anything stops.
-	if got := f.get("job"); got.Status.ReconciliationStatus.State != v1beta1.ReconciliationUpgrading ||
+	if got := f.Get("job"); got.Status.ReconciliationStatus.State != v1beta1.ReconciliationUpgrading ||
 		got.Status.JobStatus.UpgradeSavepointPath != latest {
 		t.Fatalf("intent: %s", statusString(got))
 	}
-	after := f.until("job", 30, "last-state upgrade", upgradedTo(2))
+	after := f.Until("job", 30, "last-state upgrade", upgradedTo(2))
 	if after.Status.JobStatus.JobID != before.Status.JobStatus.JobID {
 		t.Errorf("last-state upgrade changed the job id")
 	}
@@ -281,30 +281,30 @@ func TestLastStateUpgrade(t *testing.T) {
 
 func TestLastStateUnknownNeedsManualRestore(t *testing.T) {
 	f := newFixture(t)
-	f.deploy(f.application("job", v1beta1.UpgradeModeLastState))
+	f.Deploy(f.application("job", v1beta1.UpgradeModeLastState))
 	f.checkpoint("job")
 	jm := f.jm("job")
 	jmUID := f.jmDeployment("job").UID
 	jm.InjectFault(fakejm.Fault{Status: 503})
-	f.step("job")
+	f.Step("job")
 	f.edit("job", newArgs)
 	for range 5 {
-		f.step("job")
+		f.Step("job")
 	}
-	got := f.get("job")
+	got := f.Get("job")
 	if !strings.Contains(got.Status.Error, "Manual restore required") || got.Status.ReconciliationStatus.State != v1beta1.ReconciliationUpgrading {
 		t.Fatalf("status %s", statusString(got))
 	}
 	if f.jmDeployment("job").UID != jmUID {
 		t.Fatalf("the cluster was torn down without a known last state")
 	}
-	if !hasEvent(f.events(), "Warning", jobengine.ReasonUpgradeFailed) {
+	if !hasEvent(f.Events(), "Warning", jobengine.ReasonUpgradeFailed) {
 		t.Errorf("no UpgradeFailed event")
 	}
 	// The JobManager answers again: the upgrade goes on from the latest checkpoint.
 	jm.ClearFaults()
 	latest := f.checkpoint("job")
-	f.until("job", 30, "upgrade after recovery", upgradedTo(2))
+	f.Until("job", 30, "upgrade after recovery", upgradedTo(2))
 	if restored, _ := f.restoredFrom("job"); restored != latest {
 		t.Errorf("restored from %q, want %s", restored, latest)
 	}
@@ -312,22 +312,22 @@ func TestLastStateUnknownNeedsManualRestore(t *testing.T) {
 
 func TestFailedJobUpgradedFromLatestCheckpoint(t *testing.T) {
 	f := newFixture(t)
-	before := f.deploy(f.application("job", v1beta1.UpgradeModeSavepoint))
+	before := f.Deploy(f.application("job", v1beta1.UpgradeModeSavepoint))
 	latest := f.checkpoint("job")
 	if err := f.jm("job").FailJob(before.Status.JobStatus.JobID, "java.lang.RuntimeException", "boom"); err != nil {
 		t.Fatal(err)
 	}
-	failed := f.until("job", 5, "job failed", func(d *v1beta1.FlinkDeployment) bool {
+	failed := f.Until("job", 5, "job failed", func(d *v1beta1.FlinkDeployment) bool {
 		return d.Status.JobStatus.State == v1beta1.JobStatusFailed
 	})
 	if failed.Status.JobStatus.UpgradeSavepointPath != latest || failed.Status.LifecycleState != v1beta1.LifecycleFailed {
 		t.Fatalf("failed job: %s, want its latest checkpoint %s recorded", statusString(failed), latest)
 	}
-	if !hasEvent(f.events(), "Warning", jobengine.ReasonJobStatusChanged) {
+	if !hasEvent(f.Events(), "Warning", jobengine.ReasonJobStatusChanged) {
 		t.Errorf("no JobStatusChanged warning")
 	}
 	f.edit("job", newArgs)
-	f.until("job", 30, "upgrade of the failed job", upgradedTo(2))
+	f.Until("job", 30, "upgrade of the failed job", upgradedTo(2))
 	if restored, meta := f.restoredFrom("job"); restored != latest || meta.JobID != before.Status.JobStatus.JobID {
 		t.Errorf("restored from %q (%+v), want %s", restored, meta, latest)
 	}
@@ -338,9 +338,9 @@ func TestFailedJobUpgradedFromLatestCheckpoint(t *testing.T) {
 
 func TestSuspendAndResume(t *testing.T) {
 	f := newFixture(t)
-	before := f.deploy(f.application("job", v1beta1.UpgradeModeSavepoint))
+	before := f.Deploy(f.application("job", v1beta1.UpgradeModeSavepoint))
 	f.edit("job", func(s *v1beta1.FlinkDeploymentSpec) { s.Job.State = v1beta1.JobStateSuspended })
-	suspended := f.until("job", 30, "suspended", func(d *v1beta1.FlinkDeployment) bool {
+	suspended := f.Until("job", 30, "suspended", func(d *v1beta1.FlinkDeployment) bool {
 		return d.Status.LifecycleState == v1beta1.LifecycleSuspended
 	})
 	path := suspended.Status.JobStatus.UpgradeSavepointPath
@@ -348,22 +348,22 @@ func TestSuspendAndResume(t *testing.T) {
 		suspended.Status.JobManagerDeploymentStatus != v1beta1.JobManagerMissing {
 		t.Fatalf("suspended: %s", statusString(suspended))
 	}
-	deps, _ := f.kube.AppsV1().Deployments(ns).List(f.ctx, metav1.ListOptions{})
+	deps, _ := f.Kube.AppsV1().Deployments(ns).List(f.Ctx, metav1.ListOptions{})
 	if len(deps.Items) != 0 {
 		t.Errorf("%d Deployments left while suspended", len(deps.Items))
 	}
-	if snaps := f.snapshots(); len(snaps) != 1 || snaps[0].Spec.Savepoint.Path != path {
+	if snaps := f.Snapshots(); len(snaps) != 1 || snaps[0].Spec.Savepoint.Path != path {
 		t.Errorf("snapshots %+v, want the suspend savepoint", snaps)
 	}
-	if !hasEvent(f.events(), "Normal", jobengine.ReasonSuspended) {
+	if !hasEvent(f.Events(), "Normal", jobengine.ReasonSuspended) {
 		t.Errorf("no Suspended event")
 	}
 	// Nothing happens while suspended.
 	for range 3 {
-		f.step("job")
+		f.Step("job")
 	}
 	f.edit("job", func(s *v1beta1.FlinkDeploymentSpec) { s.Job.State = v1beta1.JobStateRunning })
-	resumed := f.until("job", 30, "resumed", upgradedTo(3))
+	resumed := f.Until("job", 30, "resumed", upgradedTo(3))
 	if resumed.Status.JobStatus.JobID == before.Status.JobStatus.JobID {
 		t.Errorf("resumed with the old job id")
 	}
@@ -377,13 +377,13 @@ func TestSuspendAndResume(t *testing.T) {
 
 func TestSavepointRedeployNonce(t *testing.T) {
 	f := newFixture(t)
-	before := f.deploy(f.application("job", v1beta1.UpgradeModeSavepoint))
+	before := f.Deploy(f.application("job", v1beta1.UpgradeModeSavepoint))
 	f.checkpoint("job")
 	f.edit("job", func(s *v1beta1.FlinkDeploymentSpec) {
 		s.Job.InitialSavepointPath = "s3://bucket/savepoints/savepoint-other"
 		s.Job.SavepointRedeployNonce = new(int64(1))
 	})
-	after := f.until("job", 30, "redeploy", upgradedTo(2))
+	after := f.Until("job", 30, "redeploy", upgradedTo(2))
 	if after.Status.JobStatus.JobID == before.Status.JobStatus.JobID || after.Status.JobStatus.UpgradeSavepointPath != "s3://bucket/savepoints/savepoint-other" {
 		t.Errorf("after redeploy: %s", statusString(after))
 	}
@@ -399,8 +399,8 @@ func TestSavepointRedeployNonce(t *testing.T) {
 		s.Job.InitialSavepointPath = ""
 		s.Job.SavepointRedeployNonce = new(int64(2))
 	})
-	f.step("job")
-	if got := f.get("job"); !strings.Contains(got.Status.Error, "InitialSavepointPath must not be empty") || got.Status.JobStatus.JobID != after.Status.JobStatus.JobID {
+	f.Step("job")
+	if got := f.Get("job"); !strings.Contains(got.Status.Error, "InitialSavepointPath must not be empty") || got.Status.JobStatus.JobID != after.Status.JobStatus.JobID {
 		t.Errorf("rejected redeploy: %s", statusString(got))
 	}
 }
@@ -409,14 +409,14 @@ func TestSuspendAndResumeByMode(t *testing.T) {
 	for _, mode := range []v1beta1.UpgradeMode{v1beta1.UpgradeModeStateless, v1beta1.UpgradeModeLastState} {
 		t.Run(string(mode), func(t *testing.T) {
 			f := newFixture(t)
-			before := f.deploy(f.application("job", mode))
+			before := f.Deploy(f.application("job", mode))
 			latest := f.checkpoint("job")
 			f.edit("job", func(s *v1beta1.FlinkDeploymentSpec) { s.Job.State = v1beta1.JobStateSuspended })
-			suspended := f.until("job", 30, "suspended", func(d *v1beta1.FlinkDeployment) bool {
+			suspended := f.Until("job", 30, "suspended", func(d *v1beta1.FlinkDeployment) bool {
 				return d.Status.LifecycleState == v1beta1.LifecycleSuspended
 			})
 			f.edit("job", func(s *v1beta1.FlinkDeploymentSpec) { s.Job.State = v1beta1.JobStateRunning })
-			resumed := f.until("job", 30, "resumed", upgradedTo(3))
+			resumed := f.Until("job", 30, "resumed", upgradedTo(3))
 			restored, _ := f.restoredFrom("job")
 			switch mode {
 			case v1beta1.UpgradeModeStateless:
@@ -441,17 +441,17 @@ func TestCreatedSuspended(t *testing.T) {
 	d := f.application("job", v1beta1.UpgradeModeSavepoint)
 	d.Spec.Job.State = v1beta1.JobStateSuspended
 	d.Spec.Job.InitialSavepointPath = "s3://bucket/savepoints/savepoint-initial"
-	f.create(d)
-	f.step("job")
-	got := f.get("job")
+	f.Create(d)
+	f.Step("job")
+	got := f.Get("job")
 	if got.Status.LifecycleState != v1beta1.LifecycleSuspended || got.Status.JobStatus.UpgradeSavepointPath != d.Spec.Job.InitialSavepointPath {
 		t.Fatalf("status %s", statusString(got))
 	}
-	if deps, _ := f.kube.AppsV1().Deployments(ns).List(f.ctx, metav1.ListOptions{}); len(deps.Items) != 0 {
+	if deps, _ := f.Kube.AppsV1().Deployments(ns).List(f.Ctx, metav1.ListOptions{}); len(deps.Items) != 0 {
 		t.Fatalf("a suspended job was deployed")
 	}
 	f.edit("job", func(s *v1beta1.FlinkDeploymentSpec) { s.Job.State = v1beta1.JobStateRunning })
-	f.until("job", 20, "running", upgradedTo(2))
+	f.Until("job", 20, "running", upgradedTo(2))
 	if p := f.jm("job"); p.restore != d.Spec.Job.InitialSavepointPath {
 		t.Errorf("first run restored from %q, want initialSavepointPath", p.restore)
 	}
@@ -467,18 +467,18 @@ func TestUpgradeOfDeploymentThatNeverRan(t *testing.T) {
 	d.Spec.Job.InitialSavepointPath = "s3://bucket/savepoints/savepoint-initial"
 	setConf(&d.Spec, config.KeyJobUpgradeLastStateFallbackEnabled, "false")
 	f.broken["job"] = true
-	f.create(d)
+	f.Create(d)
 	for range 3 {
-		f.step("job")
+		f.Step("job")
 	}
-	f.clock.Step(6 * time.Minute)
-	f.step("job")
-	if got := f.get("job"); got.Status.JobManagerDeploymentStatus != v1beta1.JobManagerError || !strings.Contains(got.Status.Error, "not ready") {
+	f.Clock.Step(6 * time.Minute)
+	f.Step("job")
+	if got := f.Get("job"); got.Status.JobManagerDeploymentStatus != v1beta1.JobManagerError || !strings.Contains(got.Status.Error, "not ready") {
 		t.Fatalf("stuck deployment: %s", statusString(got))
 	}
 	f.broken["job"] = false
 	f.edit("job", func(s *v1beta1.FlinkDeploymentSpec) { s.Image = "flink:1.20" })
-	f.until("job", 30, "fixed", upgradedTo(2))
+	f.Until("job", 30, "fixed", upgradedTo(2))
 	if p := f.jm("job"); p.restore != d.Spec.Job.InitialSavepointPath {
 		t.Errorf("restored from %q, want the initial savepoint", p.restore)
 	}

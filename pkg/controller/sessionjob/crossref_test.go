@@ -43,41 +43,41 @@ func TestCrossNamespaceSnapshotRefNeedsReviewStamp(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
-			f.cfg[config.KeySnapshotCrossNamespaceReferencesEnabled] = "true"
+			f.Config[config.KeySnapshotCrossNamespaceReferencesEnabled] = "true"
 			f.reviewKeys = staticKeys{testReviewKey}
-			f.restart()
+			f.Restart()
 			f.sessionCluster("session", nil)
 			snap := &v1beta1.FlinkStateSnapshot{
 				ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "golden"},
 				Spec:       v1beta1.FlinkStateSnapshotSpec{Savepoint: &v1beta1.SavepointSpec{}},
 				Status:     v1beta1.FlinkStateSnapshotStatus{State: v1beta1.SnapshotCompleted, Path: "s3://bucket/savepoints/golden"},
 			}
-			if _, err := f.client.FlinkV1beta1().FlinkStateSnapshots("team-b").Create(f.ctx, snap, metav1.CreateOptions{}); err != nil {
+			if _, err := f.Client.FlinkV1beta1().FlinkStateSnapshots("team-b").Create(f.Ctx, snap, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			j := f.sessionJob("job", v1beta1.UpgradeModeSavepoint)
 			j.Spec.Job.InitialStateSnapshotRef = &v1beta1.SnapshotReference{Name: "golden", Namespace: "team-b"}
-			j.CreationTimestamp = metav1.NewTime(f.clock.Now())
+			j.CreationTimestamp = metav1.NewTime(f.Clock.Now())
 			if tc.stamp != nil {
 				j.Annotations = map[string]string{review.Annotation: tc.stamp(j)}
 			}
-			f.create(j)
+			f.Create(j)
 			if tc.want == "" {
-				got := f.until("job", 10, "running", stable)
+				got := f.Until("job", 10, "running", stable)
 				if got.Status.JobStatus.UpgradeSavepointPath != snap.Status.Path {
 					t.Errorf("status %s, want started from the foreign snapshot", statusString(got))
 				}
 				return
 			}
 			for range 3 {
-				f.step("job")
+				f.Step("job")
 			}
-			got := f.get("job")
+			got := f.Get("job")
 			if !strings.Contains(got.Status.Error, "was not reviewed by the operator's admission webhook") || !strings.Contains(got.Status.Error, tc.want) ||
 				got.Status.JobStatus.JobID != "" || len(f.runs()) != 0 {
 				t.Errorf("status %s, %d runs; want a ValidationError containing %q and no submission", statusString(got), len(f.runs()), tc.want)
 			}
-			if !hasWarning(f.events(), jobengine.ReasonValidationError) {
+			if !hasWarning(f.Events(), jobengine.ReasonValidationError) {
 				t.Error("no Warning ValidationError event")
 			}
 		})

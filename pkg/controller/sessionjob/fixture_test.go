@@ -7,54 +7,37 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
-	core "k8s.io/client-go/testing"
-	"k8s.io/client-go/tools/record"
-	"k8s.io/klog/v2/ktesting"
-	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
-	flinkcache "github.com/flinkops/flink-operator/pkg/cache"
-	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/controller/controllertest"
 	"github.com/flinkops/flink-operator/pkg/flink"
 	"github.com/flinkops/flink-operator/pkg/flink/fakejm"
-	"github.com/flinkops/flink-operator/pkg/generated/clientset/versioned/fake"
-	informers "github.com/flinkops/flink-operator/pkg/generated/informers/externalversions"
 	"github.com/flinkops/flink-operator/pkg/webhook/review"
 )
 
-const ns = "default"
+const ns = controllertest.Namespace
 
-var t0 = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+var t0 = controllertest.T0
 
-// fixture is one controller on a fake flink.apache.org clientset, informer
-// indexers fed by hand (every sync sees exactly what the API server
-// holds), a fake clock, one fake JobManager playing the session cluster
-// "session", and an HTTP server serving the job's jar.
+// fixture is one controller on the shared test bench (controllertest: a
+// fake flink.apache.org API server, hand-fed informers, a fake clock), one
+// fake JobManager playing the session cluster "session", and an HTTP server
+// serving the job's jar.
 type fixture struct {
-	t        *testing.T
-	ctx      context.Context
-	client   *fake.Clientset
-	factory  informers.SharedInformerFactory
-	ctrl     *Controller
-	clock    *testingclock.FakeClock
-	recorder *record.FakeRecorder
-	cfg      config.Config
-	dir      string
-	jm       *fakejm.Server
-	jars     *httptest.Server
-	jarGets  atomic.Int32
+	controllertest.Loop[*v1beta1.FlinkSessionJob]
+	ctrl    *Controller
+	jm      *fakejm.Server
+	jars    *httptest.Server
+	jarGets atomic.Int32
 
-	fault      func(key, point string)
 	crdMissing bool
 	// reviewKeys verify cross-namespace review stamps (nil: none loaded).
 	reviewKeys review.Keys
@@ -62,17 +45,17 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	_, ctx := ktesting.NewTestContext(t)
-	f := &fixture{
-		t: t, ctx: ctx,
-		client:   fake.NewSimpleClientset(),
-		clock:    testingclock.NewFakeClock(t0),
-		recorder: record.NewFakeRecorder(1000),
-		cfg:      config.Defaults(),
-		dir:      t.TempDir(),
+	f := &fixture{}
+	f.Loop = controllertest.Loop[*v1beta1.FlinkSessionJob]{
+		Fixture: controllertest.New(t, controllertest.Options{}),
+		Build:   f.build,
+		Resource: func(namespace string) controllertest.Resource[*v1beta1.FlinkSessionJob] {
+			return f.Client.FlinkV1beta1().FlinkSessionJobs(namespace)
+		},
+		Status: statusString,
+		Ready:  stable,
 	}
-	f.jm = fakejm.New(fakejm.Options{Version: flink.V1_20, Clock: f.clock, CompletionPolls: 1, CheckpointDir: filepath.Join(f.dir, "checkpoints")})
-	t.Cleanup(f.jm.Close)
+	f.jm = f.StartJobManager(f.JobManagerOptions())
 	f.jars = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/jobs/testjob.jar" {
 			http.NotFound(w, r)
@@ -82,100 +65,53 @@ func newFixture(t *testing.T) *fixture {
 		_, _ = w.Write([]byte("PK\x03\x04 not really a jar"))
 	}))
 	t.Cleanup(f.jars.Close)
-	uids := 0
-	f.client.PrependReactor("create", "*", func(a core.Action) (bool, runtime.Object, error) {
-		if obj, ok := a.(core.CreateAction); ok {
-			if m, err := meta.Accessor(obj.GetObject()); err == nil {
-				uids++
-				if m.GetUID() == "" {
-					m.SetUID(types.UID(fmt.Sprintf("uid-%d", uids)))
-				}
-				if m.GetCreationTimestamp().Time.IsZero() {
-					m.SetCreationTimestamp(metav1.NewTime(f.clock.Now()))
-				}
-			}
-		}
-		return false, nil, nil
-	})
-	f.restart()
+	f.Restart()
 	return f
 }
 
-// restart builds a new controller (fresh memory, same API state), as after
-// an operator crash.
-func (f *fixture) restart() {
-	f.factory = informers.NewSharedInformerFactory(f.client, 0)
-	caches, err := flinkcache.New(map[string]informers.SharedInformerFactory{"": f.factory})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	f.ctrl, err = New(f.client, caches, f.recorder, Options{
-		Config: f.cfg,
-		Clock:  f.clock,
+// build makes the controller (Restart calls it).
+func (f *fixture) build() (sync controllertest.SyncFunc, err error) {
+	f.ctrl, err = New(f.Client, f.Caches, f.Recorder, Options{
+		Config: f.Config,
+		Clock:  f.Clock,
 		Endpoints: func(d *v1beta1.FlinkDeployment, _ int) (string, error) {
 			if d.Name != "session" {
 				return "", fmt.Errorf("no JobManager for %s", d.Name)
 			}
-			return f.jm.URL(), nil
+			return f.jm.URL(), nil // f.jm, which a test may replace
 		},
-		FaultPoint: func(key, point string) {
-			if f.fault != nil {
-				f.fault(key, point)
-			}
-		},
-		NewTriggerID:       newSeqTriggerIDs(),
+		FaultPoint:         f.FaultPoint,
+		NewTriggerID:       controllertest.SeqTriggerIDs(),
 		SnapshotCRDMissing: f.crdMissing,
 		ReviewKeys:         f.reviewKeys,
 	})
 	if err != nil {
-		f.t.Fatal(err)
+		return nil, err
 	}
-	f.refresh()
+	return f.syncSettled, nil
 }
 
-func newSeqTriggerIDs() func() string {
-	n := 0
-	return func() string {
-		n++
-		return fmt.Sprintf("%032x", n)
+// syncSettled is the controller's Sync, then the syncs that pick up the
+// outcome of the background submission it started: its completion enqueues
+// the key (submissions.go). A crash (a panicking fault point) ends the sync,
+// not the submission: the restarted controller meets it finished.
+func (f *fixture) syncSettled(ctx context.Context, key string) (time.Duration, error) {
+	defer f.settleSubmission(key)
+	d, err := f.ctrl.Sync(ctx, key)
+	for i := 0; err == nil && i < 3 && f.settleSubmission(key); i++ {
+		f.Refresh()
+		d, err = f.ctrl.Sync(ctx, key)
 	}
-}
-
-func (f *fixture) refresh() {
-	f.t.Helper()
-	v := f.factory.Flink().V1beta1()
-	snaps, _ := f.client.FlinkV1beta1().FlinkStateSnapshots("").List(f.ctx, metav1.ListOptions{})
-	deps, _ := f.client.FlinkV1beta1().FlinkDeployments("").List(f.ctx, metav1.ListOptions{})
-	jobs, _ := f.client.FlinkV1beta1().FlinkSessionJobs("").List(f.ctx, metav1.ListOptions{})
-	for _, r := range []struct {
-		store interface{ Replace([]any, string) error }
-		objs  []any
-	}{
-		{v.FlinkStateSnapshots().Informer().GetIndexer(), items(snaps.Items)},
-		{v.FlinkDeployments().Informer().GetIndexer(), items(deps.Items)},
-		{v.FlinkSessionJobs().Informer().GetIndexer(), items(jobs.Items)},
-	} {
-		if err := r.store.Replace(r.objs, ""); err != nil {
-			f.t.Fatal(err)
-		}
-	}
-}
-
-func items[T any](list []T) []any {
-	out := make([]any, 0, len(list))
-	for i := range list {
-		out = append(out, &list[i])
-	}
-	return out
+	return d, err
 }
 
 // sessionCluster creates the READY session FlinkDeployment "session".
 func (f *fixture) sessionCluster(name string, conf map[string]string) *v1beta1.FlinkDeployment {
-	f.t.Helper()
+	f.T.Helper()
 	if conf == nil {
 		conf = map[string]string{
-			"execution.checkpointing.dir":           "file://" + filepath.Join(f.dir, "checkpoints"),
-			"execution.checkpointing.savepoint-dir": "file://" + filepath.Join(f.dir, "savepoints"),
+			"execution.checkpointing.dir":           "file://" + filepath.Join(f.Dir, "checkpoints"),
+			"execution.checkpointing.savepoint-dir": "file://" + filepath.Join(f.Dir, "savepoints"),
 		}
 	}
 	raw, _ := json.Marshal(conf)
@@ -189,9 +125,9 @@ func (f *fixture) sessionCluster(name string, conf map[string]string) *v1beta1.F
 	d.Status.JobManagerDeploymentStatus = v1beta1.JobManagerReady
 	d.Status.ReconciliationStatus.State = v1beta1.ReconciliationDeployed
 	d.Status.ReconciliationStatus.LastReconciledSpec = `{"spec":{"flinkVersion":"v1_20"},"resource_metadata":{"apiVersion":"flink.apache.org/v1beta1","firstDeployment":true}}`
-	created, err := f.client.FlinkV1beta1().FlinkDeployments(ns).Create(f.ctx, d, metav1.CreateOptions{})
+	created, err := f.Client.FlinkV1beta1().FlinkDeployments(ns).Create(f.Ctx, d, metav1.CreateOptions{})
 	if err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	return created
 }
@@ -213,77 +149,10 @@ func (f *fixture) sessionJob(name string, mode v1beta1.UpgradeMode) *v1beta1.Fli
 	}
 }
 
-func (f *fixture) create(j *v1beta1.FlinkSessionJob) {
-	f.t.Helper()
-	if _, err := f.client.FlinkV1beta1().FlinkSessionJobs(ns).Create(f.ctx, j, metav1.CreateOptions{}); err != nil {
-		f.t.Fatal(err)
-	}
-}
-
-func (f *fixture) get(name string) *v1beta1.FlinkSessionJob {
-	f.t.Helper()
-	j, err := f.client.FlinkV1beta1().FlinkSessionJobs(ns).Get(f.ctx, name, metav1.GetOptions{})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	return j
-}
-
 // edit changes the spec as a user would (generation bumped).
 func (f *fixture) edit(name string, change func(*v1beta1.FlinkSessionJobSpec)) {
-	f.t.Helper()
-	j := f.get(name)
-	change(&j.Spec)
-	j.Generation++
-	if _, err := f.client.FlinkV1beta1().FlinkSessionJobs(ns).Update(f.ctx, j, metav1.UpdateOptions{}); err != nil {
-		f.t.Fatal(err)
-	}
-}
-
-func (f *fixture) sync(name string) (time.Duration, error) {
-	f.t.Helper()
-	key := ns + "/" + name
-	// A crash (a panicking fault point) ends the sync, not a submission it
-	// started: the restarted controller meets it finished.
-	defer f.settleSubmission(key)
-	f.refresh()
-	d, err := f.ctrl.Sync(f.ctx, key)
-	f.refresh()
-	// A background submission's completion enqueues its key: the sync that
-	// follows at once picks up its outcome (submissions.go).
-	for i := 0; err == nil && i < 3 && f.settleSubmission(key); i++ {
-		d, err = f.ctrl.Sync(f.ctx, key)
-		f.refresh()
-	}
-	return d, err
-}
-
-func (f *fixture) mustSync(name string) time.Duration {
-	f.t.Helper()
-	d, err := f.sync(name)
-	if err != nil {
-		f.t.Fatalf("sync %s: %v", name, err)
-	}
-	return d
-}
-
-// step is a sync, then time passes (the requeue delay, 1 s to 30 s).
-func (f *fixture) step(name string) {
-	f.t.Helper()
-	d := f.mustSync(name)
-	f.clock.Step(max(min(d, 30*time.Second), time.Second))
-}
-
-func (f *fixture) until(name string, n int, what string, cond func(*v1beta1.FlinkSessionJob) bool) *v1beta1.FlinkSessionJob {
-	f.t.Helper()
-	for range n {
-		f.step(name)
-		if j := f.get(name); cond(j) {
-			return j
-		}
-	}
-	f.t.Fatalf("%s: not reached after %d steps; status %s", what, n, statusString(f.get(name)))
-	return nil
+	f.T.Helper()
+	f.Edit(name, func(j *v1beta1.FlinkSessionJob) { change(&j.Spec) })
 }
 
 func statusString(j *v1beta1.FlinkSessionJob) string {
@@ -295,13 +164,6 @@ func statusString(j *v1beta1.FlinkSessionJob) string {
 
 func stable(j *v1beta1.FlinkSessionJob) bool {
 	return j.Status.JobStatus.State == v1beta1.JobStatusRunning && j.Status.LifecycleState == v1beta1.LifecycleStable
-}
-
-// deploy creates a session job and runs it until it is stable.
-func (f *fixture) deploy(j *v1beta1.FlinkSessionJob) *v1beta1.FlinkSessionJob {
-	f.t.Helper()
-	f.create(j)
-	return f.until(j.Name, 10, "job running", stable)
 }
 
 // runs are the /jars/:id/run requests the JobManager got, decoded.
@@ -316,12 +178,12 @@ type runRequest struct {
 }
 
 func (f *fixture) runs() []runRequest {
-	f.t.Helper()
+	f.T.Helper()
 	var out []runRequest
 	for _, r := range f.jm.RequestsTo(fakejm.RouteJarRun) {
 		var rr runRequest
 		if err := json.Unmarshal(r.Body, &rr); err != nil {
-			f.t.Fatalf("decoding run request %s: %v", r.Body, err)
+			f.T.Fatalf("decoding run request %s: %v", r.Body, err)
 		}
 		out = append(out, rr)
 	}
@@ -330,42 +192,15 @@ func (f *fixture) runs() []runRequest {
 
 func (f *fixture) stops() int { return len(f.jm.RequestsTo(fakejm.RouteStop)) }
 
-func (f *fixture) snapshots() []v1beta1.FlinkStateSnapshot {
-	f.t.Helper()
-	l, err := f.client.FlinkV1beta1().FlinkStateSnapshots(ns).List(f.ctx, metav1.ListOptions{})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	return l.Items
-}
-
-// events drains the recorded events.
-func (f *fixture) events() []string {
-	var out []string
-	for {
-		select {
-		case e := <-f.recorder.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
-}
-
 func hasEvent(events []string, substr string) bool {
-	for _, e := range events {
-		if strings.Contains(e, substr) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(events, func(e string) bool { return strings.Contains(e, substr) })
 }
 
 func (f *fixture) jobState(id string) flink.JobStatus {
-	f.t.Helper()
+	f.T.Helper()
 	st, ok := f.jm.JobState(id)
 	if !ok {
-		f.t.Fatalf("JobManager does not know job %s", id)
+		f.T.Fatalf("JobManager does not know job %s", id)
 	}
 	return st
 }

@@ -25,20 +25,20 @@ import (
 // annotation in the controller's Kubernetes cache) still runs `running`,
 // with its REST Service on port 8081 and rest.port 9091 in the spec.
 func (f *fixture) upgradingSession(recorded, running flink.Version) {
-	f.t.Helper()
-	f.jm = fakejm.New(fakejm.Options{Version: running, Clock: f.clock, CompletionPolls: 1, CheckpointDir: filepath.Join(f.dir, "checkpoints")})
-	f.t.Cleanup(f.jm.Close)
+	f.T.Helper()
+	f.jm = fakejm.New(fakejm.Options{Version: running, Clock: f.Clock, CompletionPolls: 1, CheckpointDir: filepath.Join(f.Dir, "checkpoints")})
+	f.T.Cleanup(f.jm.Close)
 
 	d := f.sessionCluster("session", map[string]string{
-		"execution.checkpointing.savepoint-dir": "file://" + filepath.Join(f.dir, "savepoints"),
+		"execution.checkpointing.savepoint-dir": "file://" + filepath.Join(f.Dir, "savepoints"),
 		"rest.port":                             "9091",
 	})
 	d.Spec.FlinkVersion = v1beta1.FlinkVersion("v" + strings.ReplaceAll(recorded.String(), ".", "_"))
 	d.Status.ReconciliationStatus.State = v1beta1.ReconciliationUpgrading
 	d.Status.ReconciliationStatus.LastReconciledSpec = `{"spec":{"flinkVersion":"` + string(d.Spec.FlinkVersion) +
 		`"},"resource_metadata":{"apiVersion":"flink.apache.org/v1beta1","firstDeployment":false}}`
-	if _, err := f.client.FlinkV1beta1().FlinkDeployments(ns).Update(f.ctx, d, metav1.UpdateOptions{}); err != nil {
-		f.t.Fatal(err)
+	if _, err := f.Client.FlinkV1beta1().FlinkDeployments(ns).Update(f.Ctx, d, metav1.UpdateOptions{}); err != nil {
+		f.T.Fatal(err)
 	}
 
 	owner := []metav1.OwnerReference{{APIVersion: "flink.apache.org/v1beta1", Kind: "FlinkDeployment", Name: "session", UID: d.UID, Controller: ptr.To(true)}}
@@ -53,10 +53,10 @@ func (f *fixture) upgradingSession(recorded, running flink.Version) {
 		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: cluster.RESTPortName, Port: 8081}}},
 	}
 	if err := factory.Apps().V1().Deployments().Informer().GetIndexer().Add(jm); err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	if err := factory.Core().V1().Services().Informer().GetIndexer().Add(svc); err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	f.ctrl.jobManagers = lookup
 }
@@ -71,14 +71,14 @@ func TestSessionJobSpeaksTheRunningVersionMidUpgrade(t *testing.T) {
 	f.upgradingSession(flink.V1_17, flink.V1_16)
 	j := f.sessionJob("job", v1beta1.UpgradeModeStateless)
 	j.Spec.FlinkConfiguration = &v1beta1.Configuration{Raw: []byte(`{"pipeline.name":"counting"}`)}
-	f.create(j)
+	f.Create(j)
 
-	f.mustSync("job")
-	f.mustSync("job")
+	f.MustSync("job")
+	f.MustSync("job")
 	if n := len(f.jm.RequestsTo(fakejm.RouteJarRun)) + len(f.jm.RequestsTo(fakejm.RouteJarUpload)); n != 0 {
 		t.Errorf("the 1.16 JobManager got %d jar uploads/runs", n)
 	}
-	if got := f.get("job"); !strings.Contains(got.Status.Error, "session cluster session runs 1.16") {
+	if got := f.Get("job"); !strings.Contains(got.Status.Error, "session cluster session runs 1.16") {
 		t.Errorf("status error %q, want the 1.16 refusal", got.Status.Error)
 	}
 }
@@ -97,10 +97,10 @@ func TestSessionJobSpeaksTheRunningVersionWhenSpecIsOlder(t *testing.T) {
 	}
 	j := f.sessionJob("job", v1beta1.UpgradeModeStateless)
 	j.Spec.FlinkConfiguration = &v1beta1.Configuration{Raw: []byte(`{"pipeline.name":"counting"}`)}
-	f.create(j)
+	f.Create(j)
 
-	f.mustSync("job")
-	f.mustSync("job")
+	f.MustSync("job")
+	f.MustSync("job")
 	runs := f.runs()
 	if len(runs) != 1 || runs[0].FlinkConfiguration["pipeline.name"] != "counting" {
 		t.Fatalf("run requests %+v, want one carrying flinkConfiguration", runs)

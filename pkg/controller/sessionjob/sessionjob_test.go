@@ -14,6 +14,7 @@ import (
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/controller/controllertest"
 	"github.com/flinkops/flink-operator/pkg/flink"
 	"github.com/flinkops/flink-operator/pkg/flink/fakejm"
 )
@@ -27,10 +28,10 @@ func TestSubmit(t *testing.T) {
 	j := f.sessionJob("job", v1beta1.UpgradeModeStateless)
 	j.Spec.Job.AllowNonRestoredState = ptr.To(true)
 	j.Spec.FlinkConfiguration = &v1beta1.Configuration{Raw: []byte(`{"pipeline.name":"counting","kubernetes.operator.periodic.savepoint.interval":""}`)}
-	f.create(j)
+	f.Create(j)
 
-	f.mustSync("job")
-	got := f.get("job")
+	f.MustSync("job")
+	got := f.Get("job")
 	if got.Status.JobStatus.JobID == "" || got.Status.JobStatus.State != v1beta1.JobStatusReconciling {
 		t.Fatalf("first sync: want the job id recorded as RECONCILING before any submission, got %s", statusString(got))
 	}
@@ -42,7 +43,7 @@ func TestSubmit(t *testing.T) {
 	}
 	jobID := got.Status.JobStatus.JobID
 
-	f.mustSync("job")
+	f.MustSync("job")
 	runs := f.runs()
 	if len(runs) != 1 {
 		t.Fatalf("%d runs, want 1", len(runs))
@@ -62,11 +63,11 @@ func TestSubmit(t *testing.T) {
 	if f.jobState(jobID) != flink.JobRunning {
 		t.Errorf("job %s is %s", jobID, f.jobState(jobID))
 	}
-	got = f.until("job", 5, "stable", stable)
+	got = f.Until("job", 5, "stable", stable)
 	if got.Status.JobStatus.JobID != jobID {
 		t.Errorf("job id changed to %s", got.Status.JobStatus.JobID)
 	}
-	if !hasEvent(f.events(), "Submitted job "+jobID) {
+	if !hasEvent(f.Events(), "Submitted job "+jobID) {
 		t.Errorf("no Submit event")
 	}
 }
@@ -79,7 +80,7 @@ func TestInitialSavepointPath(t *testing.T) {
 	f.sessionCluster("session", nil)
 	j := f.sessionJob("job", v1beta1.UpgradeModeSavepoint)
 	j.Spec.Job.InitialSavepointPath = "s3://bucket/savepoints/s0"
-	got := f.deploy(j)
+	got := f.Deploy(j)
 	if p := got.Status.JobStatus.UpgradeSavepointPath; p != "s3://bucket/savepoints/s0" {
 		t.Errorf("upgradeSavepointPath %q, want s0", p)
 	}
@@ -95,23 +96,23 @@ func TestCrashAfterSubmitNeverSubmitsTwice(t *testing.T) {
 	f := newFixture(t)
 	f.sessionCluster("session", nil)
 	crashed := false
-	f.fault = func(_, point string) {
+	f.Fault = func(_, point string) {
 		if point == "submitted" && !crashed {
 			crashed = true
-			panic(crash{})
+			panic(controllertest.Crash{})
 		}
 	}
-	f.create(f.sessionJob("job", v1beta1.UpgradeModeSavepoint))
+	f.Create(f.sessionJob("job", v1beta1.UpgradeModeSavepoint))
 	for range 10 {
-		f.stepCrashing("job")
-		if stable(f.get("job")) {
+		f.StepCrashing("job")
+		if stable(f.Get("job")) {
 			break
 		}
 	}
 	if !crashed {
 		t.Fatal("the fault point was never reached")
 	}
-	if got := f.get("job"); !stable(got) {
+	if got := f.Get("job"); !stable(got) {
 		t.Fatalf("not stable after the crash: %s", statusString(got))
 	}
 	if n := len(f.runs()); n != 1 {
@@ -128,12 +129,12 @@ func TestCrashAfterSubmitNeverSubmitsTwice(t *testing.T) {
 func TestRecordedJobFoundIsAdopted(t *testing.T) {
 	f := newFixture(t)
 	f.sessionCluster("session", nil)
-	f.create(f.sessionJob("job", v1beta1.UpgradeModeStateless))
-	f.mustSync("job") // recorded
-	jobID := f.get("job").Status.JobStatus.JobID
+	f.Create(f.sessionJob("job", v1beta1.UpgradeModeStateless))
+	f.MustSync("job") // recorded
+	jobID := f.Get("job").Status.JobStatus.JobID
 	f.jm.MustAddJob(fakejm.JobSpec{ID: jobID}) // the lost submission
-	f.restart()
-	got := f.until("job", 5, "stable", stable)
+	f.Restart()
+	got := f.Until("job", 5, "stable", stable)
 	if n := len(f.runs()); n != 0 {
 		t.Errorf("%d submissions, want 0", n)
 	}
@@ -149,16 +150,16 @@ func TestRecordedJobFoundIsAdopted(t *testing.T) {
 func TestSavepointUpgrade(t *testing.T) {
 	f := newFixture(t)
 	f.sessionCluster("session", nil)
-	before := f.deploy(f.sessionJob("job", v1beta1.UpgradeModeSavepoint))
+	before := f.Deploy(f.sessionJob("job", v1beta1.UpgradeModeSavepoint))
 	oldID := before.Status.JobStatus.JobID
 
 	f.edit("job", func(s *v1beta1.FlinkSessionJobSpec) { s.Job.Parallelism = ptr.To[int32](1) })
-	f.mustSync("job")
-	mid := f.get("job")
+	f.MustSync("job")
+	mid := f.Get("job")
 	if mid.Status.LifecycleState != v1beta1.LifecycleUpgrading || mid.Status.JobStatus.SavepointInfo == nil || mid.Status.JobStatus.SavepointInfo.TriggerID == "" {
 		t.Fatalf("after the spec change: want UPGRADING with the stop's trigger id recorded, got %s", statusString(mid))
 	}
-	after := f.until("job", 20, "upgraded", func(j *v1beta1.FlinkSessionJob) bool {
+	after := f.Until("job", 20, "upgraded", func(j *v1beta1.FlinkSessionJob) bool {
 		return stable(j) && j.Status.JobStatus.JobID != oldID
 	})
 	path := after.Status.JobStatus.UpgradeSavepointPath
@@ -176,7 +177,7 @@ func TestSavepointUpgrade(t *testing.T) {
 		t.Errorf("second run %+v, want parallelism 1 from %s", runs[len(runs)-1], path)
 	}
 	var upgrades []v1beta1.FlinkStateSnapshot
-	for _, s := range f.snapshots() {
+	for _, s := range f.Snapshots() {
 		if s.Labels[v1beta1.LabelSnapshotTriggerType] == "UPGRADE" || strings.Contains(s.Name, "upgrade") {
 			upgrades = append(upgrades, s)
 		}
@@ -199,11 +200,11 @@ func TestSavepointUpgrade(t *testing.T) {
 func TestSavepointUpgradeLegacy(t *testing.T) {
 	f := newFixture(t)
 	f.crdMissing = true
-	f.restart()
+	f.Restart()
 	f.sessionCluster("session", nil)
-	before := f.deploy(f.sessionJob("job", v1beta1.UpgradeModeSavepoint))
+	before := f.Deploy(f.sessionJob("job", v1beta1.UpgradeModeSavepoint))
 	f.edit("job", func(s *v1beta1.FlinkSessionJobSpec) { s.Job.Parallelism = ptr.To[int32](1) })
-	after := f.until("job", 20, "upgraded", func(j *v1beta1.FlinkSessionJob) bool {
+	after := f.Until("job", 20, "upgraded", func(j *v1beta1.FlinkSessionJob) bool {
 		return stable(j) && j.Status.JobStatus.JobID != before.Status.JobStatus.JobID
 	})
 	info := after.Status.JobStatus.SavepointInfo
@@ -211,7 +212,7 @@ func TestSavepointUpgradeLegacy(t *testing.T) {
 		info.LastSavepoint.TriggerType != v1beta1.SnapshotTriggerUpgrade {
 		t.Errorf("legacy savepointInfo %+v, want lastSavepoint UPGRADE at %s", info, after.Status.JobStatus.UpgradeSavepointPath)
 	}
-	if n := len(f.snapshots()); n != 0 {
+	if n := len(f.Snapshots()); n != 0 {
 		t.Errorf("%d snapshot resources in legacy mode", n)
 	}
 }
@@ -240,26 +241,26 @@ func crashUpgrade(t *testing.T, crashAt int, pause time.Duration, points *[]stri
 	t.Run(map[bool]string{true: "no crash", false: "crash at " + itoa(crashAt) + " pause " + pause.String()}[crashAt < 0], func(t *testing.T) {
 		f := newFixture(t)
 		f.sessionCluster("session", nil)
-		before := f.deploy(f.sessionJob("job", v1beta1.UpgradeModeSavepoint))
+		before := f.Deploy(f.sessionJob("job", v1beta1.UpgradeModeSavepoint))
 		var seen []string
-		f.fault = func(_, point string) {
+		f.Fault = func(_, point string) {
 			seen = append(seen, point)
 			if len(seen)-1 == crashAt {
-				f.clock.Step(pause)
-				panic(crash{})
+				f.Clock.Step(pause)
+				panic(controllertest.Crash{})
 			}
 		}
 		f.edit("job", func(s *v1beta1.FlinkSessionJobSpec) { s.Job.Args = []string{"--rate", "20"} })
 		var after *v1beta1.FlinkSessionJob
 		for range 40 {
-			f.stepCrashing("job")
-			if j := f.get("job"); stable(j) && j.Status.JobStatus.JobID != before.Status.JobStatus.JobID {
+			f.StepCrashing("job")
+			if j := f.Get("job"); stable(j) && j.Status.JobStatus.JobID != before.Status.JobStatus.JobID {
 				after = j
 				break
 			}
 		}
 		if after == nil {
-			t.Fatalf("upgrade did not finish: %s", statusString(f.get("job")))
+			t.Fatalf("upgrade did not finish: %s", statusString(f.Get("job")))
 		}
 		if crashAt < 0 {
 			*points = seen
@@ -273,7 +274,7 @@ func crashUpgrade(t *testing.T, crashAt int, pause time.Duration, points *[]stri
 			t.Errorf("%d jobs on the cluster, want the old (finished) and the new one", len(ids))
 		}
 		n := 0
-		for _, s := range f.snapshots() {
+		for _, s := range f.Snapshots() {
 			if strings.Contains(s.Name, "upgrade") {
 				n++
 			}
@@ -289,9 +290,9 @@ func crashUpgrade(t *testing.T, crashAt int, pause time.Duration, points *[]stri
 func TestStatelessUpgradeCancels(t *testing.T) {
 	f := newFixture(t)
 	f.sessionCluster("session", nil)
-	before := f.deploy(f.sessionJob("job", v1beta1.UpgradeModeStateless))
+	before := f.Deploy(f.sessionJob("job", v1beta1.UpgradeModeStateless))
 	f.edit("job", func(s *v1beta1.FlinkSessionJobSpec) { s.Job.Args = nil })
-	after := f.until("job", 20, "upgraded", func(j *v1beta1.FlinkSessionJob) bool {
+	after := f.Until("job", 20, "upgraded", func(j *v1beta1.FlinkSessionJob) bool {
 		return stable(j) && j.Status.JobStatus.JobID != before.Status.JobStatus.JobID
 	})
 	if st := f.jobState(before.Status.JobStatus.JobID); st != flink.JobCanceled {
@@ -311,13 +312,13 @@ func TestStatelessUpgradeCancels(t *testing.T) {
 func TestLastStateUpgrade(t *testing.T) {
 	f := newFixture(t)
 	f.sessionCluster("session", nil)
-	before := f.deploy(f.sessionJob("job", v1beta1.UpgradeModeLastState))
+	before := f.Deploy(f.sessionJob("job", v1beta1.UpgradeModeLastState))
 	_, cp, err := f.jm.CompleteCheckpoint(before.Status.JobStatus.JobID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.edit("job", func(s *v1beta1.FlinkSessionJobSpec) { s.Job.Args = nil })
-	after := f.until("job", 20, "upgraded", func(j *v1beta1.FlinkSessionJob) bool {
+	after := f.Until("job", 20, "upgraded", func(j *v1beta1.FlinkSessionJob) bool {
 		return stable(j) && j.Status.JobStatus.JobID != before.Status.JobStatus.JobID
 	})
 	runs := f.runs()
@@ -334,9 +335,9 @@ func TestLastStateUpgrade(t *testing.T) {
 func TestSuspendResume(t *testing.T) {
 	f := newFixture(t)
 	f.sessionCluster("session", nil)
-	before := f.deploy(f.sessionJob("job", v1beta1.UpgradeModeSavepoint))
+	before := f.Deploy(f.sessionJob("job", v1beta1.UpgradeModeSavepoint))
 	f.edit("job", func(s *v1beta1.FlinkSessionJobSpec) { s.Job.State = v1beta1.JobStateSuspended })
-	suspended := f.until("job", 20, "suspended", func(j *v1beta1.FlinkSessionJob) bool {
+	suspended := f.Until("job", 20, "suspended", func(j *v1beta1.FlinkSessionJob) bool {
 		return j.Status.LifecycleState == v1beta1.LifecycleSuspended
 	})
 	path := suspended.Status.JobStatus.UpgradeSavepointPath
@@ -347,13 +348,13 @@ func TestSuspendResume(t *testing.T) {
 		t.Errorf("suspended job is %s, want FINISHED (stopped with a savepoint)", st)
 	}
 	for range 3 {
-		f.step("job")
+		f.Step("job")
 	}
 	if n := len(f.runs()); n != 1 {
 		t.Fatalf("%d submissions while suspended", n)
 	}
 	f.edit("job", func(s *v1beta1.FlinkSessionJobSpec) { s.Job.State = v1beta1.JobStateRunning })
-	resumed := f.until("job", 20, "resumed", stable)
+	resumed := f.Until("job", 20, "resumed", stable)
 	runs := f.runs()
 	if len(runs) != 2 || runs[1].SavepointPath != path || resumed.Status.JobStatus.JobID == before.Status.JobStatus.JobID {
 		t.Errorf("resume: runs %+v, want a new job from %s", runs, path)
@@ -365,12 +366,12 @@ func TestSuspendResume(t *testing.T) {
 func TestSavepointRedeploy(t *testing.T) {
 	f := newFixture(t)
 	f.sessionCluster("session", nil)
-	before := f.deploy(f.sessionJob("job", v1beta1.UpgradeModeSavepoint))
+	before := f.Deploy(f.sessionJob("job", v1beta1.UpgradeModeSavepoint))
 	f.edit("job", func(s *v1beta1.FlinkSessionJobSpec) {
 		s.Job.InitialSavepointPath = "s3://bucket/savepoints/savepoint-1"
 		s.Job.SavepointRedeployNonce = ptr.To[int64](1)
 	})
-	after := f.until("job", 20, "redeployed", func(j *v1beta1.FlinkSessionJob) bool {
+	after := f.Until("job", 20, "redeployed", func(j *v1beta1.FlinkSessionJob) bool {
 		return stable(j) && j.Status.JobStatus.JobID != before.Status.JobStatus.JobID
 	})
 	if f.stops() != 0 {
@@ -397,13 +398,13 @@ func TestDeletionWithSavepoint(t *testing.T) {
 			if onResource {
 				j.Spec.FlinkConfiguration = &v1beta1.Configuration{Raw: []byte(`{"` + config.KeyJobSavepointOnDeletion + `":"true"}`)}
 			} else {
-				f.cfg[config.KeyJobSavepointOnDeletion] = "true"
-				f.restart()
+				f.Config[config.KeyJobSavepointOnDeletion] = "true"
+				f.Restart()
 			}
 			f.sessionCluster("session", nil)
-			before := f.deploy(j)
+			before := f.Deploy(j)
 			f.delete("job")
-			got := f.until("job", 20, "finalizer removed", finalized)
+			got := f.Until("job", 20, "finalizer removed", finalized)
 			path := got.Status.JobStatus.UpgradeSavepointPath
 			if f.stops() != 1 {
 				t.Errorf("%d stops, want 1", f.stops())
@@ -411,7 +412,7 @@ func TestDeletionWithSavepoint(t *testing.T) {
 			if st := f.jobState(before.Status.JobStatus.JobID); st != flink.JobFinished {
 				t.Errorf("job %s, want FINISHED", st)
 			}
-			snaps := f.snapshots()
+			snaps := f.Snapshots()
 			if len(snaps) != 1 || snaps[0].Spec.Savepoint.Path == "" || (path != "" && snaps[0].Spec.Savepoint.Path != path) {
 				t.Errorf("snapshots %+v (upgradeSavepointPath %q), want one UPGRADE savepoint", snaps, path)
 			}
@@ -424,13 +425,13 @@ func TestDeletionWithSavepoint(t *testing.T) {
 func TestDeletionCancels(t *testing.T) {
 	f := newFixture(t)
 	f.sessionCluster("session", nil)
-	before := f.deploy(f.sessionJob("job", v1beta1.UpgradeModeSavepoint))
+	before := f.Deploy(f.sessionJob("job", v1beta1.UpgradeModeSavepoint))
 	f.delete("job")
-	f.until("job", 10, "finalizer removed", finalized)
+	f.Until("job", 10, "finalizer removed", finalized)
 	if st := f.jobState(before.Status.JobStatus.JobID); st != flink.JobCanceled {
 		t.Errorf("job %s, want CANCELED", st)
 	}
-	if f.stops() != 0 || len(f.snapshots()) != 0 {
+	if f.stops() != 0 || len(f.Snapshots()) != 0 {
 		t.Errorf("deletion took a savepoint")
 	}
 }
@@ -440,16 +441,16 @@ func TestDeletionCancels(t *testing.T) {
 // cluster appears; one on an application cluster is refused.
 func TestMissingSessionCluster(t *testing.T) {
 	f := newFixture(t)
-	f.create(f.sessionJob("job", v1beta1.UpgradeModeStateless))
+	f.Create(f.sessionJob("job", v1beta1.UpgradeModeStateless))
 	var delays []time.Duration
 	for range 4 {
-		delays = append(delays, f.mustSync("job"))
+		delays = append(delays, f.MustSync("job"))
 	}
-	got := f.get("job")
+	got := f.Get("job")
 	if !strings.Contains(got.Status.Error, "Session cluster FlinkDeployment default/session not found") || got.Status.LifecycleState != v1beta1.LifecycleFailed {
 		t.Errorf("status %s, want the missing cluster reported", statusString(got))
 	}
-	if ev := f.events(); len(ev) != 1 || !strings.Contains(ev[0], "Warning SessionClusterNotReady") {
+	if ev := f.Events(); len(ev) != 1 || !strings.Contains(ev[0], "Warning SessionClusterNotReady") {
 		t.Errorf("events %v, want one SessionClusterNotReady Warning", ev)
 	}
 	for i := 1; i < len(delays); i++ {
@@ -461,21 +462,21 @@ func TestMissingSessionCluster(t *testing.T) {
 		t.Errorf("%d REST calls without a cluster", n)
 	}
 	f.sessionCluster("session", nil)
-	got = f.until("job", 10, "running", stable)
+	got = f.Until("job", 10, "running", stable)
 	if got.Status.Error != "" {
 		t.Errorf("error kept: %q", got.Status.Error)
 	}
 
 	app := f.sessionCluster("app", nil)
 	app.Spec.Job = &v1beta1.JobSpec{JarURI: "local:///opt/flink/usrlib/x.jar"}
-	if _, err := f.client.FlinkV1beta1().FlinkDeployments(ns).Update(f.ctx, app, metav1.UpdateOptions{}); err != nil {
+	if _, err := f.Client.FlinkV1beta1().FlinkDeployments(ns).Update(f.Ctx, app, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	onApp := f.sessionJob("on-app", v1beta1.UpgradeModeStateless)
 	onApp.Spec.DeploymentName = "app"
-	f.create(onApp)
-	f.mustSync("on-app")
-	if got := f.get("on-app"); !strings.Contains(got.Status.Error, "application cluster") || got.Status.JobStatus.JobID != "" {
+	f.Create(onApp)
+	f.MustSync("on-app")
+	if got := f.Get("on-app"); !strings.Contains(got.Status.Error, "application cluster") || got.Status.JobStatus.JobID != "" {
 		t.Errorf("session job on an application cluster: %s", statusString(got))
 	}
 }
@@ -487,11 +488,11 @@ func TestLocalJarRefused(t *testing.T) {
 	f.sessionCluster("session", nil)
 	j := f.sessionJob("job", v1beta1.UpgradeModeStateless)
 	j.Spec.Job.JarURI = "local:///opt/flink/usrlib/job.jar"
-	f.create(j)
+	f.Create(j)
 	for range 3 {
-		f.step("job")
+		f.Step("job")
 	}
-	got := f.get("job")
+	got := f.Get("job")
 	if !strings.Contains(got.Status.Error, "local://") || got.Status.JobStatus.JobID != "" || len(f.runs()) != 0 {
 		t.Errorf("status %s, runs %d: want a clear refusal and nothing submitted", statusString(got), len(f.runs()))
 	}
@@ -504,10 +505,10 @@ func TestSubmitFailureReported(t *testing.T) {
 	f.sessionCluster("session", nil)
 	j := f.sessionJob("job", v1beta1.UpgradeModeStateless)
 	j.Spec.Job.JarURI = f.jars.URL + "/missing.jar"
-	f.create(j)
-	f.mustSync("job")
-	d := f.mustSync("job")
-	got := f.get("job")
+	f.Create(j)
+	f.MustSync("job")
+	d := f.MustSync("job")
+	got := f.Get("job")
 	if !strings.Contains(got.Status.Error, "fetching the jar") || !strings.Contains(got.Status.Error, "404") {
 		t.Errorf("status error %q, want the failed download", got.Status.Error)
 	}
@@ -522,10 +523,10 @@ func TestDeploymentNameImmutable(t *testing.T) {
 	f := newFixture(t)
 	f.sessionCluster("session", nil)
 	f.sessionCluster("other", nil)
-	before := f.deploy(f.sessionJob("job", v1beta1.UpgradeModeSavepoint))
+	before := f.Deploy(f.sessionJob("job", v1beta1.UpgradeModeSavepoint))
 	f.edit("job", func(s *v1beta1.FlinkSessionJobSpec) { s.DeploymentName = "other" })
-	f.step("job")
-	got := f.get("job")
+	f.Step("job")
+	got := f.Get("job")
 	if !strings.Contains(got.Status.Error, "deploymentName can't be changed") || got.Status.JobStatus.JobID != before.Status.JobStatus.JobID ||
 		f.stops() != 0 {
 		t.Errorf("status %s, stops %d: want the change refused and the job untouched", statusString(got), f.stops())
@@ -537,11 +538,11 @@ func TestDeploymentNameImmutable(t *testing.T) {
 func TestManualSavepointNonce(t *testing.T) {
 	f := newFixture(t)
 	f.sessionCluster("session", nil)
-	before := f.deploy(f.sessionJob("job", v1beta1.UpgradeModeSavepoint))
+	before := f.Deploy(f.sessionJob("job", v1beta1.UpgradeModeSavepoint))
 	f.edit("job", func(s *v1beta1.FlinkSessionJobSpec) { s.Job.SavepointTriggerNonce = ptr.To[int64](7) })
-	f.step("job")
-	f.step("job")
-	snaps := f.snapshots()
+	f.Step("job")
+	f.Step("job")
+	snaps := f.Snapshots()
 	if len(snaps) != 1 {
 		t.Fatalf("%d snapshots, want 1", len(snaps))
 	}
@@ -550,7 +551,7 @@ func TestManualSavepointNonce(t *testing.T) {
 		s.Labels[v1beta1.LabelSnapshotTriggerType] != "MANUAL" {
 		t.Errorf("snapshot %s %+v labels %v, want a MANUAL savepoint of the session job", s.Name, s.Spec, s.Labels)
 	}
-	got := f.get("job")
+	got := f.Get("job")
 	var rec reconciledSpec
 	if err := json.Unmarshal([]byte(got.Status.ReconciliationStatus.LastReconciledSpec), &rec); err != nil {
 		t.Fatal(err)
@@ -571,12 +572,12 @@ func TestJobLostByCluster(t *testing.T) {
 		t.Run(string(mode), func(t *testing.T) {
 			f := newFixture(t)
 			f.sessionCluster("session", nil)
-			before := f.deploy(f.sessionJob("job", mode))
+			before := f.Deploy(f.sessionJob("job", mode))
 			f.jm.RemoveJob(before.Status.JobStatus.JobID)
 			for range 5 {
-				f.step("job")
+				f.Step("job")
 			}
-			got := f.get("job")
+			got := f.Get("job")
 			if mode == v1beta1.UpgradeModeStateless {
 				if !stable(got) || got.Status.JobStatus.JobID == before.Status.JobStatus.JobID || len(f.runs()) != 2 {
 					t.Errorf("stateless job not resubmitted: %s", statusString(got))
@@ -595,12 +596,12 @@ func TestJobLostByCluster(t *testing.T) {
 func finalized(j *v1beta1.FlinkSessionJob) bool { return len(j.Finalizers) == 0 }
 
 func (f *fixture) delete(name string) {
-	f.t.Helper()
-	j := f.get(name)
-	now := metav1.NewTime(f.clock.Now())
+	f.T.Helper()
+	j := f.Get(name)
+	now := metav1.NewTime(f.Clock.Now())
 	j.DeletionTimestamp = &now
-	if _, err := f.client.FlinkV1beta1().FlinkSessionJobs(ns).Update(f.ctx, j, metav1.UpdateOptions{}); err != nil {
-		f.t.Fatal(err)
+	if _, err := f.Client.FlinkV1beta1().FlinkSessionJobs(ns).Update(f.Ctx, j, metav1.UpdateOptions{}); err != nil {
+		f.T.Fatal(err)
 	}
 }
 
@@ -612,12 +613,12 @@ func TestClusterChangeWakesItsJobs(t *testing.T) {
 	f := newFixture(t)
 	cluster := f.sessionCluster("session", nil)
 	f.sessionCluster("other", nil)
-	f.create(f.sessionJob("a", v1beta1.UpgradeModeStateless))
-	f.create(f.sessionJob("b", v1beta1.UpgradeModeStateless))
+	f.Create(f.sessionJob("a", v1beta1.UpgradeModeStateless))
+	f.Create(f.sessionJob("b", v1beta1.UpgradeModeStateless))
 	elsewhere := f.sessionJob("c", v1beta1.UpgradeModeStateless)
 	elsewhere.Spec.DeploymentName = "other"
-	f.create(elsewhere)
-	f.refresh()
+	f.Create(elsewhere)
+	f.Refresh()
 
 	noise := cluster.DeepCopy()
 	noise.ResourceVersion = "2"
@@ -647,12 +648,12 @@ func TestClusterChangeWakesItsJobs(t *testing.T) {
 func TestDeletionWithSavepointLegacy(t *testing.T) {
 	f := newFixture(t)
 	f.crdMissing = true
-	f.cfg[config.KeyJobSavepointOnDeletion] = "true"
-	f.restart()
+	f.Config[config.KeyJobSavepointOnDeletion] = "true"
+	f.Restart()
 	f.sessionCluster("session", nil)
-	f.deploy(f.sessionJob("job", v1beta1.UpgradeModeSavepoint))
+	f.Deploy(f.sessionJob("job", v1beta1.UpgradeModeSavepoint))
 	f.delete("job")
-	got := f.until("job", 20, "finalizer removed", finalized)
+	got := f.Until("job", 20, "finalizer removed", finalized)
 	info := got.Status.JobStatus.SavepointInfo
 	if f.stops() != 1 || info == nil || info.LastSavepoint == nil || info.LastSavepoint.Location == "" ||
 		info.LastSavepoint.Location != got.Status.JobStatus.UpgradeSavepointPath {
@@ -665,11 +666,11 @@ func TestDeletionWithSavepointLegacy(t *testing.T) {
 func TestManualCheckpointNonce(t *testing.T) {
 	f := newFixture(t)
 	f.sessionCluster("session", nil)
-	f.deploy(f.sessionJob("job", v1beta1.UpgradeModeSavepoint))
+	f.Deploy(f.sessionJob("job", v1beta1.UpgradeModeSavepoint))
 	f.edit("job", func(s *v1beta1.FlinkSessionJobSpec) { s.Job.CheckpointTriggerNonce = ptr.To[int64](3) })
-	f.step("job")
-	f.step("job")
-	snaps := f.snapshots()
+	f.Step("job")
+	f.Step("job")
+	snaps := f.Snapshots()
 	if len(snaps) != 1 || snaps[0].Spec.Checkpoint == nil || snaps[0].Spec.JobReference.Kind != v1beta1.JobReferenceKindSessionJob {
 		t.Fatalf("snapshots %+v, want one checkpoint of the session job", snaps)
 	}
@@ -682,11 +683,11 @@ func TestPeriodicSavepoints(t *testing.T) {
 	f.sessionCluster("session", nil)
 	j := f.sessionJob("job", v1beta1.UpgradeModeSavepoint)
 	j.Spec.FlinkConfiguration = &v1beta1.Configuration{Raw: []byte(`{"` + config.KeyPeriodicSavepointInterval + `":"1 min"}`)}
-	f.deploy(j)
+	f.Deploy(j)
 	for range 12 {
-		f.step("job")
+		f.Step("job")
 	}
-	snaps := f.snapshots()
+	snaps := f.Snapshots()
 	if len(snaps) != 1 || !strings.Contains(snaps[0].Name, "-savepoint-periodic-") {
 		t.Fatalf("%d snapshots %v; want one periodic savepoint in flight (none completes without the snapshot controller)", len(snaps), names(snaps))
 	}
@@ -695,9 +696,9 @@ func TestPeriodicSavepoints(t *testing.T) {
 func legacyFixture(t *testing.T) *fixture {
 	f := newFixture(t)
 	f.crdMissing = true
-	f.restart()
+	f.Restart()
 	f.sessionCluster("session", nil)
-	f.deploy(f.sessionJob("job", v1beta1.UpgradeModeSavepoint))
+	f.Deploy(f.sessionJob("job", v1beta1.UpgradeModeSavepoint))
 	return f
 }
 
@@ -708,13 +709,13 @@ func legacyFixture(t *testing.T) *fixture {
 // the nonce, and the nonce in lastReconciledSpec. Nothing else is stopped.
 func TestTriggerSavepointLegacy(t *testing.T) {
 	f := legacyFixture(t)
-	jobID := f.get("job").Status.JobStatus.JobID
+	jobID := f.Get("job").Status.JobStatus.JobID
 	f.edit("job", func(s *v1beta1.FlinkSessionJobSpec) {
 		s.Job.SavepointTriggerNonce = ptr.To[int64](4)
 		s.Job.CheckpointTriggerNonce = ptr.To[int64](5)
 	})
-	f.mustSync("job")
-	js := f.get("job").Status.JobStatus
+	f.MustSync("job")
+	js := f.Get("job").Status.JobStatus
 	if js.SavepointInfo == nil || js.SavepointInfo.TriggerID == "" || js.SavepointInfo.TriggerType != v1beta1.SnapshotTriggerManual ||
 		js.CheckpointInfo == nil || js.CheckpointInfo.TriggerID == "" || js.CheckpointInfo.TriggerType != v1beta1.SnapshotTriggerManual {
 		t.Fatalf("after the nonce changes: savepointInfo %+v checkpointInfo %+v; want both manual triggers recorded", js.SavepointInfo, js.CheckpointInfo)
@@ -724,7 +725,7 @@ func TestTriggerSavepointLegacy(t *testing.T) {
 	if got := f.jm.RequestsTo(fakejm.RouteSavepointTrigger); len(got) != 1 || !strings.Contains(string(got[0].Body), js.SavepointInfo.TriggerID) {
 		t.Fatalf("savepoint triggers %+v, want one carrying %s", got, js.SavepointInfo.TriggerID)
 	}
-	got := f.until("job", 10, "legacy snapshots completed", func(j *v1beta1.FlinkSessionJob) bool {
+	got := f.Until("job", 10, "legacy snapshots completed", func(j *v1beta1.FlinkSessionJob) bool {
 		sp, cp := j.Status.JobStatus.SavepointInfo, j.Status.JobStatus.CheckpointInfo
 		return sp.TriggerID == "" && sp.LastSavepoint != nil && cp.TriggerID == "" && cp.LastCheckpoint != nil
 	})
@@ -742,18 +743,18 @@ func TestTriggerSavepointLegacy(t *testing.T) {
 	if derefInt64(rec.Spec.Job.SavepointTriggerNonce) != 4 || derefInt64(rec.Spec.Job.CheckpointTriggerNonce) != 5 {
 		t.Errorf("recorded nonces %v/%v, want 4/5", rec.Spec.Job.SavepointTriggerNonce, rec.Spec.Job.CheckpointTriggerNonce)
 	}
-	if len(f.snapshots()) != 0 || f.stops() != 0 || got.Status.JobStatus.JobID != jobID || got.Status.Error != "" {
+	if len(f.Snapshots()) != 0 || f.stops() != 0 || got.Status.JobStatus.JobID != jobID || got.Status.Error != "" {
 		t.Errorf("snapshots %d, stops %d, job %s (was %s), error %q; want legacy snapshots only, the job untouched",
-			len(f.snapshots()), f.stops(), got.Status.JobStatus.JobID, jobID, got.Status.Error)
+			len(f.Snapshots()), f.stops(), got.Status.JobStatus.JobID, jobID, got.Status.Error)
 	}
 	for range 3 {
-		f.step("job")
+		f.Step("job")
 	}
 	if n := len(f.jm.RequestsTo(fakejm.RouteSavepointTrigger)); n != 1 {
 		t.Errorf("%d savepoint triggers, want 1 (the nonce is handled once)", n)
 	}
 	warned := 0
-	for _, e := range f.events() {
+	for _, e := range f.Events() {
 		if strings.HasPrefix(e, "Warning SnapshotResourcesDisabled ") {
 			warned++
 		}
@@ -768,22 +769,22 @@ func TestTriggerSavepointLegacy(t *testing.T) {
 func TestPeriodicSavepointsLegacy(t *testing.T) {
 	f := newFixture(t)
 	f.crdMissing = true
-	f.restart()
+	f.Restart()
 	f.sessionCluster("session", nil)
-	own := "file:" + filepath.Join(f.dir, "own-savepoints")
+	own := "file:" + filepath.Join(f.Dir, "own-savepoints")
 	j := f.sessionJob("job", v1beta1.UpgradeModeSavepoint)
 	j.Spec.FlinkConfiguration = &v1beta1.Configuration{Raw: []byte(`{"` + config.KeyPeriodicSavepointInterval + `":"1 min","` +
 		config.FlinkSavepointDir + `":"` + own + `"}`)}
-	f.deploy(j)
-	got := f.until("job", 40, "periodic legacy savepoint", func(j *v1beta1.FlinkSessionJob) bool {
+	f.Deploy(j)
+	got := f.Until("job", 40, "periodic legacy savepoint", func(j *v1beta1.FlinkSessionJob) bool {
 		sp := j.Status.JobStatus.SavepointInfo
 		return sp != nil && sp.LastSavepoint != nil && sp.LastPeriodicSavepointTimestamp > 0
 	})
 	if sp := got.Status.JobStatus.SavepointInfo; sp.LastSavepoint.TriggerType != v1beta1.SnapshotTriggerPeriodic || !strings.HasPrefix(sp.LastSavepoint.Location, own) {
 		t.Errorf("lastSavepoint %+v, want a periodic one under %s", sp.LastSavepoint, own)
 	}
-	if len(f.snapshots()) != 0 {
-		t.Errorf("%d snapshot resources in legacy mode", len(f.snapshots()))
+	if len(f.Snapshots()) != 0 {
+		t.Errorf("%d snapshot resources in legacy mode", len(f.Snapshots()))
 	}
 }
 
@@ -796,16 +797,16 @@ func TestJobUpgradeIgnorePendingSavepoint(t *testing.T) {
 	for _, ignore := range []bool{false, true} {
 		t.Run(fmt.Sprintf("ignore=%v", ignore), func(t *testing.T) {
 			f := legacyFixture(t)
-			oldID := f.get("job").Status.JobStatus.JobID
+			oldID := f.Get("job").Status.JobStatus.JobID
 			f.jm.SetCompletion(1000, 0) // the manual savepoint does not complete yet
 			f.edit("job", func(s *v1beta1.FlinkSessionJobSpec) { s.Job.SavepointTriggerNonce = ptr.To[int64](6) })
-			f.step("job")
-			f.step("job")
-			manual := f.get("job").Status.JobStatus.SavepointInfo
+			f.Step("job")
+			f.Step("job")
+			manual := f.Get("job").Status.JobStatus.SavepointInfo
 			if manual == nil || manual.TriggerType != v1beta1.SnapshotTriggerManual || manual.TriggerID == "" {
 				t.Fatalf("no manual savepoint in flight: %+v", manual)
 			}
-			f.events()
+			f.Events()
 			f.edit("job", func(s *v1beta1.FlinkSessionJobSpec) {
 				s.Job.Parallelism = ptr.To[int32](1)
 				if ignore {
@@ -814,15 +815,15 @@ func TestJobUpgradeIgnorePendingSavepoint(t *testing.T) {
 			})
 			if !ignore {
 				for range 5 {
-					f.step("job")
+					f.Step("job")
 				}
-				j := f.get("job")
+				j := f.Get("job")
 				if j.Status.LifecycleState == v1beta1.LifecycleUpgrading || f.stops() != 0 || j.Status.JobStatus.SavepointInfo.TriggerID != manual.TriggerID {
 					t.Fatalf("the upgrade did not wait for the pending savepoint: stops %d, status %s", f.stops(), statusString(j))
 				}
 			}
 			f.jm.SetCompletion(1, 0)
-			after := f.until("job", 30, "upgraded", func(j *v1beta1.FlinkSessionJob) bool {
+			after := f.Until("job", 30, "upgraded", func(j *v1beta1.FlinkSessionJob) bool {
 				return stable(j) && j.Status.JobStatus.JobID != oldID
 			})
 			info := after.Status.JobStatus.SavepointInfo
@@ -834,7 +835,7 @@ func TestJobUpgradeIgnorePendingSavepoint(t *testing.T) {
 				manualKept = manualKept || sp.TriggerType == v1beta1.SnapshotTriggerManual
 			}
 			failed := 0
-			for _, e := range f.events() {
+			for _, e := range f.Events() {
 				if strings.Contains(e, "Savepoint failed for savepointTriggerNonce: 6") {
 					failed++
 				}
@@ -871,25 +872,25 @@ func TestSubmitFromSnapshotRef(t *testing.T) {
 		Spec:       v1beta1.FlinkStateSnapshotSpec{Savepoint: &v1beta1.SavepointSpec{}},
 		Status:     v1beta1.FlinkStateSnapshotStatus{State: v1beta1.SnapshotFailed, Error: "disk full"},
 	}
-	if _, err := f.client.FlinkV1beta1().FlinkStateSnapshots(ns).Create(f.ctx, snap, metav1.CreateOptions{}); err != nil {
+	if _, err := f.Client.FlinkV1beta1().FlinkStateSnapshots(ns).Create(f.Ctx, snap, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	j := f.sessionJob("job", v1beta1.UpgradeModeSavepoint)
 	j.Spec.Job.InitialStateSnapshotRef = &v1beta1.SnapshotReference{Name: "golden"}
-	f.create(j)
+	f.Create(j)
 	for range 3 {
-		f.step("job")
+		f.Step("job")
 	}
-	got := f.get("job")
+	got := f.Get("job")
 	if !strings.Contains(got.Status.Error, "FlinkStateSnapshot default/golden is FAILED") || got.Status.JobStatus.JobID != "" || len(f.runs()) != 0 {
 		t.Fatalf("FAILED reference: %s, %d runs", statusString(got), len(f.runs()))
 	}
-	snap, _ = f.client.FlinkV1beta1().FlinkStateSnapshots(ns).Get(f.ctx, "golden", metav1.GetOptions{})
+	snap, _ = f.Client.FlinkV1beta1().FlinkStateSnapshots(ns).Get(f.Ctx, "golden", metav1.GetOptions{})
 	snap.Status = v1beta1.FlinkStateSnapshotStatus{State: v1beta1.SnapshotCompleted, Path: "s3://bucket/savepoints/golden"}
-	if _, err := f.client.FlinkV1beta1().FlinkStateSnapshots(ns).UpdateStatus(f.ctx, snap, metav1.UpdateOptions{}); err != nil {
+	if _, err := f.Client.FlinkV1beta1().FlinkStateSnapshots(ns).UpdateStatus(f.Ctx, snap, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	got = f.until("job", 10, "running", stable)
+	got = f.Until("job", 10, "running", stable)
 	if runs := f.runs(); len(runs) != 1 || runs[0].SavepointPath != "s3://bucket/savepoints/golden" ||
 		got.Status.JobStatus.UpgradeSavepointPath != "s3://bucket/savepoints/golden" {
 		t.Errorf("runs %+v, status %s: want one submission from the snapshot", runs, statusString(got))
@@ -903,19 +904,19 @@ func TestSubmitFromSnapshotRef(t *testing.T) {
 func TestDeletionWhileClusterIsDeleted(t *testing.T) {
 	f := newFixture(t)
 	cluster := f.sessionCluster("session", nil)
-	before := f.deploy(f.sessionJob("job", v1beta1.UpgradeModeStateless))
-	now := metav1.NewTime(f.clock.Now())
-	cluster, _ = f.client.FlinkV1beta1().FlinkDeployments(ns).Get(f.ctx, cluster.Name, metav1.GetOptions{})
+	before := f.Deploy(f.sessionJob("job", v1beta1.UpgradeModeStateless))
+	now := metav1.NewTime(f.Clock.Now())
+	cluster, _ = f.Client.FlinkV1beta1().FlinkDeployments(ns).Get(f.Ctx, cluster.Name, metav1.GetOptions{})
 	cluster.DeletionTimestamp = &now
-	if _, err := f.client.FlinkV1beta1().FlinkDeployments(ns).Update(f.ctx, cluster, metav1.UpdateOptions{}); err != nil {
+	if _, err := f.Client.FlinkV1beta1().FlinkDeployments(ns).Update(f.Ctx, cluster, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	f.step("job")
-	if got := f.get("job"); !strings.Contains(got.Status.Error, "is being deleted") {
+	f.Step("job")
+	if got := f.Get("job"); !strings.Contains(got.Status.Error, "is being deleted") {
 		t.Errorf("status %s, want the cluster's deletion reported", statusString(got))
 	}
 	f.delete("job")
-	f.until("job", 10, "finalizer removed", finalized)
+	f.Until("job", 10, "finalizer removed", finalized)
 	if st := f.jobState(before.Status.JobStatus.JobID); st != flink.JobCanceled {
 		t.Errorf("job %s, want CANCELED through the cluster being deleted", st)
 	}

@@ -28,19 +28,19 @@ func (f *fixture) settleSubmission(key string) bool {
 	case <-t.done:
 		return true
 	case <-time.After(time.Minute):
-		f.t.Errorf("submission of %s still running after a minute (phase %s)", key, t.phase)
+		f.T.Errorf("submission of %s still running after a minute (phase %s)", key, t.phase)
 		return false
 	}
 }
 
 // syncOnly is one sync without waiting for the submission it may start.
 func (f *fixture) syncOnly(name string) time.Duration {
-	f.t.Helper()
-	f.refresh()
-	d, err := f.ctrl.Sync(f.ctx, ns+"/"+name)
-	f.refresh()
+	f.T.Helper()
+	f.Refresh()
+	d, err := f.ctrl.Sync(f.Ctx, ns+"/"+name)
+	f.Refresh()
 	if err != nil {
-		f.t.Fatalf("sync %s: %v", name, err)
+		f.T.Fatalf("sync %s: %v", name, err)
 	}
 	return d
 }
@@ -127,10 +127,10 @@ func openJarFiles(t *testing.T, dir string) int {
 }
 
 func (f *fixture) jarDir() string {
-	f.t.Helper()
-	dir := filepath.Join(f.dir, "jars")
+	f.T.Helper()
+	dir := filepath.Join(f.Dir, "jars")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	f.ctrl.submissions.jarDir = dir
 	return dir
@@ -153,13 +153,13 @@ func TestSlowJarDoesNotHoldAWorker(t *testing.T) {
 	f := newFixture(t)
 	dir := f.jarDir()
 	f.sessionCluster("session", nil)
-	f.deploy(f.sessionJob("other", v1beta1.UpgradeModeStateless))
+	f.Deploy(f.sessionJob("other", v1beta1.UpgradeModeStateless))
 	slow := newSlowJar(t, 100*time.Millisecond, 3*time.Second)
 	j := f.sessionJob("slow", v1beta1.UpgradeModeStateless)
 	j.Spec.Job.JarURI = slow.URL + "/jobs/slow.jar"
-	f.create(j)
-	f.mustSync("slow") // the submission is recorded: job id, RECONCILING
-	jobID := f.get("slow").Status.JobStatus.JobID
+	f.Create(j)
+	f.MustSync("slow") // the submission is recorded: job id, RECONCILING
+	jobID := f.Get("slow").Status.JobStatus.JobID
 	runsBefore := len(f.runs())
 
 	// One worker on the controller's own queue and Sync; the informer
@@ -167,15 +167,15 @@ func TestSlowJarDoesNotHoldAWorker(t *testing.T) {
 	// clock never moves, so only explicit adds and the submission's
 	// completion cause syncs.
 	done := make(chan syncDone, 100)
-	ctx, cancel := context.WithCancel(f.ctx)
+	ctx, cancel := context.WithCancel(f.Ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		workers.Loop{Name: QueueName, KeyName: "flinksessionjob", Queue: f.ctrl.queue,
 			Sync: func(ctx context.Context, key string) (time.Duration, error) {
 				begin := time.Now()
-				f.refresh()
+				f.Refresh()
 				d, err := f.ctrl.Sync(ctx, key)
-				f.refresh()
+				f.Refresh()
 				done <- syncDone{key: key, at: time.Now(), took: time.Since(begin)}
 				return d, err
 			}}.Run(ctx, 1)
@@ -245,11 +245,11 @@ func TestSlowJarDoesNotHoldAWorker(t *testing.T) {
 	// enqueues the key, and that sync sees the job.
 	close(slow.release)
 	deadline := time.After(time.Minute)
-	for f.get("slow").Status.JobStatus.State != v1beta1.JobStatusRunning {
+	for f.Get("slow").Status.JobStatus.State != v1beta1.JobStatusRunning {
 		select {
 		case <-done:
 		case <-deadline:
-			t.Fatalf("slow job not running after its download: %s", statusString(f.get("slow")))
+			t.Fatalf("slow job not running after its download: %s", statusString(f.Get("slow")))
 		}
 	}
 	downloadTook := time.Since(downloadStart)
@@ -275,7 +275,7 @@ func TestSlowJarDoesNotHoldAWorker(t *testing.T) {
 	if n := openJarFiles(t, dir); n != 0 {
 		t.Errorf("%d temporary jar files left", n)
 	}
-	if !hasEvent(f.events(), "Submitted job "+jobID) {
+	if !hasEvent(f.Events(), "Submitted job "+jobID) {
 		t.Errorf("no Submit event")
 	}
 }
@@ -290,8 +290,8 @@ func TestDeletionAbandonsSubmission(t *testing.T) {
 	slow := newSlowJar(t, 50*time.Millisecond, 0)
 	j := f.sessionJob("job", v1beta1.UpgradeModeStateless)
 	j.Spec.Job.JarURI = slow.URL + "/job.jar"
-	f.create(j)
-	f.mustSync("job")
+	f.Create(j)
+	f.MustSync("job")
 	f.syncOnly("job") // starts the submission
 	<-slow.started
 	task := f.ctrl.submissions.task(ns + "/job")
@@ -316,7 +316,7 @@ func TestDeletionAbandonsSubmission(t *testing.T) {
 		t.Error("the abandoned download completed")
 	}
 	f.syncOnly("job")
-	if got := f.get("job"); !finalized(got) {
+	if got := f.Get("job"); !finalized(got) {
 		t.Errorf("deletion did not go on after the abandoned submission: %s", statusString(got))
 	}
 	if len(f.runs()) != 0 || len(f.jm.Jars()) != 0 || len(f.jm.RequestsTo("/jars/upload")) != 0 {
@@ -338,14 +338,14 @@ func TestSpecChangeAbandonsSubmission(t *testing.T) {
 	slow := newSlowJar(t, 50*time.Millisecond, 0)
 	j := f.sessionJob("job", v1beta1.UpgradeModeStateless)
 	j.Spec.Job.JarURI = slow.URL + "/job.jar"
-	f.create(j)
-	f.mustSync("job")
-	oldID := f.get("job").Status.JobStatus.JobID
+	f.Create(j)
+	f.MustSync("job")
+	oldID := f.Get("job").Status.JobStatus.JobID
 	f.syncOnly("job")
 	<-slow.started
 	// The user points the job at a jar that answers.
 	f.edit("job", func(s *v1beta1.FlinkSessionJobSpec) { s.Job.JarURI = f.jars.URL + "/jobs/testjob.jar" })
-	got := f.until("job", 20, "new jar running", func(j *v1beta1.FlinkSessionJob) bool {
+	got := f.Until("job", 20, "new jar running", func(j *v1beta1.FlinkSessionJob) bool {
 		return stable(j) && j.Status.JobStatus.JobID != oldID
 	})
 	runs := f.runs()
@@ -376,27 +376,27 @@ func TestSubmitFailureBacksOff(t *testing.T) {
 	defer jars.Close()
 	j := f.sessionJob("job", v1beta1.UpgradeModeStateless)
 	j.Spec.Job.JarURI = jars.URL + "/job.jar"
-	f.create(j)
-	f.mustSync("job")
+	f.Create(j)
+	f.MustSync("job")
 	var delays []time.Duration
 	for range 3 {
-		d := f.mustSync("job")
-		got := f.get("job")
+		d := f.MustSync("job")
+		got := f.Get("job")
 		if !strings.Contains(got.Status.Error, "fetching the jar") || !strings.Contains(got.Status.Error, "404") {
 			t.Fatalf("status error %q, want the failed download", got.Status.Error)
 		}
 		// A sync before the delay is over does not retry.
-		if f.mustSync("job"); gets.Load() != int32(len(delays)+1) {
+		if f.MustSync("job"); gets.Load() != int32(len(delays)+1) {
 			t.Fatalf("%d downloads after %d failures: retried before the delay", gets.Load(), len(delays)+1)
 		}
 		delays = append(delays, d)
-		f.clock.Step(d)
+		f.Clock.Step(d)
 	}
 	if delays[0] < 30*time.Second || delays[1] != 2*delays[0] || delays[2] != 4*delays[0] {
 		t.Errorf("retry delays %v, want a growing backoff from a minute", delays)
 	}
 	var warnings int
-	for _, e := range f.events() {
+	for _, e := range f.Events() {
 		if strings.Contains(e, ReasonSubmitFailed) {
 			warnings++
 		}
@@ -405,7 +405,7 @@ func TestSubmitFailureBacksOff(t *testing.T) {
 		t.Errorf("%d SubmitFailed events for one unchanged failure, want 1", warnings)
 	}
 	serve.Store(true)
-	got := f.until("job", 5, "stable", stable)
+	got := f.Until("job", 5, "stable", stable)
 	if got.Status.Error != "" || len(f.runs()) != 1 {
 		t.Errorf("after the jar appeared: %s, %d runs", statusString(got), len(f.runs()))
 	}
@@ -421,8 +421,8 @@ func TestSubmissionsAreBounded(t *testing.T) {
 	for _, name := range []string{"a", "b"} {
 		j := f.sessionJob(name, v1beta1.UpgradeModeStateless)
 		j.Spec.Job.JarURI = slow.URL + "/" + name + ".jar"
-		f.create(j)
-		f.mustSync(name)
+		f.Create(j)
+		f.MustSync(name)
 		f.syncOnly(name)
 	}
 	<-slow.started
@@ -449,10 +449,10 @@ func TestJarSizeLimit(t *testing.T) {
 	dir := f.jarDir()
 	f.ctrl.submissions.maxJarBytes = 8
 	f.sessionCluster("session", nil)
-	f.create(f.sessionJob("job", v1beta1.UpgradeModeStateless))
-	f.mustSync("job")
-	f.mustSync("job")
-	if got := f.get("job"); !strings.Contains(got.Status.Error, "limit of 8") {
+	f.Create(f.sessionJob("job", v1beta1.UpgradeModeStateless))
+	f.MustSync("job")
+	f.MustSync("job")
+	if got := f.Get("job"); !strings.Contains(got.Status.Error, "limit of 8") {
 		t.Errorf("status error %q, want the size limit", got.Status.Error)
 	}
 	if n := openJarFiles(t, dir); n != 0 {
