@@ -13,6 +13,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/controller/controllertest"
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/flink/fakejm"
+	"github.com/flinkops/flink-operator/pkg/lifecycle"
 )
 
 // legacyFixture deploys "job" with snapshot resources disabled
@@ -128,7 +129,7 @@ func TestLegacyNonceSavepoint(t *testing.T) {
 	if sp.TriggerType != v1beta1.SnapshotTriggerManual || sp.TriggerNonce == nil || *sp.TriggerNonce != 5 || sp.Location == "" {
 		t.Fatalf("lastSavepoint %+v", sp)
 	}
-	rec, _ := decodeSpec(got.Status.ReconciliationStatus.LastReconciledSpec)
+	rec, _ := lifecycle.Decode[v1beta1.FlinkDeploymentSpec](got.Status.ReconciliationStatus.LastReconciledSpec)
 	if rec.Spec.Job.SavepointTriggerNonce == nil || *rec.Spec.Job.SavepointTriggerNonce != 5 || got.Status.LifecycleState != v1beta1.LifecycleStable {
 		t.Fatalf("nonce not reconciled: %s", statusString(got))
 	}
@@ -207,7 +208,7 @@ func TestLegacySavepointFailureGivesUp(t *testing.T) {
 	if countEvents(ev, "Savepoint failed for savepointTriggerNonce: 4") < 1 {
 		t.Errorf("events %v", ev)
 	}
-	rec, _ := decodeSpec(got.Status.ReconciliationStatus.LastReconciledSpec)
+	rec, _ := lifecycle.Decode[v1beta1.FlinkDeploymentSpec](got.Status.ReconciliationStatus.LastReconciledSpec)
 	if rec.Spec.Job.SavepointTriggerNonce == nil || *rec.Spec.Job.SavepointTriggerNonce != 4 {
 		t.Errorf("nonce not reconciled")
 	}

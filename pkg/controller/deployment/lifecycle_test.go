@@ -32,7 +32,7 @@ func TestFirstDeployFromInitialSavepoint(t *testing.T) {
 		st.JobStatus.UpgradeSavepointPath != d.Spec.Job.InitialSavepointPath || st.ObservedGeneration != 1 {
 		t.Fatalf("after first sync: %s", statusString(got))
 	}
-	rec, err := decodeSpec(st.ReconciliationStatus.LastReconciledSpec)
+	rec, err := lifecycle.Decode[v1beta1.FlinkDeploymentSpec](st.ReconciliationStatus.LastReconciledSpec)
 	if err != nil || !rec.Meta.FirstDeployment || !lifecycle.SameSpec(rec.Spec, d.Spec) {
 		t.Errorf("lastReconciledSpec %s (%v)", st.ReconciliationStatus.LastReconciledSpec, err)
 	}
@@ -332,7 +332,7 @@ func TestManualSavepointNonce(t *testing.T) {
 		}
 	}
 	got := f.Get("job")
-	rec, _ := decodeSpec(got.Status.ReconciliationStatus.LastReconciledSpec)
+	rec, _ := lifecycle.Decode[v1beta1.FlinkDeploymentSpec](got.Status.ReconciliationStatus.LastReconciledSpec)
 	if *rec.Spec.Job.SavepointTriggerNonce != 7 || *rec.Spec.Job.CheckpointTriggerNonce != 8 || got.Status.LifecycleState != v1beta1.LifecycleStable {
 		t.Errorf("nonces not recorded: %s", statusString(got))
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/controller/jobmanager"
 	"github.com/flinkops/flink-operator/pkg/flink"
-	"github.com/flinkops/flink-operator/pkg/lifecycle"
 )
 
 // AnnotationFlinkVersion on the JobManager Deployment records the Flink
@@ -178,5 +177,3 @@ func (c *Controller) observeJob(ctx context.Context, sc *syncState, jobs []flink
 	}
 	sc.ObserveJob(ctx)
 }
-
-func effectiveState(j *flink.JobOverview) v1beta1.JobStatusState { return lifecycle.EffectiveState(j) }

@@ -15,6 +15,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/cluster"
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/controller/snapshotref"
+	"github.com/flinkops/flink-operator/pkg/lifecycle"
 )
 
 // firstDeploy records the first valid spec and deploys it: from
@@ -42,11 +43,11 @@ func (c *Controller) firstDeploy(ctx context.Context, sc *syncState) error {
 			}
 		}
 	}
-	encoded, err := encodeSpec(v.spec, true)
+	encoded, err := lifecycle.Encode(v.spec, true)
 	if err != nil {
 		return err
 	}
-	sc.Recorded = &reconciledSpec{Spec: v.spec, Meta: reconciledMeta{APIVersion: v1beta1.SchemeGroupVersion.String(), FirstDeployment: true}}
+	sc.Recorded = &reconciledSpec{Spec: v.spec, Meta: lifecycle.Meta{APIVersion: v1beta1.SchemeGroupVersion.String(), FirstDeployment: true}}
 	sc.Cfg = v.cfg
 	st.ReconciliationStatus = v1beta1.ReconciliationStatus{
 		State:                   v1beta1.ReconciliationUpgrading,

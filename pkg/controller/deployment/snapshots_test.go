@@ -16,6 +16,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/controller/controllertest"
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/flink"
+	"github.com/flinkops/flink-operator/pkg/lifecycle"
 	"github.com/flinkops/flink-operator/pkg/snapshots"
 )
 
@@ -189,7 +190,7 @@ func TestCheckpointsNeedFlink117(t *testing.T) {
 	if ev := f.Events(); !hasEvent(ev, "Warning", jobengine.ReasonCheckpointError) {
 		t.Errorf("events %v", ev)
 	}
-	rec, _ := decodeSpec(f.Get("job").Status.ReconciliationStatus.LastReconciledSpec)
+	rec, _ := lifecycle.Decode[v1beta1.FlinkDeploymentSpec](f.Get("job").Status.ReconciliationStatus.LastReconciledSpec)
 	if rec.Spec.Job.CheckpointTriggerNonce == nil || *rec.Spec.Job.CheckpointTriggerNonce != 2 {
 		t.Errorf("checkpoint nonce not consumed")
 	}
@@ -291,7 +292,7 @@ func TestManualNonceSnapshotSurvivesCrash(t *testing.T) {
 	if !f.StepCrashing("job") {
 		t.Fatal("no crash after the create")
 	}
-	if rec, _ := decodeSpec(f.Get("job").Status.ReconciliationStatus.LastReconciledSpec); rec.Spec.Job.SavepointTriggerNonce != nil {
+	if rec, _ := lifecycle.Decode[v1beta1.FlinkDeploymentSpec](f.Get("job").Status.ReconciliationStatus.LastReconciledSpec); rec.Spec.Job.SavepointTriggerNonce != nil {
 		t.Fatal("nonce recorded before the status write")
 	}
 	f.Step("job")
@@ -303,7 +304,7 @@ func TestManualNonceSnapshotSurvivesCrash(t *testing.T) {
 		t.Errorf("%d snapshots", n)
 	}
 	got := f.Get("job")
-	rec, _ := decodeSpec(got.Status.ReconciliationStatus.LastReconciledSpec)
+	rec, _ := lifecycle.Decode[v1beta1.FlinkDeploymentSpec](got.Status.ReconciliationStatus.LastReconciledSpec)
 	if rec.Spec.Job.SavepointTriggerNonce == nil || *rec.Spec.Job.SavepointTriggerNonce != 7 || got.Status.LifecycleState != v1beta1.LifecycleStable {
 		t.Errorf("nonce not reconciled: %s", statusString(got))
 	}
@@ -393,7 +394,7 @@ func TestSnapshotResourcesDisabled(t *testing.T) {
 	if info := f.Get("job").Status.JobStatus.SavepointInfo; info == nil || info.LastSavepoint == nil || len(info.SavepointHistory) == 0 {
 		t.Errorf("no legacy savepoint recorded: %+v", info)
 	}
-	rec, _ := decodeSpec(f.Get("job").Status.ReconciliationStatus.LastReconciledSpec)
+	rec, _ := lifecycle.Decode[v1beta1.FlinkDeploymentSpec](f.Get("job").Status.ReconciliationStatus.LastReconciledSpec)
 	if rec.Spec.Job.SavepointTriggerNonce == nil || *rec.Spec.Job.SavepointTriggerNonce != 3 {
 		t.Errorf("nonce not consumed")
 	}

@@ -59,20 +59,20 @@ func TestClassify(t *testing.T) {
 
 func TestReconciledSpecRoundTrip(t *testing.T) {
 	spec := v1beta1.FlinkDeploymentSpec{Image: "flink:1.20", Job: &v1beta1.JobSpec{JarURI: "local:///job.jar"}}
-	enc, err := encodeSpec(spec, true)
+	enc, err := lifecycle.Encode(spec, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dec, err := decodeSpec(enc)
+	dec, err := lifecycle.Decode[v1beta1.FlinkDeploymentSpec](enc)
 	if err != nil || !dec.Meta.FirstDeployment || dec.Meta.APIVersion != "flink.apache.org/v1beta1" || !lifecycle.SameSpec(dec.Spec, spec) {
 		t.Fatalf("round trip of %s: %+v %v", enc, dec, err)
 	}
 	// Upstream's legacy form: the spec itself with apiVersion.
-	legacy, err := decodeSpec(`{"apiVersion":"flink.apache.org/v1beta1","image":"flink:1.20","job":{"jarURI":"local:///job.jar"}}`)
+	legacy, err := lifecycle.Decode[v1beta1.FlinkDeploymentSpec](`{"apiVersion":"flink.apache.org/v1beta1","image":"flink:1.20","job":{"jarURI":"local:///job.jar"}}`)
 	if err != nil || !lifecycle.SameSpec(legacy.Spec, spec) {
 		t.Fatalf("legacy: %+v %v", legacy, err)
 	}
-	if none, err := decodeSpec(""); none != nil || err != nil {
+	if none, err := lifecycle.Decode[v1beta1.FlinkDeploymentSpec](""); none != nil || err != nil {
 		t.Errorf("empty: %v %v", none, err)
 	}
 }

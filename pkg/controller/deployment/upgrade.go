@@ -14,6 +14,7 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
+	"github.com/flinkops/flink-operator/pkg/lifecycle"
 )
 
 // stopJob takes the next step in stopping the old job with its state (the
@@ -66,7 +67,7 @@ func describeJob(sc *syncState) string {
 	if sc.Job == nil {
 		return "unknown to its JobManager"
 	}
-	return string(effectiveState(sc.Job))
+	return string(lifecycle.EffectiveState(sc.Job))
 }
 
 // jobStarting: the cluster or the job is still coming up after its deploy,
@@ -86,7 +87,7 @@ func (c *Controller) jobStarting(sc *syncState) bool {
 	if sc.Job == nil {
 		return sc.Client != nil // submitted soon
 	}
-	switch effectiveState(sc.Job) {
+	switch lifecycle.EffectiveState(sc.Job) {
 	case v1beta1.JobStatusCreated, v1beta1.JobStatusInitializing, v1beta1.JobStatusReconciling:
 		return true
 	}

@@ -5,8 +5,6 @@ import (
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
-	"github.com/flinkops/flink-operator/pkg/flink"
-	"github.com/flinkops/flink-operator/pkg/lifecycle"
 )
 
 // observe reads the session cluster's jobs overview when the cluster is
@@ -53,5 +51,3 @@ func (sc *syncState) jobObservable() bool {
 	}
 	return !jobengine.JobSuspended(&sc.Recorded.Spec)
 }
-
-func effectiveState(j *flink.JobOverview) v1beta1.JobStatusState { return lifecycle.EffectiveState(j) }

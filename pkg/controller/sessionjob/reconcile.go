@@ -11,6 +11,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/controller/jobmanager"
 	"github.com/flinkops/flink-operator/pkg/controller/snapshotref"
+	"github.com/flinkops/flink-operator/pkg/lifecycle"
 	"github.com/flinkops/flink-operator/pkg/validation"
 )
 
@@ -104,11 +105,11 @@ func (c *Controller) firstDeploy(ctx context.Context, sc *syncState) error {
 		restore = path
 	}
 	spec := *sc.Obj.Spec.DeepCopy()
-	encoded, err := encodeSpec(spec, true)
+	encoded, err := lifecycle.Encode(spec, true)
 	if err != nil {
 		return err
 	}
-	sc.Recorded = &reconciledSpec{Spec: spec, Meta: reconciledMeta{APIVersion: v1beta1.SchemeGroupVersion.String(), FirstDeployment: true}}
+	sc.Recorded = &reconciledSpec{Spec: spec, Meta: lifecycle.Meta{APIVersion: v1beta1.SchemeGroupVersion.String(), FirstDeployment: true}}
 	st.ReconciliationStatus = v1beta1.ReconciliationStatus{
 		State:                   v1beta1.ReconciliationUpgrading,
 		LastReconciledSpec:      encoded,

@@ -17,6 +17,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/controller/controllertest"
 	"github.com/flinkops/flink-operator/pkg/flink"
 	"github.com/flinkops/flink-operator/pkg/flink/fakejm"
+	"github.com/flinkops/flink-operator/pkg/lifecycle"
 )
 
 // A new session job is recorded (job id first), then submitted: the jar is
@@ -736,7 +737,7 @@ func TestTriggerSavepointLegacy(t *testing.T) {
 	if cp.LastCheckpoint.TriggerType != v1beta1.SnapshotTriggerManual || derefInt64(cp.LastCheckpoint.TriggerNonce) != 5 {
 		t.Errorf("lastCheckpoint %+v, want the manual checkpoint of nonce 5", cp.LastCheckpoint)
 	}
-	rec, err := decodeSpec(got.Status.ReconciliationStatus.LastReconciledSpec)
+	rec, err := lifecycle.Decode[v1beta1.FlinkSessionJobSpec](got.Status.ReconciliationStatus.LastReconciledSpec)
 	if err != nil {
 		t.Fatal(err)
 	}

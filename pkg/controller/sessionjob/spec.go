@@ -8,16 +8,6 @@ import (
 // reconciledSpec is lastReconciledSpec (pkg/lifecycle).
 type reconciledSpec = lifecycle.Reconciled[v1beta1.FlinkSessionJobSpec]
 
-type reconciledMeta = lifecycle.Meta
-
-func encodeSpec(spec v1beta1.FlinkSessionJobSpec, first bool) (string, error) {
-	return lifecycle.Encode(spec, first)
-}
-
-func decodeSpec(s string) (*reconciledSpec, error) {
-	return lifecycle.Decode[v1beta1.FlinkSessionJobSpec](s)
-}
-
 // newJobID derives the Flink job id of the next submission from the
 // resource, the id it replaces and the generation being deployed. It is
 // recorded in status before the submission, which carries it as the jobId

@@ -7,6 +7,7 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
+	"github.com/flinkops/flink-operator/pkg/lifecycle"
 )
 
 // stopJob takes the next step in stopping the old job with its state
@@ -56,7 +57,7 @@ func jobStarting(sc *syncState) bool {
 	if sc.Now.Sub(time.UnixMilli(sc.Obj.Status.ReconciliationStatus.ReconciliationTimestamp)) > timeout || sc.Job == nil {
 		return false
 	}
-	switch effectiveState(sc.Job) {
+	switch lifecycle.EffectiveState(sc.Job) {
 	case v1beta1.JobStatusCreated, v1beta1.JobStatusInitializing, v1beta1.JobStatusReconciling, v1beta1.JobStatusRestarting:
 		return true
 	}
@@ -78,7 +79,7 @@ func describeJob(sc *syncState) string {
 	case sc.Job == nil:
 		return "unknown to its JobManager"
 	}
-	return string(effectiveState(sc.Job))
+	return string(lifecycle.EffectiveState(sc.Job))
 }
 
 // ensureEnded makes sure the job the status names (already marked stopped)
@@ -98,7 +99,7 @@ func (c *Controller) ensureEnded(sc *syncState) bool {
 		sc.RequeueWithin(sc.ProgressInterval())
 		return false
 	}
-	if sc.Job == nil || effectiveState(sc.Job).IsGloballyTerminal() {
+	if sc.Job == nil || lifecycle.EffectiveState(sc.Job).IsGloballyTerminal() {
 		return true
 	}
 	sc.Cancel()

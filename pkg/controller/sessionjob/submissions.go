@@ -16,6 +16,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/flink"
+	"github.com/flinkops/flink-operator/pkg/lifecycle"
 )
 
 // Submissions run in the background. Fetching a jar (up to the artifact
@@ -186,7 +187,7 @@ func submissionWanted(sj *v1beta1.FlinkSessionJob, id submissionID) bool {
 		sj.Status.ReconciliationStatus.State != v1beta1.ReconciliationDeployed {
 		return false
 	}
-	rec, err := decodeSpec(sj.Status.ReconciliationStatus.LastReconciledSpec)
+	rec, err := lifecycle.Decode[v1beta1.FlinkSessionJobSpec](sj.Status.ReconciliationStatus.LastReconciledSpec)
 	if err != nil || rec == nil || rec.Spec.Job == nil || rec.Spec.Job.JarURI != id.jarURI {
 		return false
 	}
