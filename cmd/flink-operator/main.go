@@ -48,6 +48,10 @@ func newFlags() (*pflag.FlagSet, *settings) {
 	fs.StringVar(&opts.FlinkEndpoint, "flink-endpoint", operator.EndpointService, "How to reach Flink JobManager REST endpoints: \"service\" (the <name>-rest Service, for an operator in the cluster) or \"pod-ip\" (a ready JobManager pod's IP, for an operator outside it).")
 	fs.StringSliceVar(&opts.Controllers, "controllers", nil, "Controllers to run: "+strings.Join(operator.ControllerNames, ", ")+" (default: all).")
 	fs.DurationVar(&opts.ConnectTimeout, "connect-timeout", opts.ConnectTimeout, "How long to wait for the API server at start-up before giving up.")
+	fs.Float32Var(&opts.KubeAPIQPS, "kube-api-qps", opts.KubeAPIQPS, "Requests per second each API client (flink.apache.org resources; Kubernetes objects) may send, sustained.")
+	fs.IntVar(&opts.KubeAPIBurst, "kube-api-burst", opts.KubeAPIBurst, "Requests each API client may send in a burst above --kube-api-qps.")
+	fs.Float32Var(&opts.EventsQPS, "events-qps", opts.EventsQPS, "Requests per second the event recorder may send; a budget of its own, so events never delay status writes.")
+	fs.IntVar(&opts.EventsBurst, "events-burst", opts.EventsBurst, "Requests the event recorder may send in a burst above --events-qps.")
 	wh := &opts.Webhook
 	fs.StringVar(&wh.BindAddress, "webhook-bind-address", wh.BindAddress, "Address serving the validating admission webhook (HTTPS POST /validate), e.g. \":9443\". \"0\" disables it.")
 	fs.StringVar(&wh.CertMode, "webhook-cert-mode", wh.CertMode, "Where the webhook's serving certificate comes from: \""+operator.WebhookCertSelfManaged+"\" (generated and rotated by the operator in --webhook-secret-name, CA patched into --webhook-config-name) or \""+operator.WebhookCertFiles+"\" (tls.crt/tls.key in --webhook-cert-dir, e.g. from cert-manager, re-read when they change).")

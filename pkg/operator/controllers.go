@@ -10,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
 	kubescheme "k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
@@ -22,7 +21,6 @@ import (
 	"github.com/flinkops/flink-operator/pkg/controller/jobmanager"
 	"github.com/flinkops/flink-operator/pkg/controller/sessionjob"
 	"github.com/flinkops/flink-operator/pkg/controller/snapshot"
-	clientset "github.com/flinkops/flink-operator/pkg/generated/clientset/versioned"
 	"github.com/flinkops/flink-operator/pkg/metrics"
 )
 
@@ -36,7 +34,8 @@ type controllers struct {
 	unregister  []func()
 }
 
-func newControllers(ctx context.Context, kube kubernetes.Interface, flink clientset.Interface, inf *Informers, opts Options) (*controllers, error) {
+func newControllers(ctx context.Context, cl clients, inf *Informers, opts Options) (*controllers, error) {
+	kube, flink := cl.kube, cl.flink
 	scheme := runtime.NewScheme()
 	if err := kubescheme.AddToScheme(scheme); err != nil {
 		return nil, err
@@ -46,7 +45,7 @@ func newControllers(ctx context.Context, kube kubernetes.Interface, flink client
 	}
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartStructuredLogging(3)
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cl.events.Events("")})
 	recorder := broadcaster.NewRecorder(scheme, corev1.EventSource{Component: "flink-operator"})
 
 	workers, err := opts.Config.Int(config.KeyReconcileParallelism)

@@ -26,7 +26,7 @@ func afterIntentInstalled(t *testing.T, value string) (bool, error) {
 	defer cancel()
 	kube, flink := kubefake.NewClientset(), flinkfake.NewSimpleClientset()
 	opts := Options{Config: config.Defaults(), Controllers: []string{snapshot.QueueName}}
-	c, err := newControllers(ctx, kube, flink, NewInformers(kube, flink, nil, 0), opts)
+	c, err := newControllers(ctx, clients{kube: kube, flink: flink, events: kube.CoreV1()}, NewInformers(kube, flink, nil, 0), opts)
 	if err != nil {
 		return false, err
 	}

@@ -50,6 +50,7 @@ func run(ctx context.Context, cancel context.CancelCauseFunc, opts Options) erro
 		return err
 	}
 	restConfig.UserAgent = "flink-operator"
+	restConfig.QPS, restConfig.Burst = opts.KubeAPIQPS, opts.KubeAPIBurst
 	kube, err := kubernetes.NewForConfig(restConfig)
 	if err != nil {
 		return fmt.Errorf("creating Kubernetes client: %w", err)
@@ -121,26 +122,24 @@ func run(ctx context.Context, cancel context.CancelCauseFunc, opts Options) erro
 	// it cannot write even in the instant before it exits; informers, the
 	// webhook and probes keep the unfenced clients, as every replica serves
 	// them.
-	ctrlKube, ctrlFlink := kube, flink
+	ctrlConfig := restConfig
 	var election *election
 	if opts.LeaderElect {
 		if election, err = newElection(opts); err != nil {
 			return err
 		}
-		fenced := rest.CopyConfig(restConfig)
-		fenced.Wrap(election.fence.wrap)
+		ctrlConfig = rest.CopyConfig(restConfig)
+		ctrlConfig.Wrap(election.fence.wrap)
 		opts.fenceFlinkREST = election.fence.wrap
-		if ctrlKube, err = kubernetes.NewForConfig(fenced); err != nil {
-			return fmt.Errorf("creating Kubernetes client: %w", err)
-		}
-		if ctrlFlink, err = clientset.NewForConfig(fenced); err != nil {
-			return fmt.Errorf("creating flink.apache.org client: %w", err)
-		}
+	}
+	cl, err := newClients(ctrlConfig, opts)
+	if err != nil {
+		return err
 	}
 
 	// Controllers request their informers now, so the caches are warm before
 	// this replica leads.
-	ctrls, err := newControllers(ctx, ctrlKube, ctrlFlink, inf, opts)
+	ctrls, err := newControllers(ctx, cl, inf, opts)
 	if err != nil {
 		return err
 	}

@@ -42,6 +42,16 @@ type Options struct {
 	ResyncPeriod time.Duration
 	// Webhook configures the validating admission webhook.
 	Webhook WebhookOptions
+	// KubeAPIQPS and KubeAPIBurst pace each of the operator's API clients
+	// (one for flink.apache.org resources, one for Kubernetes objects):
+	// client-go's defaults (5/s, burst 10) serialise thousands of resources
+	// behind an hour of throttled writes.
+	KubeAPIQPS   float32
+	KubeAPIBurst int
+	// EventsQPS and EventsBurst pace the event recorder's own client, so
+	// that events never take the budget of status writes.
+	EventsQPS   float32
+	EventsBurst int
 
 	// snapshotCRDMissing is set by Run when the FlinkStateSnapshot CRD is
 	// not installed: legacy mode, no snapshot informer nor controller.
@@ -65,6 +75,10 @@ func DefaultOptions() Options {
 		ConnectTimeout:   15 * time.Second,
 		ShutdownTimeout:  10 * time.Second,
 		Config:           config.Defaults(),
+		KubeAPIQPS:       DefaultKubeAPIQPS,
+		KubeAPIBurst:     DefaultKubeAPIBurst,
+		EventsQPS:        DefaultEventsQPS,
+		EventsBurst:      DefaultEventsBurst,
 		Webhook: WebhookOptions{
 			BindAddress: "0",
 			CertMode:    WebhookCertSelfManaged,
@@ -74,6 +88,17 @@ func DefaultOptions() Options {
 		},
 	}
 }
+
+// Client budgets. A resource's lifecycle costs a few writes (a snapshot
+// about three), so 100 writes/s per client settles thousands of resources in
+// minutes while leaving a shared API server room; events, a best-effort
+// record, get a separate and smaller budget.
+const (
+	DefaultKubeAPIQPS   float32 = 100
+	DefaultKubeAPIBurst         = 200
+	DefaultEventsQPS    float32 = 20
+	DefaultEventsBurst          = 100
+)
 
 // Certificate modes of the webhook.
 const (
