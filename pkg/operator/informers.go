@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	kubeinformers "k8s.io/client-go/informers"
@@ -44,9 +45,11 @@ func NewInformers(kube kubernetes.Interface, flink clientset.Interface, namespac
 		Kube:  map[string]kubeinformers.SharedInformerFactory{},
 	}
 	for _, ns := range namespaces {
-		inf.Flink[ns] = flinkinformers.NewSharedInformerFactoryWithOptions(flink, resync, flinkinformers.WithNamespace(ns))
+		inf.Flink[ns] = flinkinformers.NewSharedInformerFactoryWithOptions(flink, resync, flinkinformers.WithNamespace(ns),
+			flinkinformers.WithTransform(dropManagedFields))
 		inf.Kube[ns] = kubeinformers.NewSharedInformerFactoryWithOptions(kube, resync, kubeinformers.WithNamespace(ns),
-			kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = OwnedSelector }))
+			kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = OwnedSelector }),
+			kubeinformers.WithTransform(dropManagedFields))
 	}
 	return inf
 }
@@ -88,4 +91,17 @@ func (i *Informers) Shutdown() {
 	for _, f := range i.Kube {
 		f.Shutdown()
 	}
+}
+
+// dropManagedFields strips metadata.managedFields from every cached object:
+// the operator never reads them, and they are often the largest part of a
+// small object. An update sent from a cached copy leaves them nil, which the
+// API server takes as "unchanged". (The last-applied annotation stays: an
+// Update from the cache without it would delete it on the server and break
+// kubectl apply's three-way merge.)
+func dropManagedFields(obj any) (any, error) {
+	if m, err := meta.Accessor(obj); err == nil {
+		m.SetManagedFields(nil)
+	}
+	return obj, nil
 }

@@ -1,0 +1,61 @@
+package operator
+
+import (
+	"context"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
+
+	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	flinkfake "github.com/flinkops/flink-operator/pkg/generated/clientset/versioned/fake"
+)
+
+// The caches hold no managedFields (never read, often most of an object);
+// everything else, the last-applied annotation included, stays.
+func TestInformersDropManagedFields(t *testing.T) {
+	managed := []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply, FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{}}`)}}}
+	applied := map[string]string{"kubectl.kubernetes.io/last-applied-configuration": `{"spec":{}}`}
+	snap := &v1beta1.FlinkStateSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s", ManagedFields: managed, Annotations: applied}}
+	sel, err := labels.ConvertSelectorToLabelsMap(OwnedSelector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "d", ManagedFields: managed, Labels: sel}}
+	kube := kubefake.NewSimpleClientset(dep)
+	flink := flinkfake.NewSimpleClientset(snap)
+	inf := NewInformers(kube, flink, nil, 0)
+	snaps := inf.Flink[""].Flink().V1beta1().FlinkStateSnapshots().Lister()
+	deps := inf.Kube[""].Apps().V1().Deployments().Lister()
+	ctx, cancel := context.WithCancel(context.Background())
+	inf.Start(ctx.Done())
+	defer func() {
+		cancel() // the informers stop only once their stop channel closes
+		inf.Shutdown()
+	}()
+	if err := inf.WaitForCacheSync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	gotSnap, err := snaps.FlinkStateSnapshots("ns").Get("s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gotSnap.ManagedFields != nil || gotSnap.Annotations["kubectl.kubernetes.io/last-applied-configuration"] == "" {
+		t.Errorf("cached snapshot: managedFields %v, annotations %v", gotSnap.ManagedFields, gotSnap.Annotations)
+	}
+	gotDep, err := deps.Deployments("ns").Get("d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gotDep.ManagedFields != nil {
+		t.Errorf("cached Deployment keeps managedFields %v", gotDep.ManagedFields)
+	}
+	// A tombstone passes through unchanged.
+	tomb := cache.DeletedFinalStateUnknown{Key: "ns/s", Obj: snap}
+	if got, err := dropManagedFields(tomb); err != nil || got.(cache.DeletedFinalStateUnknown).Key != "ns/s" {
+		t.Errorf("tombstone: %v, %v", got, err)
+	}
+}
