@@ -6,7 +6,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -125,12 +124,8 @@ func New(client clientset.Interface, kube kubernetes.Interface, caches *flinkcac
 	err := caches.AddEventHandlers(flinkcache.Handlers{
 		// A snapshot of a job that turns terminal wakes the job: a periodic
 		// slot may have waited for it, history cleanup may have work.
-		Snapshots: c.snapshotHandler(),
-		Deployments: cache.ResourceEventHandlerFuncs{
-			AddFunc:    c.enqueue,
-			UpdateFunc: c.deploymentUpdated,
-			DeleteFunc: c.enqueue,
-		},
+		Snapshots:   c.snapshotHandler(),
+		Deployments: c.resourceHandler(),
 		// A session cluster being deleted waits for its session jobs.
 		SessionJobs: cache.ResourceEventHandlerFuncs{DeleteFunc: c.enqueueSessionCluster},
 	})
@@ -145,28 +140,6 @@ func New(client clientset.Interface, kube kubernetes.Interface, caches *flinkcac
 		return nil, err
 	}
 	return c, nil
-}
-
-func (c *Controller) enqueue(obj any) {
-	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
-	if err != nil {
-		utilruntime.HandleError(err)
-		return
-	}
-	c.queue.Add(key)
-}
-
-// deploymentUpdated skips the controller's own status writes: what they
-// change was decided by a sync that already asked for its next look
-// (AddAfter). Spec, deletion and finalizer changes, and resyncs, wake it.
-func (c *Controller) deploymentUpdated(oldObj, newObj any) {
-	o, ok1 := oldObj.(*v1beta1.FlinkDeployment)
-	n, ok2 := newObj.(*v1beta1.FlinkDeployment)
-	if ok1 && ok2 && o.ResourceVersion != n.ResourceVersion && o.Generation == n.Generation &&
-		o.DeletionTimestamp.Equal(n.DeletionTimestamp) && len(o.Finalizers) == len(n.Finalizers) {
-		return
-	}
-	c.enqueue(newObj)
 }
 
 // enqueueSessionCluster wakes the session cluster of a removed

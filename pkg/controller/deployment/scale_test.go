@@ -469,11 +469,11 @@ func (s *scaleSim) event(r objRef, old, cur any) {
 	case "flinkdeployments":
 		switch {
 		case old == nil:
-			s.deps.enqueue(cur)
+			s.deps.resourceHandler().OnAdd(cur, false)
 		case cur == nil:
-			s.deps.enqueue(old)
+			s.deps.resourceHandler().OnDelete(old)
 		default:
-			s.deps.deploymentUpdated(old, cur)
+			s.deps.resourceHandler().OnUpdate(old, cur)
 		}
 		// Mirror of the snapshot controller's job handler: a job whose
 		// status changed wakes its in-flight snapshots.

@@ -157,11 +157,7 @@ func New(client clientset.Interface, caches *flinkcache.Caches, recorder record.
 		Fault: opts.FaultPoint,
 	}
 	err := caches.AddEventHandlers(flinkcache.Handlers{
-		SessionJobs: cache.ResourceEventHandlerFuncs{
-			AddFunc:    c.enqueue,
-			UpdateFunc: c.sessionJobUpdated,
-			DeleteFunc: c.enqueue,
-		},
+		SessionJobs: jobengine.ResourceHandler(c.queue.Add),
 		// The session cluster becoming ready (or going away, or changing)
 		// wakes its jobs.
 		Deployments: cache.ResourceEventHandlerFuncs{
@@ -169,37 +165,14 @@ func New(client clientset.Interface, caches *flinkcache.Caches, recorder record.
 			UpdateFunc: c.clusterChanged,
 			DeleteFunc: func(obj any) { c.clusterChanged(nil, obj) },
 		},
-		Snapshots: cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { c.snapshotEvent(nil, obj) },
-			UpdateFunc: c.snapshotEvent,
-			DeleteFunc: func(obj any) { c.snapshotEvent(obj, nil) },
-		},
+		// A snapshot that turns terminal or stops being in flight wakes its
+		// job: a periodic slot may fire, history cleanup may have work.
+		Snapshots: jobengine.SnapshotHandler(v1beta1.JobReferenceKindSessionJob, c.queue.Add),
 	})
 	if err != nil {
 		return nil, err
 	}
 	return c, nil
-}
-
-func (c *Controller) enqueue(obj any) {
-	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
-	if err != nil {
-		utilruntime.HandleError(err)
-		return
-	}
-	c.queue.Add(key)
-}
-
-// sessionJobUpdated skips the controller's own status writes: the sync
-// that made them already asked for its next look.
-func (c *Controller) sessionJobUpdated(oldObj, newObj any) {
-	o, ok1 := oldObj.(*v1beta1.FlinkSessionJob)
-	n, ok2 := newObj.(*v1beta1.FlinkSessionJob)
-	if ok1 && ok2 && o.ResourceVersion != n.ResourceVersion && o.Generation == n.Generation &&
-		o.DeletionTimestamp.Equal(n.DeletionTimestamp) && len(o.Finalizers) == len(n.Finalizers) {
-		return
-	}
-	c.enqueue(newObj)
 }
 
 // clusterChanged wakes the session jobs of a FlinkDeployment that appeared,
@@ -228,45 +201,6 @@ func (c *Controller) clusterChanged(oldObj, newObj any) {
 	for _, j := range jobs {
 		c.queue.Add(j.Namespace + "/" + j.Name)
 	}
-}
-
-// snapshotEvent wakes the session job a snapshot refers to when the
-// snapshot turned terminal or stopped being in flight: a periodic slot may
-// fire, history cleanup may have work (the same rule as for
-// FlinkDeployments).
-func (c *Controller) snapshotEvent(oldObj, newObj any) {
-	old, cur := unwrapSnapshot(oldObj), unwrapSnapshot(newObj)
-	var wake bool
-	switch {
-	case old == nil && cur != nil:
-		wake = cur.Status.State.IsTerminal()
-	case old != nil && cur == nil:
-		wake = blocksPeriodic(old)
-	case old != nil && cur != nil:
-		wake = (old.Status.State != cur.Status.State && cur.Status.State.IsTerminal()) || blocksPeriodic(old) != blocksPeriodic(cur)
-	}
-	if !wake {
-		return
-	}
-	s := cur
-	if s == nil {
-		s = old
-	}
-	if r := s.Spec.JobReference; r != nil && r.Kind == v1beta1.JobReferenceKindSessionJob && r.Name != "" {
-		c.queue.Add(snapshots.JobRefNamespace(s) + "/" + r.Name)
-	}
-}
-
-func blocksPeriodic(s *v1beta1.FlinkStateSnapshot) bool {
-	return snapshots.InFlight(s) && s.DeletionTimestamp == nil
-}
-
-func unwrapSnapshot(obj any) *v1beta1.FlinkStateSnapshot {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	s, _ := obj.(*v1beta1.FlinkStateSnapshot)
-	return s
 }
 
 // Run starts workers and blocks until ctx ends, then stops the background
