@@ -102,10 +102,11 @@ func Name(job, typ string, trigger v1beta1.SnapshotTriggerType, slot int64) stri
 
 // slotFromName reads the millis suffix of an operator-made snapshot name.
 func slotFromName(name string) (time.Time, bool) {
-	i := strings.LastIndexByte(name, '-')
-	if i < 0 || !strings.Contains(name, "-periodic-") && !strings.Contains(name, "-upgrade-") && !strings.Contains(name, "-manual-") {
+	// A name with one of these markers has a '-', so i >= 0 below.
+	if !strings.Contains(name, "-periodic-") && !strings.Contains(name, "-upgrade-") && !strings.Contains(name, "-manual-") {
 		return time.Time{}, false
 	}
+	i := strings.LastIndexByte(name, '-')
 	ms, err := strconv.ParseInt(name[i+1:], 10, 64)
 	if err != nil || ms < 1e12 { // not epoch millis (nonces are small numbers)
 		return time.Time{}, false
