@@ -84,10 +84,15 @@ cluster-down: ## Stop control-plane processes left behind by killed runs
 # not a module dependency) over the snapshot controller and the pure rule
 # packages: prints the mutants no test killed (LIVED) or no test reaches (NOT
 # COVERED). Slow (minutes per package on 2 cores), so not part of make test.
+# The timeout coefficient is high because gremlins times a mutant against
+# the cached coverage run (~0.4 s), which would time most mutants out.
+# gremlins v0.6.0 reports conditions on switch case lines and package-level
+# constants as NOT COVERED even when tests run them (they sit outside Go's
+# coverage blocks); check those by hand (the issue-20 note lists them).
 GREMLINS ?= github.com/go-gremlins/gremlins/cmd/gremlins@v0.6.0
 MUTATE_PKGS ?= ./pkg/snapshots ./pkg/lifecycle ./pkg/validation ./pkg/controller/snapshot
 mutate: ## Mutation testing of the snapshot controller and rule packages (surviving mutants)
-	@for p in $(MUTATE_PKGS); do echo "== $$p"; $(GO) run $(GREMLINS) unleash --workers 2 --output-statuses lc "$$p"; done
+	@for p in $(MUTATE_PKGS); do echo "== $$p"; $(GO) run $(GREMLINS) unleash --workers 2 --timeout-coefficient 40 --output-statuses lc "$$p"; done
 
 bench: ## Benchmarks
 	$(GO) test -run='^$$' -bench=. -benchmem $(UNIT_PKGS)
