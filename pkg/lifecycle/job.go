@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -15,6 +16,11 @@ import (
 // ManualRestore marks errors after which upstream reports the resource
 // FAILED: the operator will not act until a human says where to restart.
 const ManualRestore = "Manual restore required"
+
+// ErrManualRestore is wrapped by errors after which a person must say where
+// the job restarts from; code branches on it with errors.Is, never on the
+// text.
+var ErrManualRestore = errors.New(ManualRestore)
 
 // NewJobID derives a fresh Flink job id from a namespace of ids (the
 // controller's), the resource's UID, the id it replaces and the generation
@@ -57,7 +63,7 @@ func LatestStatePath(stats *flink.CheckpointingStatistics, current string) (stri
 	}
 	for _, p := range notAddressable {
 		if strings.Contains(snap.ExternalPath, p) {
-			return "", fmt.Errorf("latest checkpoint %d is not externally addressable. %s", snap.ID, ManualRestore)
+			return "", fmt.Errorf("latest checkpoint %d is not externally addressable: %w", snap.ID, ErrManualRestore)
 		}
 	}
 	return snap.ExternalPath, nil

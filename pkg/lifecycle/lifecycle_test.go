@@ -26,7 +26,7 @@ func TestState(t *testing.T) {
 		{"upgrading", Observed{Recorded: true, Status: upgrading}, v1beta1.LifecycleUpgrading},
 		{"suspended", Observed{Recorded: true, Suspended: true, Status: deployed}, v1beta1.LifecycleSuspended},
 		{"job failed", Observed{Recorded: true, Status: deployed, JobState: v1beta1.JobStatusFailed}, v1beta1.LifecycleFailed},
-		{"manual restore", Observed{Recorded: true, Status: deployed, Error: "x. Manual restore required: y", ManualRestoreFails: true}, v1beta1.LifecycleFailed},
+		{"manual restore", Observed{Recorded: true, Status: deployed, Error: "x. Manual restore required: y", ManualRestore: true, ManualRestoreFails: true}, v1beta1.LifecycleFailed},
 		{"manual restore ignored", Observed{Recorded: true, Status: deployed, Error: "Manual restore required"}, v1beta1.LifecycleStable},
 		{"stable", Observed{Recorded: true, Status: deployed}, v1beta1.LifecycleStable},
 		{"deployed", Observed{Recorded: true, Status: unstable}, v1beta1.LifecycleDeployed},

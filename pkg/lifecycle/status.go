@@ -1,8 +1,6 @@
 package lifecycle
 
 import (
-	"strings"
-
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 )
 
@@ -17,9 +15,12 @@ type Observed struct {
 	Status    v1beta1.ReconciliationStatus
 	JobState  v1beta1.JobStatusState
 	Error     string
-	// ManualRestoreFails: a "Manual restore required" error means FAILED
-	// (for FlinkDeployments only while the JobManager is missing or in
-	// error, upstream's rule; always for session jobs).
+	// ManualRestore: this sync recorded an error after which a person must
+	// say where the job restarts from (ErrManualRestore).
+	ManualRestore bool
+	// ManualRestoreFails: such an error means FAILED (for FlinkDeployments
+	// only while the JobManager is missing or in error, upstream's rule;
+	// always for session jobs).
 	ManualRestoreFails bool
 }
 
@@ -40,7 +41,7 @@ func State(o Observed) v1beta1.ResourceLifecycleState {
 		return v1beta1.LifecycleSuspended
 	case o.JobState == v1beta1.JobStatusFailed:
 		return v1beta1.LifecycleFailed
-	case o.ManualRestoreFails && strings.Contains(o.Error, ManualRestore):
+	case o.ManualRestoreFails && o.ManualRestore:
 		return v1beta1.LifecycleFailed
 	case o.Status.LastReconciledSpec == o.Status.LastStableSpec:
 		return v1beta1.LifecycleStable

@@ -184,7 +184,7 @@ func (c *Controller) steady(ctx context.Context, sc *syncState) error {
 			// The job had ended; an upgrade restarts it from its recorded
 			// last state. Nothing to restart now.
 		default:
-			sc.Fail(ReasonDeploymentError, "JobManager deployment is missing and the job's last state (last seen %s) cannot be read. "+
+			sc.FailManualRestore(ReasonDeploymentError, "JobManager deployment is missing and the job's last state (last seen %s) cannot be read. "+
 				"Manual restore required: set spec.job.initialSavepointPath to the latest checkpoint or savepoint and change spec.job.savepointRedeployNonce", js.State)
 			sc.RequeueWithin(jobengine.RetryFailed)
 		}

@@ -11,23 +11,19 @@ import (
 	"github.com/flinkops/flink-operator/pkg/lifecycle"
 )
 
-// manualRestore marks errors after which upstream reports the resource
-// FAILED: the operator will not act until a human says where to restart
-// from.
-const manualRestore = lifecycle.ManualRestore
-
 // lifecycleOf derives status.lifecycleState (pkg/lifecycle); "Manual
 // restore required" means FAILED while the JobManager is missing or in
 // error, as upstream.
-func lifecycleOf(d *v1beta1.FlinkDeployment, recorded *reconciledSpec) v1beta1.ResourceLifecycleState {
+func lifecycleOf(d *v1beta1.FlinkDeployment, recorded *reconciledSpec, manualRestore bool) v1beta1.ResourceLifecycleState {
 	st := &d.Status
 	return lifecycle.State(lifecycle.Observed{
-		Deleting:  d.DeletionTimestamp != nil,
-		Recorded:  recorded != nil,
-		Suspended: recorded != nil && jobengine.JobSuspended(&recorded.Spec),
-		Status:    st.ReconciliationStatus,
-		JobState:  st.JobStatus.State,
-		Error:     st.Error,
+		Deleting:      d.DeletionTimestamp != nil,
+		Recorded:      recorded != nil,
+		Suspended:     recorded != nil && jobengine.JobSuspended(&recorded.Spec),
+		Status:        st.ReconciliationStatus,
+		JobState:      st.JobStatus.State,
+		Error:         st.Error,
+		ManualRestore: manualRestore,
 		ManualRestoreFails: st.JobManagerDeploymentStatus == v1beta1.JobManagerMissing ||
 			st.JobManagerDeploymentStatus == v1beta1.JobManagerError,
 	})

@@ -166,7 +166,7 @@ func (c *Controller) upgradeWaitsForSavepoint(sc *syncState, v *validated, chang
 func (c *Controller) commit(ctx context.Context, sc *syncState) (time.Duration, error) {
 	sc.SetError()
 	jobengine.KeepSuspendedStable(&sc.Obj.Status.ReconciliationStatus, sc.Recorded != nil && jobengine.JobSuspended(&sc.Recorded.Spec))
-	sc.Obj.Status.LifecycleState = lifecycleOf(sc.Obj, sc.Recorded)
+	sc.Obj.Status.LifecycleState = lifecycleOf(sc.Obj, sc.Recorded, sc.NeedsManualRestore())
 	setRunningCondition(sc)
 	return c.engine.Commit(ctx, sc.State)
 }

@@ -2,6 +2,7 @@ package jobengine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -87,7 +88,12 @@ type State[T Object, S Spec] struct {
 	requeue time.Duration
 }
 
-type syncError struct{ reason, msg string }
+type syncError struct {
+	reason, msg string
+	// manual: a person must say where the job restarts from
+	// (lifecycle.ErrManualRestore).
+	manual bool
+}
 
 type event struct{ typ, reason, msg string }
 
@@ -113,15 +119,41 @@ func (s *State[T, S]) JobStatus() *v1beta1.JobStatus { return StatusOf(s.Obj).Jo
 
 // Fail records an error for status.error; its Warning event is emitted only
 // when status.error changes, so a persisting error is not repeated.
+// An error argument wrapping lifecycle.ErrManualRestore marks the failure
+// as one that needs a manual restore.
 func (s *State[T, S]) Fail(reason, format string, args ...any) {
-	s.errs = append(s.errs, syncError{reason, fmt.Sprintf(format, args...)})
+	manual := false
+	for _, a := range args {
+		if err, ok := a.(error); ok && errors.Is(err, lifecycle.ErrManualRestore) {
+			manual = true
+		}
+	}
+	s.errs = append(s.errs, syncError{reason, fmt.Sprintf(format, args...), manual})
+}
+
+// FailManualRestore records an error after which a person must say where
+// the job restarts from (lifecycle.ManualRestore ends up FAILED); the
+// message says how.
+func (s *State[T, S]) FailManualRestore(reason, format string, args ...any) {
+	s.errs = append(s.errs, syncError{reason, fmt.Sprintf(format, args...), true})
+}
+
+// NeedsManualRestore: this sync recorded an error that needs a manual
+// restore.
+func (s *State[T, S]) NeedsManualRestore() bool {
+	for _, e := range s.errs {
+		if e.manual {
+			return true
+		}
+	}
+	return false
 }
 
 // KeepError keeps status.error as the last sync wrote it (a failure being
 // waited out), without a new event.
 func (s *State[T, S]) KeepError(reason string) {
 	if prev := *StatusOf(s.Base).Error; prev != "" {
-		s.errs = append(s.errs, syncError{reason, prev})
+		s.errs = append(s.errs, syncError{reason: reason, msg: prev})
 	}
 }
 

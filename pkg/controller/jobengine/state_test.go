@@ -3,6 +3,7 @@ package jobengine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/flinkops/flink-operator/pkg/generated/clientset/versioned/fake"
+	"github.com/flinkops/flink-operator/pkg/lifecycle"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 )
@@ -52,6 +54,7 @@ type statusEditor interface {
 	AfterStatusWrite(name string, run func(ctx context.Context) error)
 	BeforeStatusWrite(name string, run func(ctx context.Context) error)
 	JobStatus() *v1beta1.JobStatus
+	FailManualRestore(reason, format string, args ...any)
 }
 
 func commitCases(j *journal) []commitCase {
@@ -223,4 +226,35 @@ type journalRecorder struct {
 
 func (r journalRecorder) Event(_ runtime.Object, typ, reason, msg string) {
 	r.j.add(strings.Join([]string{"event", typ, reason, msg}, " "))
+}
+
+// A failure needs a manual restore when it says so through
+// FailManualRestore or carries an error wrapping lifecycle.ErrManualRestore;
+// the text alone decides nothing.
+func TestNeedsManualRestore(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		fail func(s statusEditor)
+		want bool
+	}{
+		{"none", func(statusEditor) {}, false},
+		{"plain failure mentioning it", func(s statusEditor) { s.Fail("X", "text says %s", lifecycle.ManualRestore) }, false},
+		{"explicit", func(s statusEditor) { s.FailManualRestore("X", "set initialSavepointPath") }, true},
+		{"wrapped error", func(s statusEditor) {
+			s.Fail("X", "cannot upgrade: %v", fmt.Errorf("checkpoint 3: %w", lifecycle.ErrManualRestore))
+		}, true},
+		{"cleared", func(s statusEditor) { s.FailManualRestore("X", "y"); s.ClearErrors() }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := &Engine[*v1beta1.FlinkSessionJob, v1beta1.FlinkSessionJobSpec]{}
+			s, err := e.NewState(context.Background(), "ns/a", &v1beta1.FlinkSessionJob{}, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.fail(s)
+			if got := s.NeedsManualRestore(); got != tc.want {
+				t.Errorf("NeedsManualRestore = %v, want %v", got, tc.want)
+			}
+		})
+	}
 }

@@ -171,7 +171,7 @@ func (s *State[T, S]) pollStop(ctx context.Context, k JobKind) (bool, error) {
 		return false, nil
 	case o.Lost:
 		dir, _ := config.SavepointDir(s.Cfg)
-		s.Fail(ReasonUpgradeFailed, "Job %s finished after stop-with-savepoint (trigger id %s) but the savepoint's path is unknown (%v). "+
+		s.FailManualRestore(ReasonUpgradeFailed, "Job %s finished after stop-with-savepoint (trigger id %s) but the savepoint's path is unknown (%v). "+
 			"%s: find the newest savepoint of job %s under %s, set spec.job.initialSavepointPath to it and change spec.job.savepointRedeployNonce",
 			js.JobID, js.SavepointInfo.TriggerID, ErrSavepointLost, lifecycle.ManualRestore, js.JobID, dir)
 		s.RequeueWithin(RetryFailed)
@@ -281,7 +281,7 @@ func (s *State[T, S]) stopLastState(ctx context.Context, k JobKind) bool {
 		s.finishStop(k, js.UpgradeSavepointPath)
 		return true
 	}
-	s.Fail(ReasonUpgradeFailed, "Job %s (last seen %s) is %s, so its last checkpoint cannot be read and nothing was stopped. "+
+	s.FailManualRestore(ReasonUpgradeFailed, "Job %s (last seen %s) is %s, so its last checkpoint cannot be read and nothing was stopped. "+
 		"%s: set spec.job.initialSavepointPath to the latest checkpoint or savepoint and change spec.job.savepointRedeployNonce, "+
 		"or wait for the JobManager to answer again", js.JobID, js.State, k.Describe(), lifecycle.ManualRestore)
 	s.RequeueWithin(RetryFailed)

@@ -231,7 +231,7 @@ func (c *Controller) steady(ctx context.Context, sc *syncState) error {
 				js.JobID, sc.cluster.Name, js.State)
 			c.deploy(sc)
 		default:
-			sc.Fail(jobengine.ReasonUpgradeFailed, "Job %s (last seen %s) is not known to session cluster %s any more, so its last checkpoint cannot be read. "+
+			sc.FailManualRestore(jobengine.ReasonUpgradeFailed, "Job %s (last seen %s) is not known to session cluster %s any more, so its last checkpoint cannot be read. "+
 				"%s: set spec.job.initialSavepointPath to its latest checkpoint or savepoint and change spec.job.savepointRedeployNonce",
 				js.JobID, js.State, sc.cluster.Name, manualRestore)
 			sc.RequeueWithin(jobengine.RetryFailed)

@@ -10,7 +10,7 @@ import (
 const manualRestore = lifecycle.ManualRestore
 
 // lifecycleOf derives status.lifecycleState (pkg/lifecycle).
-func lifecycleOf(j *v1beta1.FlinkSessionJob, recorded *reconciledSpec) v1beta1.ResourceLifecycleState {
+func lifecycleOf(j *v1beta1.FlinkSessionJob, recorded *reconciledSpec, manualRestore bool) v1beta1.ResourceLifecycleState {
 	return lifecycle.State(lifecycle.Observed{
 		Deleting:           j.DeletionTimestamp != nil,
 		Recorded:           recorded != nil,
@@ -18,6 +18,7 @@ func lifecycleOf(j *v1beta1.FlinkSessionJob, recorded *reconciledSpec) v1beta1.R
 		Status:             j.Status.ReconciliationStatus,
 		JobState:           j.Status.JobStatus.State,
 		Error:              j.Status.Error,
+		ManualRestore:      manualRestore,
 		ManualRestoreFails: true,
 	})
 }

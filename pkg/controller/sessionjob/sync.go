@@ -102,6 +102,6 @@ func (c *Controller) newSync(ctx context.Context, key string, base *v1beta1.Flin
 func (c *Controller) commit(ctx context.Context, sc *syncState) (time.Duration, error) {
 	sc.SetError()
 	jobengine.KeepSuspendedStable(&sc.Obj.Status.ReconciliationStatus, sc.Recorded != nil && jobengine.JobSuspended(&sc.Recorded.Spec))
-	sc.Obj.Status.LifecycleState = lifecycleOf(sc.Obj, sc.Recorded)
+	sc.Obj.Status.LifecycleState = lifecycleOf(sc.Obj, sc.Recorded, sc.NeedsManualRestore())
 	return c.engine.Commit(ctx, sc.State)
 }
