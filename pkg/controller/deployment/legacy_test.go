@@ -275,7 +275,7 @@ func TestSnapshotCRDMissingWarnsOnce(t *testing.T) {
 		f.Step("job")
 	}
 	ev := f.Events()
-	if n := countEvents(ev, "Warning "+ReasonSnapshotResourcesDisabled+" "); n != 1 {
+	if n := countEvents(ev, "Warning "+jobengine.ReasonSnapshotResourcesDisabled+" "); n != 1 {
 		t.Fatalf("%d SnapshotResourcesDisabled events: %v", n, ev)
 	}
 	if !strings.Contains(strings.Join(ev, "\n"), "kubectl apply --server-side -f manifests/crds/flink.apache.org_flinkstatesnapshots.yaml") {
