@@ -117,7 +117,7 @@ func New(client clientset.Interface, kube kubernetes.Interface, caches *flinkcac
 		reviewKeys: opts.ReviewKeys,
 	}
 	c.engine = &jobengine.Engine[*v1beta1.FlinkDeployment, v1beta1.FlinkDeploymentSpec]{
-		Client: client, Recorder: recorder, Caches: caches, Operator: opts.Config,
+		Client: client, Recorder: recorder, Caches: caches, Operator: opts.Config, Clock: opts.Clock,
 		SnapshotCRDMissing: opts.SnapshotCRDMissing, NewTriggerID: opts.NewTriggerID,
 		Fault: opts.FaultPoint,
 	}

@@ -25,7 +25,11 @@ func (c *Controller) syncDeletion(ctx context.Context, key string, cached *v1bet
 	if !slices.Contains(cached.Finalizers, Finalizer) {
 		return 0, nil
 	}
-	sc, err := c.newSync(ctx, key, cached)
+	es, err := c.engine.NewState(ctx, key, cached, c.clock.Now())
+	if err != nil {
+		return 0, err
+	}
+	sc, err := c.newSync(es)
 	if err != nil {
 		return 0, err
 	}

@@ -2,7 +2,6 @@ package deployment
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -60,17 +59,14 @@ func (c *Controller) Sync(ctx context.Context, key string) (time.Duration, error
 	if cached.DeletionTimestamp != nil {
 		return c.syncDeletion(ctx, key, cached)
 	}
-	base := cached
-	if !slices.Contains(base.Finalizers, Finalizer) {
-		if base, err = c.engine.AddFinalizer(ctx, base, Finalizer); err != nil {
-			return 0, err
-		}
-	}
-	sc, err := c.newSync(ctx, key, base)
+	es, err := c.engine.Start(ctx, key, cached, Finalizer)
 	if err != nil {
 		return 0, err
 	}
-	sc.WarnSnapshotCRDMissing()
+	sc, err := c.newSync(es)
+	if err != nil {
+		return 0, err
+	}
 	if err := c.observe(ctx, sc); err != nil {
 		return 0, err
 	}
@@ -80,12 +76,10 @@ func (c *Controller) Sync(ctx context.Context, key string) (time.Duration, error
 	return c.commit(ctx, sc)
 }
 
-func (c *Controller) newSync(ctx context.Context, key string, base *v1beta1.FlinkDeployment) (*syncState, error) {
-	st, err := c.engine.NewState(ctx, key, base, c.clock.Now())
-	if err != nil {
-		return nil, err
-	}
+// newSync adds this controller's part to the engine's sync state.
+func (c *Controller) newSync(st *jobengine.State[*v1beta1.FlinkDeployment, v1beta1.FlinkDeploymentSpec]) (*syncState, error) {
 	sc := &syncState{State: st}
+	var err error
 	spec := &sc.Obj.Spec
 	if sc.Recorded != nil {
 		spec = &sc.Recorded.Spec
@@ -96,7 +90,7 @@ func (c *Controller) newSync(ctx context.Context, key string, base *v1beta1.Flin
 		sc.Fail(jobengine.ReasonValidationError, "spec.flinkConfiguration: %v", err)
 		sc.Cfg = c.cfg
 	}
-	if sc.owned, err = c.owned.objectsOf(base); err != nil {
+	if sc.owned, err = c.owned.objectsOf(sc.Base); err != nil {
 		return nil, err
 	}
 	return sc, nil

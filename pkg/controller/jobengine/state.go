@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
@@ -109,6 +110,26 @@ func (e *Engine[T, S]) NewState(ctx context.Context, key string, base T, now tim
 		return nil, err
 	}
 	return &State[T, S]{e: e, Key: key, Base: base, Obj: base.DeepCopyObject().(T), Now: now, Log: klog.FromContext(ctx), Recorded: rec}, nil
+}
+
+// Start begins the sync of a resource that is not being deleted: it makes
+// sure the resource carries finalizer (written first, so that a deletion
+// always waits for the operator), then starts the sync state, and warns
+// once per job when snapshot resources are off for want of their CRD.
+func (e *Engine[T, S]) Start(ctx context.Context, key string, cached T, finalizer string) (*State[T, S], error) {
+	base := cached
+	if !slices.Contains(base.GetFinalizers(), finalizer) {
+		var err error
+		if base, err = e.AddFinalizer(ctx, base, finalizer); err != nil {
+			return nil, err
+		}
+	}
+	s, err := e.NewState(ctx, key, base, e.Clock.Now())
+	if err != nil {
+		return nil, err
+	}
+	s.WarnSnapshotCRDMissing()
+	return s, nil
 }
 
 // Status is the status this sync edits.
@@ -243,6 +264,7 @@ type Engine[T Object, S Spec] struct {
 	Caches   *flinkcache.Caches
 	// Operator is the operator-wide configuration.
 	Operator config.Config
+	Clock    clock.PassiveClock
 	// SnapshotCRDMissing: the FlinkStateSnapshot CRD is not installed
 	// (legacy mode for every job).
 	SnapshotCRDMissing bool

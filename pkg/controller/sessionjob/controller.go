@@ -152,7 +152,7 @@ func New(client clientset.Interface, caches *flinkcache.Caches, recorder record.
 		submissions:    newSubmissions(opts.MaxConcurrentSubmissions, opts.MaxJarBytes, opts.JarDir),
 	}
 	c.engine = &jobengine.Engine[*v1beta1.FlinkSessionJob, v1beta1.FlinkSessionJobSpec]{
-		Client: client, Recorder: recorder, Caches: caches, Operator: opts.Config,
+		Client: client, Recorder: recorder, Caches: caches, Operator: opts.Config, Clock: opts.Clock,
 		SnapshotCRDMissing: opts.SnapshotCRDMissing, NewTriggerID: opts.NewTriggerID,
 		Fault: opts.FaultPoint,
 	}

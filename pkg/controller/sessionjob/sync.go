@@ -2,7 +2,6 @@ package sessionjob
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -65,17 +64,14 @@ func (c *Controller) Sync(ctx context.Context, key string) (time.Duration, error
 	if cached.DeletionTimestamp != nil {
 		return c.syncDeletion(ctx, key, cached)
 	}
-	base := cached
-	if !slices.Contains(base.Finalizers, Finalizer) {
-		if base, err = c.engine.AddFinalizer(ctx, base, Finalizer); err != nil {
-			return 0, err
-		}
-	}
-	sc, err := c.newSync(ctx, key, base)
+	es, err := c.engine.Start(ctx, key, cached, Finalizer)
 	if err != nil {
 		return 0, err
 	}
-	sc.WarnSnapshotCRDMissing()
+	sc, err := c.newSync(es)
+	if err != nil {
+		return 0, err
+	}
 	if c.resolveCluster(sc) {
 		if err := c.observe(ctx, sc); err != nil {
 			return 0, err
@@ -87,11 +83,8 @@ func (c *Controller) Sync(ctx context.Context, key string) (time.Duration, error
 	return c.commit(ctx, sc)
 }
 
-func (c *Controller) newSync(ctx context.Context, key string, base *v1beta1.FlinkSessionJob) (*syncState, error) {
-	st, err := c.engine.NewState(ctx, key, base, c.clock.Now())
-	if err != nil {
-		return nil, err
-	}
+// newSync adds this controller's part to the engine's sync state.
+func (c *Controller) newSync(st *jobengine.State[*v1beta1.FlinkSessionJob, v1beta1.FlinkSessionJobSpec]) (*syncState, error) {
 	sc := &syncState{State: st}
 	sc.Cfg = c.cfg
 	return sc, nil
