@@ -56,6 +56,8 @@ type fixture struct {
 	// httpClient is the operator's HTTP client for Flink REST calls (nil:
 	// the controller's default).
 	httpClient *http.Client
+	// jobBackup keeps a FlinkDeployment a test deleted, to bring it back.
+	jobBackup *v1beta1.FlinkDeployment
 }
 
 type crash struct{}
