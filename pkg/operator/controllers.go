@@ -17,6 +17,7 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	flinkcache "github.com/flinkops/flink-operator/pkg/cache"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/controller/controllerctx"
 	"github.com/flinkops/flink-operator/pkg/controller/deployment"
 	"github.com/flinkops/flink-operator/pkg/controller/jobmanager"
 	"github.com/flinkops/flink-operator/pkg/controller/sessionjob"
@@ -68,9 +69,12 @@ func newControllers(ctx context.Context, cl clients, inf *Informers, opts Option
 	// The live JobManager Deployments and REST Services, from the informers
 	// the FlinkDeployment controller watches too: the snapshot and session
 	// job controllers reach a cluster in the version it runs.
-	jobManagers := jobmanager.NewLookup(inf.Kube)
-	snapshotOpts := snapshot.Options{Config: opts.Config, HTTPClient: httpClient, Endpoints: endpoints,
-		AdmissionGuard: snapshotGuard(reviewKeys(opts.reviewKey)), JobManagers: jobManagers}
+	cc := controllerctx.Context{
+		Client: flink, Kube: kube, Caches: caches, Recorder: recorder, Config: opts.Config,
+		Endpoints: endpoints, HTTPClient: httpClient, JobManagers: jobmanager.NewLookup(inf.Kube),
+		SnapshotCRDMissing: opts.snapshotCRDMissing, ReviewKeys: reviewKeys(opts.reviewKey),
+	}
+	snapshotOpts := snapshot.Options{AdmissionGuard: snapshotGuard(cc.ReviewKeys)}
 	// Test fault points: none outside the faultinject build (faults_*.go).
 	if err := installFaults(ctx, &snapshotOpts); err != nil {
 		return nil, err
@@ -86,25 +90,19 @@ func newControllers(ctx context.Context, cl clients, inf *Informers, opts Option
 		delete(enabled, snapshot.QueueName)
 	}
 	if enabled[snapshot.QueueName] {
-		if c.snapshots, err = snapshot.New(flink, caches, recorder, snapshotOpts); err != nil {
+		if c.snapshots, err = snapshot.New(cc, snapshotOpts); err != nil {
 			return nil, fmt.Errorf("creating snapshot controller: %w", err)
 		}
 		c.unregister = append(c.unregister, metrics.RegisterSnapshotCounter(c.snapshots.CountSnapshots))
 	}
 	if enabled[deployment.QueueName] {
-		c.deployments, err = deployment.New(flink, kube, caches, inf.Kube, recorder, deployment.Options{
-			Config: opts.Config, HTTPClient: httpClient, Endpoints: endpoints,
-			SnapshotCRDMissing: opts.snapshotCRDMissing, ReviewKeys: reviewKeys(opts.reviewKey),
-		})
+		c.deployments, err = deployment.New(cc, inf.Kube, deployment.Options{})
 		if err != nil {
 			return nil, fmt.Errorf("creating FlinkDeployment controller: %w", err)
 		}
 	}
 	if enabled[sessionjob.QueueName] {
-		c.sessionJobs, err = sessionjob.New(flink, caches, recorder, sessionjob.Options{
-			Config: opts.Config, HTTPClient: httpClient, Endpoints: endpoints, JobManagers: jobManagers,
-			SnapshotCRDMissing: opts.snapshotCRDMissing, ReviewKeys: reviewKeys(opts.reviewKey),
-		})
+		c.sessionJobs, err = sessionjob.New(cc, sessionjob.Options{})
 		if err != nil {
 			return nil, fmt.Errorf("creating FlinkSessionJob controller: %w", err)
 		}

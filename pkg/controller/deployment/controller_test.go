@@ -15,6 +15,7 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	flinkcache "github.com/flinkops/flink-operator/pkg/cache"
 	"github.com/flinkops/flink-operator/pkg/cluster"
+	"github.com/flinkops/flink-operator/pkg/controller/controllerctx"
 	"github.com/flinkops/flink-operator/pkg/controller/controllertest"
 	"github.com/flinkops/flink-operator/pkg/generated/clientset/versioned/fake"
 	informers "github.com/flinkops/flink-operator/pkg/generated/informers/externalversions"
@@ -36,7 +37,8 @@ func TestRunWiresHandlers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctrl, err := New(client, kube, caches, map[string]kubeinformers.SharedInformerFactory{"": kfactory}, record.NewFakeRecorder(100), Options{})
+	ctrl, err := New(controllerctx.Context{Client: client, Kube: kube, Caches: caches, Recorder: record.NewFakeRecorder(100)},
+		map[string]kubeinformers.SharedInformerFactory{"": kfactory}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

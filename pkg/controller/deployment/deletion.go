@@ -25,7 +25,7 @@ func (c *Controller) syncDeletion(ctx context.Context, key string, cached *v1bet
 	if !slices.Contains(cached.Finalizers, Finalizer) {
 		return 0, nil
 	}
-	es, err := c.engine.NewState(ctx, key, cached, c.clock.Now())
+	es, err := c.engine.NewState(ctx, key, cached, c.Clock.Now())
 	if err != nil {
 		return 0, err
 	}
@@ -117,7 +117,7 @@ func (c *Controller) sessionJobsBlockDeletion(sc *syncState) (bool, error) {
 	if sc.Recorded == nil || sc.Recorded.Spec.Job != nil {
 		return false, nil
 	}
-	jobs, err := c.caches.SessionJobsOfCluster(sc.Obj.Namespace, sc.Obj.Name)
+	jobs, err := c.Caches.SessionJobsOfCluster(sc.Obj.Namespace, sc.Obj.Name)
 	if err != nil || len(jobs) == 0 {
 		return false, err
 	}

@@ -16,6 +16,7 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/cluster"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/controller/controllerctx"
 	"github.com/flinkops/flink-operator/pkg/controller/controllertest"
 	"github.com/flinkops/flink-operator/pkg/flink/fakejm"
 	"github.com/flinkops/flink-operator/pkg/webhook/review"
@@ -76,14 +77,17 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 
 // build makes the controller (Restart calls it).
 func (f *fixture) build() (sync controllertest.SyncFunc, err error) {
-	f.ctrl, err = New(f.Client, f.Kube, f.Caches, f.KubeFactories(), f.Recorder, Options{
+	f.ctrl, err = New(controllerctx.Context{
+		Client:             f.Client,
+		Kube:               f.Kube,
+		Caches:             f.Caches,
+		Recorder:           f.Recorder,
 		Config:             f.Config,
 		Clock:              f.Clock,
 		Endpoints:          controllertest.Endpoints(f.jms),
-		FaultPoint:         f.FaultPoint,
 		SnapshotCRDMissing: f.crdMissing,
 		ReviewKeys:         f.reviewKeys,
-	})
+	}, f.KubeFactories(), Options{FaultPoint: f.FaultPoint})
 	if err != nil {
 		return nil, err
 	}

@@ -224,7 +224,7 @@ func (c *Controller) steady(ctx context.Context, sc *syncState) error {
 // build computes the cluster's objects; the JobManager also carries the
 // Flink version it was built for.
 func (c *Controller) build(sc *syncState, spec v1beta1.FlinkDeploymentSpec, jobID, restore string) (*cluster.Cluster, error) {
-	in := cluster.Input{Deployment: sc.Obj, Spec: spec, OperatorConfig: c.cfg}
+	in := cluster.Input{Deployment: sc.Obj, Spec: spec, OperatorConfig: c.Config}
 	if spec.Job != nil {
 		in.JobID, in.RestorePath = jobID, restore
 	}
@@ -248,7 +248,7 @@ func (c *Controller) build(sc *syncState, spec v1beta1.FlinkDeploymentSpec, jobI
 // by someone else are left alone and reported.
 func (c *Controller) ensureObjects(sc *syncState, built *cluster.Cluster, createJM bool) error {
 	ns, o := sc.Obj.Namespace, sc.owned
-	core, apps := c.kube.CoreV1(), c.kube.AppsV1()
+	core, apps := c.Kube.CoreV1(), c.Kube.AppsV1()
 	create := metav1.CreateOptions{}
 	update := metav1.UpdateOptions{}
 
@@ -365,5 +365,5 @@ func mergeAnnotations(live, desired map[string]string) map[string]string {
 // snapshotRefPath resolves spec.job.initialStateSnapshotRef of dep
 // (snapshotref.Path: a cross-namespace reference needs the webhook's stamp).
 func (c *Controller) snapshotRefPath(dep *v1beta1.FlinkDeployment, ref *v1beta1.SnapshotReference) (string, error) {
-	return snapshotref.Path(c.caches, c.cfg, c.reviewKeys, "FlinkDeployment", dep, ref)
+	return snapshotref.Path(c.Caches, c.Config, c.ReviewKeys, "FlinkDeployment", dep, ref)
 }

@@ -32,6 +32,7 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	flinkcache "github.com/flinkops/flink-operator/pkg/cache"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/controller/controllerctx"
 	"github.com/flinkops/flink-operator/pkg/controller/snapshot"
 	"github.com/flinkops/flink-operator/pkg/flink"
 	"github.com/flinkops/flink-operator/pkg/flink/fakejm"
@@ -219,17 +220,17 @@ func newScaleSim(tb testing.TB, cfg scaleConfig) *scaleSim {
 	}
 	opConf := config.Defaults()
 	endpoints := func(d *v1beta1.FlinkDeployment, _ int) (string, error) { return "http://" + d.Name + ".jm", nil }
-	s.deps, err = New(s.client, s.kube, s.caches, map[string]kubeinformers.SharedInformerFactory{"": s.kfactory}, &record.FakeRecorder{}, Options{
-		Config: opConf, Clock: s.clock, Endpoints: endpoints,
-		HTTPClient: &http.Client{Transport: countingTransport{s.net, &s.res.restDeploy}},
-	})
+	cc := controllerctx.Context{Client: s.client, Kube: s.kube, Caches: s.caches, Recorder: &record.FakeRecorder{},
+		Config: opConf, Clock: s.clock, Endpoints: endpoints}
+	deployCtx := cc
+	deployCtx.HTTPClient = &http.Client{Transport: countingTransport{s.net, &s.res.restDeploy}}
+	s.deps, err = New(deployCtx, map[string]kubeinformers.SharedInformerFactory{"": s.kfactory}, Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	s.snaps, err = snapshot.New(s.client, s.caches, &record.FakeRecorder{}, snapshot.Options{
-		Config: opConf, Clock: s.clock, Endpoints: endpoints,
-		HTTPClient: &http.Client{Transport: countingTransport{s.net, &s.res.restSnapshot}},
-	})
+	snapCtx := cc
+	snapCtx.HTTPClient = &http.Client{Transport: countingTransport{s.net, &s.res.restSnapshot}}
+	s.snaps, err = snapshot.New(snapCtx, snapshot.Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -50,7 +50,7 @@ func (c *Controller) Sync(ctx context.Context, key string) (time.Duration, error
 	if err != nil {
 		return 0, err
 	}
-	cached, err := c.caches.Deployment(ns, name)
+	cached, err := c.Caches.Deployment(ns, name)
 	if apierrors.IsNotFound(err) {
 		return 0, nil
 	} else if err != nil {
@@ -88,7 +88,7 @@ func (c *Controller) newSync(st *jobengine.State[*v1beta1.FlinkDeployment, v1bet
 		// Only the operator configuration can have changed since the spec
 		// was accepted: act on the operator's values and say so.
 		sc.Fail(jobengine.ReasonValidationError, "spec.flinkConfiguration: %v", err)
-		sc.Cfg = c.cfg
+		sc.Cfg = c.Config
 	}
 	if sc.owned, err = c.owned.objectsOf(sc.Base); err != nil {
 		return nil, err

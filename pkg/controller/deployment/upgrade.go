@@ -114,7 +114,7 @@ func (c *Controller) teardown(sc *syncState) bool {
 		name := d.Name
 		sc.AfterStatusWrite("delete Deployment "+name, func(ctx context.Context) error {
 			policy := metav1.DeletePropagationForeground
-			err := c.kube.AppsV1().Deployments(ns).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &policy})
+			err := c.Kube.AppsV1().Deployments(ns).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &policy})
 			if err != nil && !apierrors.IsNotFound(err) {
 				return fmt.Errorf("deleting Deployment %s/%s: %w", ns, name, err)
 			}
@@ -124,7 +124,7 @@ func (c *Controller) teardown(sc *syncState) bool {
 	if waiting && haEnabled(sc.Cfg) && jobengine.UpgradeMode(&sc.Recorded.Spec) != v1beta1.UpgradeModeLastState {
 		selector := labels.SelectorFromSet(labels.Set{"app": sc.Obj.Name, "configmap-type": "high-availability"}).String()
 		sc.AfterStatusWrite("delete HA ConfigMaps", func(ctx context.Context) error {
-			err := c.kube.CoreV1().ConfigMaps(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: selector})
+			err := c.Kube.CoreV1().ConfigMaps(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: selector})
 			if err != nil && !apierrors.IsNotFound(err) {
 				return fmt.Errorf("deleting HA ConfigMaps of %s/%s: %w", ns, sc.Obj.Name, err)
 			}

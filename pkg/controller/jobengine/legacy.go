@@ -81,38 +81,21 @@ func (s *State[T, S]) legacyReconcile(ctx context.Context, view snapshots.JobVie
 	running := view.Running && s.legacyHealthy
 	sp, cp := view.ReconciledSavepointNonce, view.ReconciledCheckpointNonce
 
-	due := snapshots.LegacyDue(v1beta1.SnapshotTypeSavepoint, snapshots.LegacyJob{
+	if n, due := s.legacyTriggerIfDue(v1beta1.SnapshotTypeSavepoint, snapshots.LegacyJob{
 		Config: s.Cfg, Running: running, Pending: js.SavepointInfo != nil && js.SavepointInfo.TriggerID != "",
 		Nonce: view.SavepointNonce, Reconciled: view.ReconciledSavepointNonce,
 		LastPeriodic: lastPeriodicSavepoint(js), Since: view.Since,
-	}, s.Now)
-	if due.Warning != "" {
-		s.Fail(ReasonValidationError, "spec.flinkConfiguration: %s", due.Warning)
+	}, s.legacyTriggerSavepoint); due {
+		sp = n
 	}
-	if due.Type != "" {
-		s.legacyTriggerSavepoint(due.Type)
-		if due.Type == v1beta1.SnapshotTriggerManual {
-			sp = due.Nonce
-		}
-	}
-	s.RequeueWithin(due.RequeueAfter)
-
 	if view.CheckpointsSupported {
-		due := snapshots.LegacyDue(v1beta1.SnapshotTypeCheckpoint, snapshots.LegacyJob{
+		if n, due := s.legacyTriggerIfDue(v1beta1.SnapshotTypeCheckpoint, snapshots.LegacyJob{
 			Config: s.Cfg, Running: running, Pending: js.CheckpointInfo != nil && js.CheckpointInfo.TriggerID != "",
 			Nonce: view.CheckpointNonce, Reconciled: view.ReconciledCheckpointNonce,
 			LastPeriodic: lastPeriodicCheckpoint(js), Since: view.Since,
-		}, s.Now)
-		if due.Warning != "" {
-			s.Fail(ReasonValidationError, "spec.flinkConfiguration: %s", due.Warning)
+		}, s.legacyTriggerCheckpoint); due {
+			cp = n
 		}
-		if due.Type != "" {
-			s.legacyTriggerCheckpoint(due.Type)
-			if due.Type == v1beta1.SnapshotTriggerManual {
-				cp = due.Nonce
-			}
-		}
-		s.RequeueWithin(due.RequeueAfter)
 	}
 
 	if !handleNonces {
@@ -131,6 +114,21 @@ func (s *State[T, S]) legacyReconcile(ctx context.Context, view snapshots.JobVie
 		cp = view.CheckpointNonce
 	}
 	return legacyNonces{Savepoint: sp, Checkpoint: cp, Record: true}
+}
+
+// legacyTriggerIfDue triggers a snapshot of typ when its schedule or a
+// manual nonce says so; manual reports a MANUAL trigger and its nonce.
+func (s *State[T, S]) legacyTriggerIfDue(typ string, job snapshots.LegacyJob, trigger func(v1beta1.SnapshotTriggerType)) (nonce *int64, manual bool) {
+	due := snapshots.LegacyDue(typ, job, s.Now)
+	if due.Warning != "" {
+		s.Fail(ReasonValidationError, "spec.flinkConfiguration: %s", due.Warning)
+	}
+	s.RequeueWithin(due.RequeueAfter)
+	if due.Type == "" {
+		return nil, false
+	}
+	trigger(due.Type)
+	return due.Nonce, due.Type == v1beta1.SnapshotTriggerManual
 }
 
 // UpgradeBlocked reports whether a spec upgrade must wait: a legacy
@@ -283,18 +281,23 @@ type inFlight struct {
 	reset    func()
 }
 
-// observeSavepoint follows the legacy savepoint in flight (PERIODIC or
-// MANUAL; an UPGRADE trigger is the stop-with-savepoint's).
+// manualNonce is the recorded nonce a MANUAL trigger was made for (nil for
+// other triggers).
+func (s *State[T, S]) manualNonce(trigger v1beta1.SnapshotTriggerType, of func(*v1beta1.JobSpec) *int64) *int64 {
+	if trigger != v1beta1.SnapshotTriggerManual || s.recordedJob() == nil {
+		return nil
+	}
+	return of(s.recordedJob())
+}
+
+// legacyObserveSavepoint follows the legacy savepoint in flight (PERIODIC
+// or MANUAL; an UPGRADE trigger is the stop-with-savepoint's).
 func (s *State[T, S]) legacyObserveSavepoint(ctx context.Context) {
-	info := s.JobStatus().SavepointInfo
+	info, jobID := s.JobStatus().SavepointInfo, s.JobStatus().JobID
 	if !snapshots.LegacySavepointPending(info) {
 		return
 	}
-	var nonce *int64
-	if info.TriggerType == v1beta1.SnapshotTriggerManual && s.recordedJob() != nil {
-		nonce = s.recordedJob().SavepointTriggerNonce
-	}
-	jobID := s.JobStatus().JobID
+	nonce := s.manualNonce(info.TriggerType, func(j *v1beta1.JobSpec) *int64 { return j.SavepointTriggerNonce })
 	s.legacyObserve(ctx, inFlight{
 		typ: v1beta1.SnapshotTypeSavepoint, reason: ReasonSavepointError, graceKey: config.KeySavepointTriggerGracePeriod,
 		id: &info.TriggerID, triggerType: info.TriggerType, triggered: time.UnixMilli(deref(info.TriggerTimestamp)), nonce: nonce,
@@ -310,30 +313,25 @@ func (s *State[T, S]) legacyObserveSavepoint(ctx context.Context) {
 	})
 }
 
-// observeCheckpoint follows the legacy checkpoint in flight.
+// legacyObserveCheckpoint follows the legacy checkpoint in flight.
 func (s *State[T, S]) legacyObserveCheckpoint(ctx context.Context) {
-	info := s.JobStatus().CheckpointInfo
+	info, jobID := s.JobStatus().CheckpointInfo, s.JobStatus().JobID
 	if !snapshots.LegacyCheckpointPending(info) {
 		return
 	}
-	var nonce *int64
-	if info.TriggerType == v1beta1.SnapshotTriggerManual && s.recordedJob() != nil {
-		nonce = s.recordedJob().CheckpointTriggerNonce
+	nonce := s.manualNonce(info.TriggerType, func(j *v1beta1.JobSpec) *int64 { return j.CheckpointTriggerNonce })
+	t := inFlight{typ: v1beta1.SnapshotTypeCheckpoint, reason: ReasonCheckpointError, graceKey: config.KeyCheckpointTriggerGracePeriod,
+		id: &info.TriggerID, triggerType: info.TriggerType, triggered: time.UnixMilli(deref(info.TriggerTimestamp)), nonce: nonce}
+	t.post = func(id string) { s.legacyPostCheckpoint(jobID, id, info.FormatType) }
+	t.poll = func(ctx context.Context, id string) (outcome, string, any) {
+		res, err := s.Client.CheckpointStatus(ctx, jobID, id)
+		o, cause := legacyClassify(err, res.Pending(), res.Failed(), failureMessage(res.Failure))
+		return o, cause, res.Value
 	}
-	jobID := s.JobStatus().JobID
-	s.legacyObserve(ctx, inFlight{
-		typ: v1beta1.SnapshotTypeCheckpoint, reason: ReasonCheckpointError, graceKey: config.KeyCheckpointTriggerGracePeriod,
-		id: &info.TriggerID, triggerType: info.TriggerType, triggered: time.UnixMilli(deref(info.TriggerTimestamp)), nonce: nonce,
-		post: func(id string) { s.legacyPostCheckpoint(jobID, id, info.FormatType) },
-		poll: func(ctx context.Context, id string) (outcome, string, any) {
-			res, err := s.Client.CheckpointStatus(ctx, jobID, id)
-			o, cause := legacyClassify(err, res.Pending(), res.Failed(), failureMessage(res.Failure))
-			return o, cause, res.Value
-		},
-		complete: func(any) { snapshots.CompleteLegacyCheckpoint(info, nonce) },
-		giveUp:   func() { snapshots.FailLegacyCheckpoint(info) },
-		reset:    func() { snapshots.ResetLegacyCheckpointTrigger(info) },
-	})
+	t.complete = func(any) { snapshots.CompleteLegacyCheckpoint(info, nonce) }
+	t.giveUp = func() { snapshots.FailLegacyCheckpoint(info) }
+	t.reset = func() { snapshots.ResetLegacyCheckpointTrigger(info) }
+	s.legacyObserve(ctx, t)
 }
 
 // observe polls a legacy trigger in flight by its id: pending → look again;

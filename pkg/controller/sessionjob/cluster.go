@@ -51,7 +51,7 @@ func (c *Controller) resolveCluster(sc *syncState) bool {
 		sc.Fail(jobengine.ReasonValidationError, "spec.deploymentName is required: the name of a session FlinkDeployment in namespace %s", ns)
 		return false
 	}
-	dep, err := c.caches.Deployment(ns, name)
+	dep, err := c.Caches.Deployment(ns, name)
 	switch {
 	case apierrors.IsNotFound(err):
 		sc.Fail(ReasonSessionCluster, "Session cluster FlinkDeployment %s/%s not found", ns, name)
@@ -66,7 +66,7 @@ func (c *Controller) resolveCluster(sc *syncState) bool {
 		c.retryCluster(sc)
 		return false
 	}
-	cfg, err := jobmanager.EffectiveConfig(c.cfg, dep.Spec.FlinkConfiguration)
+	cfg, err := jobmanager.EffectiveConfig(c.Config, dep.Spec.FlinkConfiguration)
 	if err == nil {
 		cfg, err = jobmanager.EffectiveConfig(cfg, sc.specForConfig().FlinkConfiguration)
 	}
@@ -74,7 +74,7 @@ func (c *Controller) resolveCluster(sc *syncState) bool {
 		sc.Fail(jobengine.ReasonValidationError, "spec.flinkConfiguration: %v", err)
 		return false
 	}
-	objs, err := c.jobManagers.Objects(dep)
+	objs, err := c.JobManagers.Objects(dep)
 	if err != nil {
 		sc.Fail(ReasonSessionCluster, "Session cluster FlinkDeployment %s/%s: %v", ns, name, err)
 		c.retryCluster(sc)
@@ -118,7 +118,7 @@ func (sc *syncState) clusterReady() bool {
 // in the Flink version and on the port the running cluster has
 // (pkg/controller/jobmanager), read afresh from the caches.
 func (c *Controller) flinkClient(sc *syncState) (*flink.Client, error) {
-	objs, err := c.jobManagers.Objects(sc.cluster)
+	objs, err := c.JobManagers.Objects(sc.cluster)
 	if err != nil {
 		return nil, err
 	}

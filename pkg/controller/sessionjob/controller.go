@@ -8,20 +8,14 @@ import (
 
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/utils/clock"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	flinkcache "github.com/flinkops/flink-operator/pkg/cache"
-	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/controller/controllerctx"
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/controller/jobmanager"
 	"github.com/flinkops/flink-operator/pkg/controller/workers"
-	"github.com/flinkops/flink-operator/pkg/endpoints"
-	clientset "github.com/flinkops/flink-operator/pkg/generated/clientset/versioned"
-	"github.com/flinkops/flink-operator/pkg/snapshots"
-	"github.com/flinkops/flink-operator/pkg/webhook/review"
 )
 
 // QueueName names the controller's workqueue (and its metrics).
@@ -31,23 +25,12 @@ const QueueName = "flinksessionjob"
 // JOSDK-derived name).
 const Finalizer = "flinksessionjobs.flink.apache.org/finalizer"
 
-// Options configure the controller; zero values get defaults.
+// Options are this controller's own settings; what all controllers share
+// is a controllerctx.Context.
 type Options struct {
-	// Config is the operator-wide configuration.
-	Config config.Config
-	// Clock is the time source (a fake one in tests).
-	Clock clock.WithTicker
-	// Endpoints resolves the session cluster's JobManager REST URL;
-	// default endpoints.Service.
-	Endpoints endpoints.Resolver
-	// HTTPClient carries Flink REST calls (instrumented by the operator).
-	HTTPClient *http.Client
 	// ArtifactClient downloads http(s) jarURIs; default a client with a
 	// 5-minute timeout.
 	ArtifactClient *http.Client
-	// NewTriggerID picks stop-with-savepoint trigger ids; default
-	// snapshots.NewTriggerID.
-	NewTriggerID func() string
 	// FaultPoint, when set, is called at every point where a crash must be
 	// survivable: after a pre-commit write ("pre-commit:<what>"), after the
 	// status write ("status-written") and after each action that follows
@@ -64,38 +47,19 @@ type Options struct {
 	// JarDir holds downloaded jars until they are uploaded; default the
 	// system's temporary directory.
 	JarDir string
-	// SnapshotCRDMissing says the FlinkStateSnapshot CRD is not installed:
-	// upgrade and deletion savepoints are recorded in the legacy
-	// jobStatus.savepointInfo instead.
-	SnapshotCRDMissing bool
-	// ReviewKeys verify the admission webhook's stamp on an object whose
-	// spec.job.initialStateSnapshotRef names another namespace
-	// (pkg/webhook/review); without a valid stamp such a reference is never
-	// used.
-	ReviewKeys review.Keys
-	// JobManagers reads the session cluster's live JobManager Deployment
-	// and REST Service (pkg/controller/jobmanager: they decide the Flink
-	// version and port the cluster speaks); default jobmanager.NoObjects.
-	JobManagers jobmanager.Lookup
 }
 
 // Controller reconciles FlinkSessionJobs: jobs submitted through the REST
 // API of a session cluster (a FlinkDeployment without spec.job).
 type Controller struct {
-	client   clientset.Interface
-	caches   *flinkcache.Caches
-	recorder record.EventRecorder
-	queue    workqueue.TypedRateLimitingInterface[string]
+	controllerctx.Context // clients, caches, recorder, clock, configuration
 
-	cfg            config.Config
-	clock          clock.WithTicker
-	jobManagers    jobmanager.Lookup
+	queue          workqueue.TypedRateLimitingInterface[string]
 	dialer         jobmanager.Dialer
 	artifactClient *http.Client
 	faultPoint     func(key, point string)
 	engine         *jobengine.Engine[*v1beta1.FlinkSessionJob, v1beta1.FlinkSessionJobSpec]
 
-	reviewKeys review.Keys
 	// submissions are the background jar submissions (submissions.go).
 	submissions *submissions
 	// clusterMisses counts consecutive syncs of a key that found no usable
@@ -106,27 +70,11 @@ type Controller struct {
 
 // New creates the controller and registers its event handlers on the
 // FlinkSessionJob, FlinkDeployment and FlinkStateSnapshot informers.
-func New(client clientset.Interface, caches *flinkcache.Caches, recorder record.EventRecorder, opts Options) (*Controller, error) {
-	if opts.Config == nil {
-		opts.Config = config.Defaults()
-	}
-	if opts.Clock == nil {
-		opts.Clock = clock.RealClock{}
-	}
-	if opts.Endpoints == nil {
-		opts.Endpoints = endpoints.Service
-	}
-	if opts.HTTPClient == nil {
-		opts.HTTPClient = http.DefaultClient
-	}
-	if opts.JobManagers == nil {
-		opts.JobManagers = jobmanager.NoObjects
-	}
+func New(cc controllerctx.Context, opts Options) (*Controller, error) {
+	cc = cc.WithDefaults()
+	caches := cc.Caches
 	if opts.ArtifactClient == nil {
 		opts.ArtifactClient = &http.Client{Timeout: 5 * time.Minute}
-	}
-	if opts.NewTriggerID == nil {
-		opts.NewTriggerID = snapshots.NewTriggerID
 	}
 	if opts.MaxConcurrentSubmissions <= 0 {
 		opts.MaxConcurrentSubmissions = defaultMaxSubmissions
@@ -135,25 +83,16 @@ func New(client clientset.Interface, caches *flinkcache.Caches, recorder record.
 		opts.MaxJarBytes = defaultMaxJarBytes
 	}
 	c := &Controller{
-		client:   client,
-		caches:   caches,
-		recorder: recorder,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: QueueName, Clock: opts.Clock},
-		),
-		cfg:            opts.Config,
-		clock:          opts.Clock,
-		jobManagers:    opts.JobManagers,
-		dialer:         jobmanager.Dialer{Endpoints: opts.Endpoints, HTTPClient: opts.HTTPClient},
+		Context:        cc,
+		queue:          cc.NewQueue(QueueName),
+		dialer:         cc.Dialer(),
 		artifactClient: opts.ArtifactClient,
 		faultPoint:     opts.FaultPoint,
-		reviewKeys:     opts.ReviewKeys,
 		submissions:    newSubmissions(opts.MaxConcurrentSubmissions, opts.MaxJarBytes, opts.JarDir),
 	}
 	c.engine = &jobengine.Engine[*v1beta1.FlinkSessionJob, v1beta1.FlinkSessionJobSpec]{
-		Client: client, Recorder: recorder, Caches: caches, Operator: opts.Config, Clock: opts.Clock,
-		SnapshotCRDMissing: opts.SnapshotCRDMissing, NewTriggerID: opts.NewTriggerID,
+		Client: cc.Client, Recorder: cc.Recorder, Caches: caches, Operator: cc.Config, Clock: cc.Clock,
+		SnapshotCRDMissing: cc.SnapshotCRDMissing, NewTriggerID: cc.NewTriggerID,
 		Fault: opts.FaultPoint,
 	}
 	err := caches.AddEventHandlers(flinkcache.Handlers{
@@ -193,7 +132,7 @@ func (c *Controller) clusterChanged(oldObj, newObj any) {
 		o.Status.ReconciliationStatus.State == n.Status.ReconciliationStatus.State {
 		return
 	}
-	jobs, err := c.caches.SessionJobsOfCluster(n.Namespace, n.Name)
+	jobs, err := c.Caches.SessionJobsOfCluster(n.Namespace, n.Name)
 	if err != nil {
 		utilruntime.HandleError(err)
 		return
@@ -209,7 +148,7 @@ func (c *Controller) Run(ctx context.Context, n int) {
 	defer c.submissions.stop()
 	workers.Loop{
 		Name: QueueName, KeyName: "flinksessionjob", Queue: c.queue, Sync: c.Sync,
-		Synced: []cache.InformerSynced{c.caches.HasSynced, c.jobManagers.HasSynced},
+		Synced: []cache.InformerSynced{c.Caches.HasSynced, c.JobManagers.HasSynced},
 	}.Run(ctx, n)
 }
 

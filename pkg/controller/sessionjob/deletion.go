@@ -26,7 +26,7 @@ func (c *Controller) syncDeletion(ctx context.Context, key string, cached *v1bet
 	if !slices.Contains(cached.Finalizers, Finalizer) {
 		return 0, nil
 	}
-	es, err := c.engine.NewState(ctx, key, cached, c.clock.Now())
+	es, err := c.engine.NewState(ctx, key, cached, c.Clock.Now())
 	if err != nil {
 		return 0, err
 	}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/controller/controllerctx"
 	"github.com/flinkops/flink-operator/pkg/controller/controllertest"
 	"github.com/flinkops/flink-operator/pkg/flink"
 	"github.com/flinkops/flink-operator/pkg/flink/fakejm"
@@ -71,20 +72,22 @@ func newFixture(t *testing.T) *fixture {
 
 // build makes the controller (Restart calls it).
 func (f *fixture) build() (sync controllertest.SyncFunc, err error) {
-	f.ctrl, err = New(f.Client, f.Caches, f.Recorder, Options{
-		Config: f.Config,
-		Clock:  f.Clock,
+	f.ctrl, err = New(controllerctx.Context{
+		Client:   f.Client,
+		Caches:   f.Caches,
+		Recorder: f.Recorder,
+		Config:   f.Config,
+		Clock:    f.Clock,
 		Endpoints: func(d *v1beta1.FlinkDeployment, _ int) (string, error) {
 			if d.Name != "session" {
 				return "", fmt.Errorf("no JobManager for %s", d.Name)
 			}
 			return f.jm.URL(), nil // f.jm, which a test may replace
 		},
-		FaultPoint:         f.FaultPoint,
 		NewTriggerID:       controllertest.SeqTriggerIDs(),
 		SnapshotCRDMissing: f.crdMissing,
 		ReviewKeys:         f.reviewKeys,
-	})
+	}, Options{FaultPoint: f.FaultPoint})
 	if err != nil {
 		return nil, err
 	}

@@ -58,7 +58,7 @@ func (f *fixture) upgradingSession(recorded, running flink.Version) {
 	if err := factory.Core().V1().Services().Informer().GetIndexer().Add(svc); err != nil {
 		f.T.Fatal(err)
 	}
-	f.ctrl.jobManagers = lookup
+	f.ctrl.JobManagers = lookup
 }
 
 // A session job with its own flinkConfiguration (sent with the jar run,

@@ -73,7 +73,7 @@ func (c *Controller) upgradeWaitsForSavepoint(sc *syncState, change jobengine.Ch
 // validate applies the rules the webhook applies (pkg/validation), against
 // the session cluster as it is now.
 func (c *Controller) validate(sc *syncState) error {
-	_, err := validation.SessionJob(sc.Obj, sc.cluster, c.cfg)
+	_, err := validation.SessionJob(sc.Obj, sc.cluster, c.Config)
 	return err
 }
 
@@ -139,7 +139,7 @@ func (c *Controller) startUpgrade(ctx context.Context, sc *syncState, change job
 // resolveConfig recomputes the effective configuration for the recorded
 // spec (its flinkConfiguration may just have changed).
 func (c *Controller) resolveConfig(sc *syncState) error {
-	cfg, err := jobmanager.EffectiveConfig(c.cfg, sc.cluster.Spec.FlinkConfiguration)
+	cfg, err := jobmanager.EffectiveConfig(c.Config, sc.cluster.Spec.FlinkConfiguration)
 	if err == nil {
 		cfg, err = jobmanager.EffectiveConfig(cfg, sc.Recorded.Spec.FlinkConfiguration)
 	}
@@ -264,5 +264,5 @@ func (c *Controller) steady(ctx context.Context, sc *syncState) error {
 // snapshotRefPath resolves spec.job.initialStateSnapshotRef of sj
 // (snapshotref.Path: a cross-namespace reference needs the webhook's stamp).
 func (c *Controller) snapshotRefPath(sj *v1beta1.FlinkSessionJob, ref *v1beta1.SnapshotReference) (string, error) {
-	return snapshotref.Path(c.caches, c.cfg, c.reviewKeys, "FlinkSessionJob", sj, ref)
+	return snapshotref.Path(c.Caches, c.Config, c.ReviewKeys, "FlinkSessionJob", sj, ref)
 }

@@ -249,7 +249,7 @@ func (c *Controller) gateSubmission(ctx context.Context, key string, sj *v1beta1
 			from = t.restore
 		}
 		log.Info("Submitted job", "cluster", t.cluster, "restorePath", t.restore)
-		c.recorder.Eventf(sj, corev1.EventTypeNormal, jobengine.ReasonSubmit, "Submitted job %s to session cluster %s from %s", t.id.jobID, t.cluster, from)
+		c.Recorder.Eventf(sj, corev1.EventTypeNormal, jobengine.ReasonSubmit, "Submitted job %s to session cluster %s from %s", t.id.jobID, t.cluster, from)
 	case abandoned:
 		// Its outcome no longer matters (a cut-short attempt is no failure
 		// to report or back off from): the sync decides afresh, and if the
@@ -290,7 +290,7 @@ func retryableSubmitError(err error) bool {
 // submitPoll is how often a sync waiting for a running submission looks
 // again, should the completion's enqueue be lost: a safety net only.
 func (c *Controller) submitPoll() time.Duration {
-	d, err := c.cfg.Duration(config.KeyProgressCheckInterval)
+	d, err := c.Config.Duration(config.KeyProgressCheckInterval)
 	if err != nil || d <= 0 {
 		return 10 * time.Second
 	}
@@ -336,7 +336,7 @@ func (c *Controller) startSubmission(ctx context.Context, sc *syncState, id subm
 func (c *Controller) runSubmission(ctx, fetchCtx context.Context, t *submitTask, client *flink.Client, req flink.JarRunRequest) {
 	what, err := c.submissionSteps(ctx, fetchCtx, t, client, req)
 	t.mu.Lock()
-	t.what, t.err, t.phase, t.finished = what, err, "done", c.clock.Now()
+	t.what, t.err, t.phase, t.finished = what, err, "done", c.Clock.Now()
 	t.mu.Unlock()
 	close(t.done)
 	// The sync that follows takes the outcome over.

@@ -50,7 +50,7 @@ func (c *Controller) Sync(ctx context.Context, key string) (time.Duration, error
 	if err != nil {
 		return 0, err
 	}
-	cached, err := c.caches.SessionJob(ns, name)
+	cached, err := c.Caches.SessionJob(ns, name)
 	if apierrors.IsNotFound(err) {
 		c.clusterMisses.Delete(key)
 		c.submissions.forget(key)
@@ -86,7 +86,7 @@ func (c *Controller) Sync(ctx context.Context, key string) (time.Duration, error
 // newSync adds this controller's part to the engine's sync state.
 func (c *Controller) newSync(st *jobengine.State[*v1beta1.FlinkSessionJob, v1beta1.FlinkSessionJobSpec]) (*syncState, error) {
 	sc := &syncState{State: st}
-	sc.Cfg = c.cfg
+	sc.Cfg = c.Config
 	return sc, nil
 }
 

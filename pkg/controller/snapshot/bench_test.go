@@ -15,6 +15,7 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	flinkcache "github.com/flinkops/flink-operator/pkg/cache"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/controller/controllerctx"
 	"github.com/flinkops/flink-operator/pkg/flink"
 	"github.com/flinkops/flink-operator/pkg/flink/fakejm"
 	"github.com/flinkops/flink-operator/pkg/generated/clientset/versioned/fake"
@@ -96,11 +97,14 @@ func newBenchHarness(b *testing.B, jobs, perJob int) *benchHarness {
 		b.Fatal(err)
 	}
 	url := h.jm.URL()
-	h.ctrl, err = New(h.client, caches, &record.FakeRecorder{}, Options{
+	h.ctrl, err = New(controllerctx.Context{
+		Client:    h.client,
+		Caches:    caches,
+		Recorder:  &record.FakeRecorder{},
 		Config:    config.Defaults(),
 		Clock:     h.clock,
 		Endpoints: func(*v1beta1.FlinkDeployment, int) (string, error) { return url, nil },
-	})
+	}, Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

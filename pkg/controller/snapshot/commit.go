@@ -48,7 +48,7 @@ func (c *Controller) write(ctx context.Context, base, s *v1beta1.FlinkStateSnaps
 	if !equality.Semantic.DeepEqual(base.Status, s.Status) {
 		toWrite := latest.DeepCopy()
 		toWrite.Status = s.Status
-		written, err := c.client.FlinkV1beta1().FlinkStateSnapshots(s.Namespace).UpdateStatus(ctx, toWrite, metav1.UpdateOptions{})
+		written, err := c.Client.FlinkV1beta1().FlinkStateSnapshots(s.Namespace).UpdateStatus(ctx, toWrite, metav1.UpdateOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("updating status of snapshot %s/%s: %w", s.Namespace, s.Name, err)
 		}
@@ -63,7 +63,7 @@ func (c *Controller) write(ctx context.Context, base, s *v1beta1.FlinkStateSnaps
 		if snapshots.IsSavepoint(s) {
 			reason = ReasonSavepointError
 		}
-		c.recorder.Event(s, "Warning", reason, s.Status.Error)
+		c.Recorder.Event(s, "Warning", reason, s.Status.Error)
 		metrics.SnapshotFailures.WithLabelValues(s.Namespace, lower(snapshots.Type(s))).Inc()
 	}
 	if base.Status.State != s.Status.State {
@@ -90,7 +90,7 @@ func (c *Controller) writeMetadata(ctx context.Context, base, s *v1beta1.FlinkSt
 	}
 	toWrite := base.DeepCopy()
 	toWrite.Labels, toWrite.Finalizers = labels, finalizers
-	written, err := c.client.FlinkV1beta1().FlinkStateSnapshots(s.Namespace).Update(ctx, toWrite, metav1.UpdateOptions{})
+	written, err := c.Client.FlinkV1beta1().FlinkStateSnapshots(s.Namespace).Update(ctx, toWrite, metav1.UpdateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("updating labels of snapshot %s/%s: %w", s.Namespace, s.Name, err)
 	}
@@ -110,13 +110,13 @@ func (c *Controller) stateChanged(_ context.Context, logger klog.Logger, old, s 
 	switch s.Status.State {
 	case v1beta1.SnapshotCompleted:
 		if triggered, ok := snapshots.ParseTime(s.Status.TriggerTimestamp); ok && !snapshots.AlreadyExists(s) {
-			metrics.SnapshotDuration.WithLabelValues(typ, string(snapshots.TriggerType(s))).Observe(c.clock.Since(triggered).Seconds())
+			metrics.SnapshotDuration.WithLabelValues(typ, string(snapshots.TriggerType(s))).Observe(c.Clock.Since(triggered).Seconds())
 		}
 		if !snapshots.AlreadyExists(s) {
-			c.recorder.Eventf(s, "Normal", ReasonSnapshotCompleted, "%s completed: %s", snapshots.Type(s), s.Status.Path)
+			c.Recorder.Eventf(s, "Normal", ReasonSnapshotCompleted, "%s completed: %s", snapshots.Type(s), s.Status.Path)
 		}
 	case v1beta1.SnapshotAbandoned:
-		c.recorder.Event(s, "Warning", ReasonSnapshotAbandoned, s.Status.Error)
+		c.Recorder.Event(s, "Warning", ReasonSnapshotAbandoned, s.Status.Error)
 		metrics.SnapshotAbandoned.WithLabelValues(s.Namespace, typ).Inc()
 	}
 }

@@ -6,23 +6,19 @@ package snapshot
 
 import (
 	"context"
-	"net/http"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/utils/clock"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	flinkcache "github.com/flinkops/flink-operator/pkg/cache"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/controller/controllerctx"
 	"github.com/flinkops/flink-operator/pkg/controller/jobmanager"
 	"github.com/flinkops/flink-operator/pkg/controller/workers"
-	"github.com/flinkops/flink-operator/pkg/endpoints"
-	clientset "github.com/flinkops/flink-operator/pkg/generated/clientset/versioned"
 	"github.com/flinkops/flink-operator/pkg/metrics"
 	"github.com/flinkops/flink-operator/pkg/snapshots"
 )
@@ -30,18 +26,9 @@ import (
 // QueueName names the controller's workqueue (and its metrics).
 const QueueName = "flinkstatesnapshot"
 
-// Options configure the controller; zero values get defaults.
+// Options are this controller's own settings; what all controllers share
+// is a controllerctx.Context.
 type Options struct {
-	// Config is the operator-wide configuration.
-	Config config.Config
-	// Clock is the time source (a fake one in tests).
-	Clock clock.WithTicker
-	// Endpoints resolves JobManager REST URLs; default endpoints.Service.
-	Endpoints endpoints.Resolver
-	// HTTPClient carries Flink REST calls (instrumented by the operator).
-	HTTPClient *http.Client
-	// NewTriggerID picks Flink trigger ids; default snapshots.NewTriggerID.
-	NewTriggerID func() string
 	// AfterIntentWritten, when set, runs right after a trigger's intent
 	// (IN_PROGRESS + trigger id) is written and before Flink is called. It
 	// exists for crash tests.
@@ -53,26 +40,16 @@ type Options struct {
 	// (nil, or an error) no cross-namespace reference is acted on, even with
 	// kubernetes.operator.snapshot.cross-namespace-references.enabled.
 	AdmissionGuard func(ctx context.Context, s *v1beta1.FlinkStateSnapshot) error
-	// JobManagers reads a cluster's live JobManager Deployment and REST
-	// Service (pkg/controller/jobmanager: they decide the Flink version and
-	// port the running cluster speaks); default jobmanager.NoObjects.
-	JobManagers jobmanager.Lookup
 }
 
 // Controller reconciles FlinkStateSnapshots.
 type Controller struct {
-	client   clientset.Interface
-	caches   *flinkcache.Caches
-	recorder record.EventRecorder
-	queue    workqueue.TypedRateLimitingInterface[string]
+	controllerctx.Context // clients, caches, recorder, clock, configuration
 
-	cfg          config.Config
-	clock        clock.WithTicker
-	jobManagers  jobmanager.Lookup
-	dialer       jobmanager.Dialer
-	newTriggerID func() string
-	afterIntent  func(string)
-	guard        func(ctx context.Context, s *v1beta1.FlinkStateSnapshot) error
+	queue       workqueue.TypedRateLimitingInterface[string]
+	dialer      jobmanager.Dialer
+	afterIntent func(string)
+	guard       func(ctx context.Context, s *v1beta1.FlinkStateSnapshot) error
 
 	// mu guards reserved: the snapshots this process has moved to
 	// IN_PROGRESS whose new state the cache may not show yet. Counting them
@@ -87,41 +64,16 @@ type Controller struct {
 }
 
 // New creates the controller and registers its event handlers on the caches.
-func New(client clientset.Interface, caches *flinkcache.Caches, recorder record.EventRecorder, opts Options) (*Controller, error) {
-	if opts.Config == nil {
-		opts.Config = config.Defaults()
-	}
-	if opts.Clock == nil {
-		opts.Clock = clock.RealClock{}
-	}
-	if opts.Endpoints == nil {
-		opts.Endpoints = endpoints.Service
-	}
-	if opts.HTTPClient == nil {
-		opts.HTTPClient = http.DefaultClient
-	}
-	if opts.NewTriggerID == nil {
-		opts.NewTriggerID = snapshots.NewTriggerID
-	}
-	if opts.JobManagers == nil {
-		opts.JobManagers = jobmanager.NoObjects
-	}
+func New(cc controllerctx.Context, opts Options) (*Controller, error) {
+	cc = cc.WithDefaults()
+	caches := cc.Caches
 	c := &Controller{
-		client:   client,
-		caches:   caches,
-		recorder: recorder,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: QueueName, Clock: opts.Clock},
-		),
-		cfg:          opts.Config,
-		clock:        opts.Clock,
-		jobManagers:  opts.JobManagers,
-		dialer:       jobmanager.Dialer{Endpoints: opts.Endpoints, HTTPClient: opts.HTTPClient},
-		newTriggerID: opts.NewTriggerID,
-		afterIntent:  opts.AfterIntentWritten,
-		guard:        opts.AdmissionGuard,
-		reserved:     map[string]string{},
+		Context:     cc,
+		queue:       cc.NewQueue(QueueName),
+		dialer:      cc.Dialer(),
+		afterIntent: opts.AfterIntentWritten,
+		guard:       opts.AdmissionGuard,
+		reserved:    map[string]string{},
 	}
 	err := caches.AddEventHandlers(flinkcache.Handlers{
 		Snapshots: cache.ResourceEventHandlerFuncs{
@@ -172,7 +124,7 @@ func (c *Controller) snapshotDeleted(obj any) {
 	c.release(key)
 	c.disposals.Delete(key)
 	if s.Status.State == v1beta1.SnapshotInProgress && snapshots.DisposeOnDelete(s) {
-		c.recorder.Eventf(s, "Warning", ReasonDisposeSkipped,
+		c.Recorder.Eventf(s, "Warning", ReasonDisposeSkipped,
 			"Snapshot deleted while in progress (trigger id %s); if Flink completes it, its files stay in the savepoint directory", s.Status.TriggerID)
 	}
 	c.enqueueJob(snapshots.JobKey(s))
@@ -208,7 +160,7 @@ func (c *Controller) enqueueJob(jobKey string) {
 	if jobKey == "" {
 		return
 	}
-	snaps, err := c.caches.SnapshotsOfJob(jobKey)
+	snaps, err := c.Caches.SnapshotsOfJob(jobKey)
 	if err != nil {
 		utilruntime.HandleError(err)
 		return
@@ -224,14 +176,14 @@ func (c *Controller) enqueueJob(jobKey string) {
 func (c *Controller) Run(ctx context.Context, n int) {
 	workers.Loop{
 		Name: QueueName, KeyName: "snapshot", Queue: c.queue, Sync: c.Sync,
-		Synced: []cache.InformerSynced{c.caches.HasSynced, c.jobManagers.HasSynced},
+		Synced: []cache.InformerSynced{c.Caches.HasSynced, c.JobManagers.HasSynced},
 	}.Run(ctx, n)
 }
 
 // reserve records that key (a snapshot of jobKey) is being triggered if the
 // per-job and operator-wide caps allow it.
 func (c *Controller) reserve(key, jobKey string, perJob, total int) (bool, error) {
-	inProgress, err := c.caches.SnapshotsInState(v1beta1.SnapshotInProgress)
+	inProgress, err := c.Caches.SnapshotsInState(v1beta1.SnapshotInProgress)
 	if err != nil {
 		return false, err
 	}
@@ -267,11 +219,11 @@ func (c *Controller) release(key string) {
 // CountSnapshots feeds the flink_operator_snapshots gauge from the cache;
 // nothing when kubernetes.operator.resource.metrics.enabled is false.
 func (c *Controller) CountSnapshots() []metrics.SnapshotCount {
-	if on, err := c.cfg.Bool(config.KeyResourceMetricsEnabled); err != nil || !on {
+	if on, err := c.Config.Bool(config.KeyResourceMetricsEnabled); err != nil || !on {
 		return nil
 	}
 	counts := map[metrics.SnapshotCount]int{}
-	for _, s := range c.caches.AllSnapshots() {
+	for _, s := range c.Caches.AllSnapshots() {
 		state := s.Status.State
 		if state == "" {
 			state = v1beta1.SnapshotTriggerPending

@@ -31,7 +31,7 @@ func (c *Controller) syncDeletion(ctx context.Context, cached *v1beta1.FlinkStat
 	logger := klog.FromContext(ctx)
 	s := cached.DeepCopy()
 	key := s.Namespace + "/" + s.Name
-	now := c.clock.Now()
+	now := c.Clock.Now()
 
 	switch {
 	case s.Status.State == v1beta1.SnapshotInProgress:
@@ -41,7 +41,7 @@ func (c *Controller) syncDeletion(ctx context.Context, cached *v1beta1.FlinkStat
 	case !snapshots.DisposeOnDelete(s):
 		if endedAfterDeletion(s) {
 			// Whoever deleted it saw no path yet: say where the kept files are.
-			c.recorder.Eventf(s, "Warning", ReasonDisposeSkipped,
+			c.Recorder.Eventf(s, "Warning", ReasonDisposeSkipped,
 				"Savepoint deleted while in progress completed at %s; disposeOnDelete is false, so its data is kept", s.Status.Path)
 		}
 		return 0, c.removeFinalizer(ctx, s)
@@ -50,23 +50,23 @@ func (c *Controller) syncDeletion(ctx context.Context, cached *v1beta1.FlinkStat
 	path := s.Status.Path
 	// [ours] A job that starts from this snapshot by reference keeps its
 	// data: the resource goes, the savepoint stays.
-	referrers, err := c.caches.SnapshotReferrers(s.Namespace, s.Name)
+	referrers, err := c.Caches.SnapshotReferrers(s.Namespace, s.Name)
 	if err != nil {
 		return 0, err
 	}
 	if len(referrers) > 0 {
-		c.recorder.Eventf(s, "Warning", ReasonDisposeSkipped,
+		c.Recorder.Eventf(s, "Warning", ReasonDisposeSkipped,
 			"Savepoint %s is referenced by %s (spec.job.initialStateSnapshotRef); its data is kept", path, strings.Join(referrers, ", "))
 		return 0, c.removeFinalizer(ctx, s)
 	}
 	t, terr := c.resolveTarget(s)
 	if terr == nil && slices.Contains(t.restorePaths, path) {
-		c.recorder.Eventf(s, "Warning", ReasonDisposeSkipped,
+		c.Recorder.Eventf(s, "Warning", ReasonDisposeSkipped,
 			"Savepoint %s is the restore point of %s; its data is kept", path, snapshots.JobRefString(&t.ref))
 		return 0, c.removeFinalizer(ctx, s)
 	}
 
-	timeout, err := c.cfg.Duration(config.KeySnapshotDisposeTimeout)
+	timeout, err := c.Config.Duration(config.KeySnapshotDisposeTimeout)
 	if err != nil {
 		return 0, err
 	}
@@ -78,7 +78,7 @@ func (c *Controller) syncDeletion(ctx context.Context, cached *v1beta1.FlinkStat
 	}
 	deadline := start.Add(timeout)
 	if !now.Before(deadline) {
-		c.recorder.Eventf(s, "Warning", ReasonDisposeSkipped,
+		c.Recorder.Eventf(s, "Warning", ReasonDisposeSkipped,
 			"Could not dispose savepoint within %s (%s); its data is left at %s", timeout, config.KeySnapshotDisposeTimeout, path)
 		metrics.SnapshotDisposeSkipped.WithLabelValues(s.Namespace).Inc()
 		c.disposals.Delete(key)
@@ -88,7 +88,7 @@ func (c *Controller) syncDeletion(ctx context.Context, cached *v1beta1.FlinkStat
 
 	cleanupFailed := func(format string, args ...any) (time.Duration, error) {
 		msg := fmt.Sprintf(format, args...)
-		c.recorder.Event(s, "Warning", ReasonCleanupFailed, msg)
+		c.Recorder.Event(s, "Warning", ReasonCleanupFailed, msg)
 		logger.Info("Disposing savepoint failed, will retry", "path", path, "reason", msg, "retryIn", retry)
 		return retry, nil
 	}
@@ -139,7 +139,7 @@ func (c *Controller) syncDeletion(ctx context.Context, cached *v1beta1.FlinkStat
 func (c *Controller) awaitAttempt(ctx context.Context, cached, s *v1beta1.FlinkStateSnapshot) (time.Duration, error) {
 	t, err := c.resolveTarget(s)
 	if err != nil {
-		c.recorder.Eventf(s, "Warning", ReasonDisposeSkipped,
+		c.Recorder.Eventf(s, "Warning", ReasonDisposeSkipped,
 			"Snapshot deleted while in progress (trigger id %s) cannot be followed (%v); if Flink completes it, its files stay in the savepoint directory %s",
 			s.Status.TriggerID, err, savepointDir(s, &target{}))
 		return 0, c.removeFinalizer(ctx, s)
@@ -175,7 +175,7 @@ func alreadyGone(cause *flink.FailureCause) bool {
 func (c *Controller) removeFinalizer(ctx context.Context, s *v1beta1.FlinkStateSnapshot) error {
 	toWrite := s.DeepCopy()
 	toWrite.Finalizers = slices.DeleteFunc(toWrite.Finalizers, func(f string) bool { return f == v1beta1.SnapshotFinalizer })
-	if _, err := c.client.FlinkV1beta1().FlinkStateSnapshots(s.Namespace).Update(ctx, toWrite, metav1.UpdateOptions{}); err != nil {
+	if _, err := c.Client.FlinkV1beta1().FlinkStateSnapshots(s.Namespace).Update(ctx, toWrite, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("removing finalizer of snapshot %s/%s: %w", s.Namespace, s.Name, err)
 	}
 	return nil

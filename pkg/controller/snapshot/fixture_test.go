@@ -22,6 +22,7 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	flinkcache "github.com/flinkops/flink-operator/pkg/cache"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/controller/controllerctx"
 	"github.com/flinkops/flink-operator/pkg/flink"
 	"github.com/flinkops/flink-operator/pkg/flink/fakejm"
 	"github.com/flinkops/flink-operator/pkg/generated/clientset/versioned/fake"
@@ -88,9 +89,12 @@ func (f *fixture) restart() {
 		f.t.Fatal(err)
 	}
 	f.caches = caches
-	f.ctrl, err = New(f.client, caches, f.recorder, Options{
-		Config: f.cfg,
-		Clock:  f.clock,
+	f.ctrl, err = New(controllerctx.Context{
+		Client:   f.client,
+		Caches:   caches,
+		Recorder: f.recorder,
+		Config:   f.cfg,
+		Clock:    f.clock,
 		Endpoints: func(cluster *v1beta1.FlinkDeployment, _ int) (string, error) {
 			jm, ok := f.jms[cluster.Name]
 			if !ok {
@@ -98,13 +102,14 @@ func (f *fixture) restart() {
 			}
 			return jm.URL(), nil
 		},
+		HTTPClient: f.httpClient,
+	}, Options{
 		AfterIntentWritten: func(string) {
 			if f.crashAfterIntent {
 				panic(crash{})
 			}
 		},
 		AdmissionGuard: f.guard,
-		HTTPClient:     f.httpClient,
 	})
 	if err != nil {
 		f.t.Fatal(err)

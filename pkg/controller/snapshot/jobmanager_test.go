@@ -40,7 +40,7 @@ func (f *fixture) runningJobManager(name string, version v1beta1.FlinkVersion, r
 	if err := factory.Core().V1().Services().Informer().GetIndexer().Add(svc); err != nil {
 		f.t.Fatal(err)
 	}
-	f.ctrl.jobManagers = lookup
+	f.ctrl.JobManagers = lookup
 }
 
 // upgradeSpec records on FlinkDeployment name that it is being moved to

@@ -48,7 +48,7 @@ func (c *Controller) Sync(ctx context.Context, key string) (time.Duration, error
 	if err != nil {
 		return 0, err
 	}
-	cached, err := c.caches.Snapshot(ns, name)
+	cached, err := c.Caches.Snapshot(ns, name)
 	if apierrors.IsNotFound(err) {
 		c.release(key)
 		return 0, nil
@@ -80,12 +80,12 @@ func (c *Controller) Sync(ctx context.Context, key string) (time.Duration, error
 		// attempt already in flight that stays unobservable still ends at
 		// the snapshot timeout, so nothing is stuck forever.
 		if s.Status.State == v1beta1.SnapshotInProgress && c.pastTimeout(s) {
-			requeue := c.fail(s, c.clock.Now(), "cannot observe the snapshot: "+err.Error())
+			requeue := c.fail(s, c.Clock.Now(), "cannot observe the snapshot: "+err.Error())
 			_, werr := c.commit(ctx, cached, s, false)
 			return requeue, werr
 		}
 		if s.Status.Error != err.Error() {
-			c.recorder.Event(s, "Warning", ReasonValidationError, err.Error())
+			c.Recorder.Event(s, "Warning", ReasonValidationError, err.Error())
 			s.Status.Error = err.Error()
 		}
 		_, err := c.commit(ctx, cached, s, false)
@@ -117,7 +117,7 @@ func (c *Controller) validate(ctx context.Context, s *v1beta1.FlinkStateSnapshot
 	// namespace's job too, and disposing it on delete goes through that job's
 	// cluster.
 	if snapshots.IsCrossNamespace(s) {
-		allowed, err := c.cfg.Bool(config.KeySnapshotCrossNamespaceReferencesEnabled)
+		allowed, err := c.Config.Bool(config.KeySnapshotCrossNamespaceReferencesEnabled)
 		if err != nil || !allowed {
 			return fmt.Errorf("job reference to namespace %q is not allowed: cross-namespace references need %s: true in the operator configuration",
 				s.Spec.JobReference.Namespace, config.KeySnapshotCrossNamespaceReferencesEnabled)
@@ -151,7 +151,7 @@ func (c *Controller) validate(ctx context.Context, s *v1beta1.FlinkStateSnapshot
 // (IN_PROGRESS) before the POST that carries it, so a restart finds the id
 // and can only ever re-send the same operation.
 func (c *Controller) trigger(ctx context.Context, base **v1beta1.FlinkStateSnapshot, s *v1beta1.FlinkStateSnapshot, t *target) (time.Duration, error) {
-	now := c.clock.Now()
+	now := c.Clock.Now()
 	if snapshots.AlreadyExists(s) {
 		s.Status.State = v1beta1.SnapshotCompleted
 		s.Status.Path = s.Spec.Savepoint.Path
@@ -190,7 +190,7 @@ func (c *Controller) trigger(ctx context.Context, base **v1beta1.FlinkStateSnaps
 	if err != nil {
 		return 0, err
 	}
-	total, _, err := c.cfg.OptionalInt(config.KeySnapshotMaxConcurrent)
+	total, _, err := c.Config.OptionalInt(config.KeySnapshotMaxConcurrent)
 	if err != nil {
 		return 0, err
 	}
@@ -219,7 +219,7 @@ func (c *Controller) trigger(ctx context.Context, base **v1beta1.FlinkStateSnaps
 	s.ObjectMeta = *meta.ObjectMeta.DeepCopy()
 
 	s.Status.State = v1beta1.SnapshotInProgress
-	s.Status.TriggerID = c.newTriggerID()
+	s.Status.TriggerID = c.NewTriggerID()
 	s.Status.TriggerTimestamp = snapshots.FormatTime(now)
 	s.Status.Error = ""
 	s.Status.Path = ""
@@ -237,7 +237,7 @@ func (c *Controller) trigger(ctx context.Context, base **v1beta1.FlinkStateSnaps
 		// and re-sends the same id if Flink does not know it.
 		klog.FromContext(ctx).Info("Triggering snapshot failed, will check by trigger id", "triggerId", s.Status.TriggerID, "err", err)
 	} else {
-		c.recorder.Eventf(s, "Normal", ReasonSnapshotTriggered, "Triggered %s of %s with trigger id %s",
+		c.Recorder.Eventf(s, "Normal", ReasonSnapshotTriggered, "Triggered %s of %s with trigger id %s",
 			lower(snapshots.Type(s)), snapshots.JobRefString(&t.ref), s.Status.TriggerID)
 	}
 	return snapshots.MinPollDelay, nil
@@ -275,7 +275,7 @@ func (c *Controller) post(ctx context.Context, s *v1beta1.FlinkStateSnapshot, t 
 // snapshot is being deleted and only the end of the attempt matters; a
 // trigger id Flink never saw is not sent again.
 func (c *Controller) observe(ctx context.Context, s *v1beta1.FlinkStateSnapshot, t *target, deleting bool) (time.Duration, error) {
-	now := c.clock.Now()
+	now := c.Clock.Now()
 	triggered, _ := snapshots.ParseTime(s.Status.TriggerTimestamp)
 	elapsed := now.Sub(triggered)
 	if !t.running() {
@@ -316,7 +316,7 @@ func (c *Controller) observe(ctx context.Context, s *v1beta1.FlinkStateSnapshot,
 // complete records a finished attempt.
 func (c *Controller) complete(s *v1beta1.FlinkStateSnapshot, res pollResult, now time.Time) {
 	if res.pathErr != "" {
-		c.recorder.Eventf(s, "Warning", ReasonCheckpointError,
+		c.Recorder.Eventf(s, "Warning", ReasonCheckpointError,
 			"Checkpoint %s was successful, but failed to fetch path. Flink webserver stores only a limited amount of checkpoints in its cache, try increasing 'web.checkpoints.history' config for this job.\n%s",
 			s.Name, res.pathErr)
 	}
@@ -381,8 +381,8 @@ func savepointDir(s *v1beta1.FlinkStateSnapshot, t *target) string {
 // unreadable).
 func (c *Controller) pastTimeout(s *v1beta1.FlinkStateSnapshot) bool {
 	triggered, ok := snapshots.ParseTime(s.Status.TriggerTimestamp)
-	timeout, err := config.SnapshotTimeout(c.cfg)
-	return ok && err == nil && c.clock.Since(triggered) > timeout
+	timeout, err := config.SnapshotTimeout(c.Config)
+	return ok && err == nil && c.Clock.Since(triggered) > timeout
 }
 
 // pollResult is what one status poll learned.
@@ -479,7 +479,7 @@ func (c *Controller) recover(ctx context.Context, client *flink.Client, s *v1bet
 // claimedPaths are the paths other snapshots of the same job already name.
 func (c *Controller) claimedPaths(s *v1beta1.FlinkStateSnapshot) (map[string]bool, error) {
 	claimed := map[string]bool{}
-	others, err := c.caches.SnapshotsOfJob(snapshots.JobKey(s))
+	others, err := c.Caches.SnapshotsOfJob(snapshots.JobKey(s))
 	if err != nil {
 		return nil, err
 	}

@@ -47,7 +47,7 @@ func (c *Controller) resolveTarget(s *v1beta1.FlinkStateSnapshot) (*target, erro
 	var jobSpec *v1beta1.JobSpec
 	switch t.ref.Kind {
 	case v1beta1.JobReferenceKindDeployment:
-		dep, err := c.caches.Deployment(t.ref.Namespace, t.ref.Name)
+		dep, err := c.Caches.Deployment(t.ref.Namespace, t.ref.Name)
 		if apierrors.IsNotFound(err) {
 			return t, nil
 		} else if err != nil {
@@ -55,7 +55,7 @@ func (c *Controller) resolveTarget(s *v1beta1.FlinkStateSnapshot) (*target, erro
 		}
 		t.found, t.cluster, t.jobStatus, jobSpec = true, dep, dep.Status.JobStatus, dep.Spec.Job
 	case v1beta1.JobReferenceKindSessionJob:
-		job, err := c.caches.SessionJob(t.ref.Namespace, t.ref.Name)
+		job, err := c.Caches.SessionJob(t.ref.Namespace, t.ref.Name)
 		if apierrors.IsNotFound(err) {
 			return t, nil
 		} else if err != nil {
@@ -63,7 +63,7 @@ func (c *Controller) resolveTarget(s *v1beta1.FlinkStateSnapshot) (*target, erro
 		}
 		t.found, t.jobStatus, jobSpec = true, job.Status.JobStatus, job.Spec.Job
 		clusterName, jobConfig = job.Spec.DeploymentName, job.Spec.FlinkConfiguration
-		dep, err := c.caches.Deployment(t.ref.Namespace, clusterName)
+		dep, err := c.Caches.Deployment(t.ref.Namespace, clusterName)
 		if apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("session cluster FlinkDeployment %s/%s of %s not found", t.ref.Namespace, clusterName, snapshots.JobRefString(&t.ref))
 		} else if err != nil {
@@ -77,7 +77,7 @@ func (c *Controller) resolveTarget(s *v1beta1.FlinkStateSnapshot) (*target, erro
 		initialSavepoint = jobSpec.InitialSavepointPath
 	}
 
-	cfg, err := jobmanager.EffectiveConfig(c.cfg, t.cluster.Spec.FlinkConfiguration)
+	cfg, err := jobmanager.EffectiveConfig(c.Config, t.cluster.Spec.FlinkConfiguration)
 	if err != nil {
 		return nil, fmt.Errorf("configuration of FlinkDeployment %s/%s: %w", t.cluster.Namespace, t.cluster.Name, err)
 	}
@@ -87,7 +87,7 @@ func (c *Controller) resolveTarget(s *v1beta1.FlinkStateSnapshot) (*target, erro
 		}
 	}
 	t.cfg = cfg
-	objs, err := c.jobManagers.Objects(t.cluster)
+	objs, err := c.JobManagers.Objects(t.cluster)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,92 @@
+// Package controllerctx is what every controller of the operator is given:
+// clients, informer caches, the event recorder, the clock, the operator-wide
+// configuration, how to reach a JobManager and the trigger id source. Test
+// hooks are not here: each controller's own Options holds them, nil in
+// production.
+package controllerctx
+
+import (
+	"net/http"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+
+	flinkcache "github.com/flinkops/flink-operator/pkg/cache"
+	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/controller/jobmanager"
+	"github.com/flinkops/flink-operator/pkg/endpoints"
+	clientset "github.com/flinkops/flink-operator/pkg/generated/clientset/versioned"
+	"github.com/flinkops/flink-operator/pkg/snapshots"
+	"github.com/flinkops/flink-operator/pkg/webhook/review"
+)
+
+// Context is shared by the controllers of one operator process. Zero
+// values get defaults (WithDefaults).
+type Context struct {
+	// Client writes flink.apache.org resources; Kube Kubernetes objects.
+	Client clientset.Interface
+	Kube   kubernetes.Interface
+	// Caches are the informer caches of flink.apache.org resources.
+	Caches   *flinkcache.Caches
+	Recorder record.EventRecorder
+	// Config is the operator-wide configuration; default config.Defaults.
+	Config config.Config
+	// Clock is the time source (a fake one in tests).
+	Clock clock.WithTicker
+	// Endpoints resolves JobManager REST URLs; default endpoints.Service.
+	Endpoints endpoints.Resolver
+	// HTTPClient carries Flink REST calls (instrumented by the operator).
+	HTTPClient *http.Client
+	// JobManagers reads a cluster's live JobManager Deployment and REST
+	// Service (they decide the Flink version and port the running cluster
+	// speaks); default jobmanager.NoObjects.
+	JobManagers jobmanager.Lookup
+	// NewTriggerID picks Flink trigger ids; default snapshots.NewTriggerID.
+	NewTriggerID func() string
+	// SnapshotCRDMissing says the FlinkStateSnapshot CRD is not installed:
+	// every job runs in legacy mode (Config must then disable
+	// kubernetes.operator.snapshot.resource.enabled).
+	SnapshotCRDMissing bool
+	// ReviewKeys verify the admission webhook's stamp on an object whose
+	// reference names another namespace (pkg/webhook/review); without a
+	// valid stamp such a reference is never used.
+	ReviewKeys review.Keys
+}
+
+// WithDefaults fills what is unset.
+func (c Context) WithDefaults() Context {
+	if c.Config == nil {
+		c.Config = config.Defaults()
+	}
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
+	}
+	if c.Endpoints == nil {
+		c.Endpoints = endpoints.Service
+	}
+	if c.HTTPClient == nil {
+		c.HTTPClient = http.DefaultClient
+	}
+	if c.JobManagers == nil {
+		c.JobManagers = jobmanager.NoObjects
+	}
+	if c.NewTriggerID == nil {
+		c.NewTriggerID = snapshots.NewTriggerID
+	}
+	return c
+}
+
+// NewQueue is a controller's rate-limited workqueue, on the context's clock.
+func (c Context) NewQueue(name string) workqueue.TypedRateLimitingInterface[string] {
+	return workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.DefaultTypedControllerRateLimiter[string](),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: name, Clock: c.Clock},
+	)
+}
+
+// Dialer reaches JobManagers through the context's resolver and HTTP client.
+func (c Context) Dialer() jobmanager.Dialer {
+	return jobmanager.Dialer{Endpoints: c.Endpoints, HTTPClient: c.HTTPClient}
+}
