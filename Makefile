@@ -91,7 +91,7 @@ cluster-down: ## Stop control-plane processes left behind by killed runs
 # coverage blocks): hack/mutatecheck applies each reported mutant by hand
 # (go test -overlay) and says whether the tests kill it.
 GREMLINS ?= github.com/go-gremlins/gremlins/cmd/gremlins@v0.6.0
-MUTATE_PKGS ?= ./pkg/snapshots ./pkg/lifecycle ./pkg/validation ./pkg/controller/snapshot
+MUTATE_PKGS ?= ./pkg/snapshotrules ./pkg/lifecycle ./pkg/validation ./pkg/controller/snapshot
 mutate: ## Mutation testing of the snapshot controller and rule packages (surviving mutants)
 	@for p in $(MUTATE_PKGS); do echo "== $$p"; $(GO) run $(GREMLINS) unleash --workers 2 --timeout-coefficient 40 --output-statuses lc "$$p" | $(GO) run ./hack/mutatecheck "$$p"; done
 

@@ -14,12 +14,12 @@ import (
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	flinkinformers "github.com/flinkops/flink-operator/pkg/generated/informers/externalversions"
-	"github.com/flinkops/flink-operator/pkg/snapshots"
+	"github.com/flinkops/flink-operator/pkg/snapshotrules"
 )
 
 // Index names on the FlinkStateSnapshot informers.
 const (
-	// IndexByJob keys snapshots by snapshots.JobKey of their job reference.
+	// IndexByJob keys snapshots by snapshotrules.JobKey of their job reference.
 	IndexByJob = "byJob"
 	// IndexByState keys snapshots by status.state ("" for new ones).
 	IndexByState = "byState"
@@ -100,7 +100,7 @@ func indexByJob(obj any) ([]string, error) {
 	if !ok {
 		return nil, nil
 	}
-	if key := snapshots.JobKey(s); key != "" {
+	if key := snapshotrules.JobKey(s); key != "" {
 		return []string{key}, nil
 	}
 	return nil, nil
@@ -126,7 +126,7 @@ func indexBySnapshotRef(obj any) ([]string, error) {
 	if job == nil || job.InitialStateSnapshotRef == nil || job.InitialStateSnapshotRef.Name == "" {
 		return nil, nil
 	}
-	return []string{snapshots.RefKey(job.InitialStateSnapshotRef, ns)}, nil
+	return []string{snapshotrules.RefKey(job.InitialStateSnapshotRef, ns)}, nil
 }
 
 func indexByState(obj any) ([]string, error) {
@@ -209,7 +209,7 @@ func (c *Caches) SessionJob(ns, name string) (*v1beta1.FlinkSessionJob, error) {
 }
 
 // SnapshotsOfJob returns the cached snapshots referring to the job with the
-// given snapshots.JobKey, from every watched namespace (references may cross
+// given snapshotrules.JobKey, from every watched namespace (references may cross
 // namespaces).
 func (c *Caches) SnapshotsOfJob(jobKey string) ([]*v1beta1.FlinkStateSnapshot, error) {
 	return c.byIndex(IndexByJob, jobKey)

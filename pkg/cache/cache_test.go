@@ -12,7 +12,7 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/generated/clientset/versioned/fake"
 	flinkinformers "github.com/flinkops/flink-operator/pkg/generated/informers/externalversions"
-	"github.com/flinkops/flink-operator/pkg/snapshots"
+	"github.com/flinkops/flink-operator/pkg/snapshotrules"
 )
 
 // Without the FlinkStateSnapshot CRD the snapshot informer is never
@@ -53,7 +53,7 @@ func TestWithoutSnapshots(t *testing.T) {
 	if _, err := c.Snapshot("ns", "s"); !apierrors.IsNotFound(err) {
 		t.Fatalf("Snapshot: %v", err)
 	}
-	if list, err := c.SnapshotsOfJob(snapshots.JobKeyFor(v1beta1.JobReferenceKindDeployment, "ns", "job")); err != nil || len(list) != 0 {
+	if list, err := c.SnapshotsOfJob(snapshotrules.JobKeyFor(v1beta1.JobReferenceKindDeployment, "ns", "job")); err != nil || len(list) != 0 {
 		t.Fatalf("SnapshotsOfJob: %v %v", list, err)
 	}
 	if list, err := c.SnapshotsInState(v1beta1.SnapshotCompleted); err != nil || len(list) != 0 {

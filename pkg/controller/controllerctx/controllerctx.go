@@ -18,7 +18,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/controller/jobmanager"
 	"github.com/flinkops/flink-operator/pkg/endpoints"
 	clientset "github.com/flinkops/flink-operator/pkg/generated/clientset/versioned"
-	"github.com/flinkops/flink-operator/pkg/snapshots"
+	"github.com/flinkops/flink-operator/pkg/snapshotrules"
 	"github.com/flinkops/flink-operator/pkg/webhook/review"
 )
 
@@ -43,7 +43,7 @@ type Context struct {
 	// Service (they decide the Flink version and port the running cluster
 	// speaks); default jobmanager.NoObjects.
 	JobManagers jobmanager.Lookup
-	// NewTriggerID picks Flink trigger ids; default snapshots.NewTriggerID.
+	// NewTriggerID picks Flink trigger ids; default snapshotrules.NewTriggerID.
 	NewTriggerID func() string
 	// SnapshotCRDMissing says the FlinkStateSnapshot CRD is not installed:
 	// every job runs in legacy mode (Config must then disable
@@ -73,7 +73,7 @@ func (c Context) WithDefaults() Context {
 		c.JobManagers = jobmanager.NoObjects
 	}
 	if c.NewTriggerID == nil {
-		c.NewTriggerID = snapshots.NewTriggerID
+		c.NewTriggerID = snapshotrules.NewTriggerID
 	}
 	return c
 }

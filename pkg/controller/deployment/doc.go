@@ -117,7 +117,7 @@
 //     finalizer goes, with a Warning event on timeout. Owned objects are
 //     garbage-collected.
 //   - Snapshots the operator makes (docs/snapshots.md; rules in
-//     pkg/snapshots, applied in pkg/controller/jobengine), while the JobManager answers
+//     pkg/snapshotrules, applied in pkg/controller/jobengine), while the JobManager answers
 //     and snapshot resources are enabled for the job: manual nonces
 //     (savepointTriggerNonce, checkpointTriggerNonce) never restart
 //     anything; once the job runs, one MANUAL FlinkStateSnapshot each is

@@ -38,7 +38,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/flink/fakejm"
 	"github.com/flinkops/flink-operator/pkg/generated/clientset/versioned/fake"
 	informers "github.com/flinkops/flink-operator/pkg/generated/informers/externalversions"
-	"github.com/flinkops/flink-operator/pkg/snapshots"
+	"github.com/flinkops/flink-operator/pkg/snapshotrules"
 )
 
 // The scale simulation runs the FlinkDeployment and FlinkStateSnapshot
@@ -484,7 +484,7 @@ func (s *scaleSim) event(r objRef, old, cur any) {
 		}
 		d := obj.(*v1beta1.FlinkDeployment)
 		if old == nil || cur == nil || !sameJobStatus(old.(*v1beta1.FlinkDeployment), cur.(*v1beta1.FlinkDeployment)) {
-			s.wakeSnapshotsOf(snapshots.JobKeyFor(v1beta1.JobReferenceKindDeployment, d.Namespace, d.Name))
+			s.wakeSnapshotsOf(snapshotrules.JobKeyFor(v1beta1.JobReferenceKindDeployment, d.Namespace, d.Name))
 		}
 	case "flinkstatesnapshots":
 		h := s.deps.snapshotHandler()
@@ -499,12 +499,12 @@ func (s *scaleSim) event(r objRef, old, cur any) {
 		// Mirror of the snapshot controller's snapshot handlers.
 		switch {
 		case cur == nil:
-			s.wakeSnapshotsOf(snapshots.JobKey(old.(*v1beta1.FlinkStateSnapshot)))
+			s.wakeSnapshotsOf(snapshotrules.JobKey(old.(*v1beta1.FlinkStateSnapshot)))
 		default:
 			c := cur.(*v1beta1.FlinkStateSnapshot)
 			s.push(ctrlSnap, c.Namespace+"/"+c.Name, s.clock.Now())
 			if old != nil && old.(*v1beta1.FlinkStateSnapshot).Status.State == v1beta1.SnapshotInProgress && c.Status.State != v1beta1.SnapshotInProgress {
-				s.wakeSnapshotsOf(snapshots.JobKey(c))
+				s.wakeSnapshotsOf(snapshotrules.JobKey(c))
 			}
 			if s.measuring && c.Status.State == v1beta1.SnapshotCompleted && (old == nil || old.(*v1beta1.FlinkStateSnapshot).Status.State != v1beta1.SnapshotCompleted) {
 				s.res.completedSavepoints++
@@ -526,7 +526,7 @@ func (s *scaleSim) wakeSnapshotsOf(jobKey string) {
 	}
 	snaps, _ := s.caches.SnapshotsOfJob(jobKey)
 	for _, sn := range snaps {
-		if snapshots.InFlight(sn) || sn.DeletionTimestamp != nil {
+		if snapshotrules.InFlight(sn) || sn.DeletionTimestamp != nil {
 			s.push(ctrlSnap, sn.Namespace+"/"+sn.Name, s.clock.Now())
 		}
 	}
@@ -555,8 +555,8 @@ func (s *scaleSim) round() {
 			deleting++
 			continue
 		}
-		if snapshots.InFlight(sn) {
-			inFlight[snapshots.JobKey(sn)+"/"+snapshots.Type(sn)]++
+		if snapshotrules.InFlight(sn) {
+			inFlight[snapshotrules.JobKey(sn)+"/"+snapshotrules.Type(sn)]++
 		}
 	}
 	s.res.peakLive = max(s.res.peakLive, live)

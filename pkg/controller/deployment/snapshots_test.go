@@ -17,7 +17,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/flink"
 	"github.com/flinkops/flink-operator/pkg/lifecycle"
-	"github.com/flinkops/flink-operator/pkg/snapshots"
+	"github.com/flinkops/flink-operator/pkg/snapshotrules"
 )
 
 const (
@@ -29,7 +29,7 @@ const (
 func (f *fixture) snapshotNames(typ string, trigger v1beta1.SnapshotTriggerType) []string {
 	var out []string
 	for _, s := range f.Snapshots() {
-		if snapshots.Type(&s) == typ && snapshots.TriggerType(&s) == trigger {
+		if snapshotrules.Type(&s) == typ && snapshotrules.TriggerType(&s) == trigger {
 			out = append(out, s.Name)
 		}
 	}
@@ -58,7 +58,7 @@ func (f *fixture) setSnapshotState(name string, state v1beta1.SnapshotState) {
 // made it at `at` (or, for MANUAL, a user), in the given state.
 func (f *fixture) putSnapshot(typ string, trigger v1beta1.SnapshotTriggerType, state v1beta1.SnapshotState, at time.Time) string {
 	f.T.Helper()
-	name := snapshots.Name("job", typ, trigger, at.UnixMilli())
+	name := snapshotrules.Name("job", typ, trigger, at.UnixMilli())
 	s := &v1beta1.FlinkStateSnapshot{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, CreationTimestamp: metav1.NewTime(at),
 			Labels: map[string]string{v1beta1.LabelSnapshotTriggerType: string(trigger)}},
@@ -80,7 +80,7 @@ func (f *fixture) putSnapshot(typ string, trigger v1beta1.SnapshotTriggerType, s
 }
 
 func periodicName(typ string, slot time.Time) string {
-	return snapshots.Name("job", typ, v1beta1.SnapshotTriggerPeriodic, slot.UnixMilli())
+	return snapshotrules.Name("job", typ, v1beta1.SnapshotTriggerPeriodic, slot.UnixMilli())
 }
 
 // periodicFixture deploys "job" with the given configuration and a reconcile

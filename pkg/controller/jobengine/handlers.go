@@ -6,7 +6,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
-	"github.com/flinkops/flink-operator/pkg/snapshots"
+	"github.com/flinkops/flink-operator/pkg/snapshotrules"
 )
 
 // ResourceHandler enqueues a job resource on every change except the
@@ -71,7 +71,7 @@ func SnapshotHandler(kind v1beta1.JobReferenceKind, enqueue func(key string)) ca
 			s = old
 		}
 		if r := s.Spec.JobReference; r != nil && r.Kind == kind && r.Name != "" {
-			enqueue(snapshots.JobRefNamespace(s) + "/" + r.Name)
+			enqueue(snapshotrules.JobRefNamespace(s) + "/" + r.Name)
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{
@@ -81,9 +81,9 @@ func SnapshotHandler(kind v1beta1.JobReferenceKind, enqueue func(key string)) ca
 	}
 }
 
-// blocksPeriodic mirrors what pkg/snapshots counts as in flight.
+// blocksPeriodic mirrors what pkg/snapshotrules counts as in flight.
 func blocksPeriodic(s *v1beta1.FlinkStateSnapshot) bool {
-	return snapshots.InFlight(s) && s.DeletionTimestamp == nil
+	return snapshotrules.InFlight(s) && s.DeletionTimestamp == nil
 }
 
 func unwrapSnapshot(obj any) *v1beta1.FlinkStateSnapshot {

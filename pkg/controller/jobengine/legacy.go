@@ -32,7 +32,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/flink"
 	"github.com/flinkops/flink-operator/pkg/lifecycle"
-	"github.com/flinkops/flink-operator/pkg/snapshots"
+	"github.com/flinkops/flink-operator/pkg/snapshotrules"
 )
 
 // ReasonSnapshotResourcesDisabled is the Warning each job gets, once per
@@ -70,7 +70,7 @@ type legacyNonces struct {
 // history, and, when snapshot resources are off (resources false), triggers
 // the due periodic or manual snapshots. handleNonces says whether changed
 // nonces may be handled now; the result says which to record.
-func (s *State[T, S]) legacyReconcile(ctx context.Context, view snapshots.JobView, resources, handleNonces bool) legacyNonces {
+func (s *State[T, S]) legacyReconcile(ctx context.Context, view snapshotrules.JobView, resources, handleNonces bool) legacyNonces {
 	s.legacyObserveSavepoint(ctx)
 	s.legacyObserveCheckpoint(ctx)
 	s.legacyCleanupHistory(ctx, view, resources)
@@ -81,7 +81,7 @@ func (s *State[T, S]) legacyReconcile(ctx context.Context, view snapshots.JobVie
 	running := view.Running && s.legacyHealthy
 	sp, cp := view.ReconciledSavepointNonce, view.ReconciledCheckpointNonce
 
-	if n, due := s.legacyTriggerIfDue(v1beta1.SnapshotTypeSavepoint, snapshots.LegacyJob{
+	if n, due := s.legacyTriggerIfDue(v1beta1.SnapshotTypeSavepoint, snapshotrules.LegacyJob{
 		Config: s.Cfg, Running: running, Pending: js.SavepointInfo != nil && js.SavepointInfo.TriggerID != "",
 		Nonce: view.SavepointNonce, Reconciled: view.ReconciledSavepointNonce,
 		LastPeriodic: lastPeriodicSavepoint(js), Since: view.Since,
@@ -89,7 +89,7 @@ func (s *State[T, S]) legacyReconcile(ctx context.Context, view snapshots.JobVie
 		sp = n
 	}
 	if view.CheckpointsSupported {
-		if n, due := s.legacyTriggerIfDue(v1beta1.SnapshotTypeCheckpoint, snapshots.LegacyJob{
+		if n, due := s.legacyTriggerIfDue(v1beta1.SnapshotTypeCheckpoint, snapshotrules.LegacyJob{
 			Config: s.Cfg, Running: running, Pending: js.CheckpointInfo != nil && js.CheckpointInfo.TriggerID != "",
 			Nonce: view.CheckpointNonce, Reconciled: view.ReconciledCheckpointNonce,
 			LastPeriodic: lastPeriodicCheckpoint(js), Since: view.Since,
@@ -118,8 +118,8 @@ func (s *State[T, S]) legacyReconcile(ctx context.Context, view snapshots.JobVie
 
 // legacyTriggerIfDue triggers a snapshot of typ when its schedule or a
 // manual nonce says so; manual reports a MANUAL trigger and its nonce.
-func (s *State[T, S]) legacyTriggerIfDue(typ string, job snapshots.LegacyJob, trigger func(v1beta1.SnapshotTriggerType)) (nonce *int64, manual bool) {
-	due := snapshots.LegacyDue(typ, job, s.Now)
+func (s *State[T, S]) legacyTriggerIfDue(typ string, job snapshotrules.LegacyJob, trigger func(v1beta1.SnapshotTriggerType)) (nonce *int64, manual bool) {
+	due := snapshotrules.LegacyDue(typ, job, s.Now)
 	if due.Warning != "" {
 		s.Fail(ReasonValidationError, "spec.flinkConfiguration: %s", due.Warning)
 	}
@@ -137,7 +137,7 @@ func (s *State[T, S]) legacyTriggerIfDue(typ string, job snapshots.LegacyJob, tr
 // the upgrade would stop, and ends within Flink's checkpoint timeout or the
 // trigger grace period).
 func UpgradeBlocked(cfg config.Config, js *v1beta1.JobStatus) bool {
-	if !snapshots.LegacySavepointPending(js.SavepointInfo) {
+	if !snapshotrules.LegacySavepointPending(js.SavepointInfo) {
 		return false
 	}
 	ignore, err := cfg.Bool(config.KeyJobUpgradeIgnorePendingSavepoint)
@@ -154,19 +154,19 @@ func (s *State[T, S]) ResetLegacyTriggers() {
 	if s.recordedJob() != nil {
 		spNonce, cpNonce = s.recordedJob().SavepointTriggerNonce, s.recordedJob().CheckpointTriggerNonce
 	}
-	if info := js.SavepointInfo; snapshots.LegacySavepointPending(info) {
+	if info := js.SavepointInfo; snapshotrules.LegacySavepointPending(info) {
 		if info.TriggerType != v1beta1.SnapshotTriggerManual {
 			spNonce = nil
 		}
-		s.Event(corev1.EventTypeWarning, ReasonSavepointError, "%s", snapshots.LegacyFailureMessage(v1beta1.SnapshotTypeSavepoint, info.TriggerType, spNonce))
-		snapshots.ResetLegacySavepointTrigger(info)
+		s.Event(corev1.EventTypeWarning, ReasonSavepointError, "%s", snapshotrules.LegacyFailureMessage(v1beta1.SnapshotTypeSavepoint, info.TriggerType, spNonce))
+		snapshotrules.ResetLegacySavepointTrigger(info)
 	}
-	if info := js.CheckpointInfo; snapshots.LegacyCheckpointPending(info) {
+	if info := js.CheckpointInfo; snapshotrules.LegacyCheckpointPending(info) {
 		if info.TriggerType != v1beta1.SnapshotTriggerManual {
 			cpNonce = nil
 		}
-		s.Event(corev1.EventTypeWarning, ReasonCheckpointError, "%s", snapshots.LegacyFailureMessage(v1beta1.SnapshotTypeCheckpoint, info.TriggerType, cpNonce))
-		snapshots.ResetLegacyCheckpointTrigger(info)
+		s.Event(corev1.EventTypeWarning, ReasonCheckpointError, "%s", snapshotrules.LegacyFailureMessage(v1beta1.SnapshotTypeCheckpoint, info.TriggerType, cpNonce))
+		snapshotrules.ResetLegacyCheckpointTrigger(info)
 	}
 }
 
@@ -195,10 +195,10 @@ func (s *State[T, S]) legacyTriggerSavepoint(trigger v1beta1.SnapshotTriggerType
 	}
 	format := v1beta1.SavepointFormatType(lifecycle.SavepointFormat(s.Cfg))
 	id := s.e.NewTriggerID()
-	snapshots.SetLegacySavepointTrigger(js.SavepointInfo, id, trigger, format, s.Now)
+	snapshotrules.SetLegacySavepointTrigger(js.SavepointInfo, id, trigger, format, s.Now)
 	s.Log.Info("Triggering savepoint (legacy status fields)", "jobId", js.JobID, "triggerId", id, "triggerType", trigger)
 	s.legacyPostSavepoint(js.JobID, id, format)
-	s.RequeueWithin(snapshots.MinPollDelay)
+	s.RequeueWithin(snapshotrules.MinPollDelay)
 }
 
 func (s *State[T, S]) legacyPostSavepoint(jobID, id string, format v1beta1.SavepointFormatType) {
@@ -225,10 +225,10 @@ func (s *State[T, S]) legacyTriggerCheckpoint(trigger v1beta1.SnapshotTriggerTyp
 	}
 	typ := checkpointType(s.Cfg)
 	id := s.e.NewTriggerID()
-	snapshots.SetLegacyCheckpointTrigger(js.CheckpointInfo, id, trigger, typ, s.Now)
+	snapshotrules.SetLegacyCheckpointTrigger(js.CheckpointInfo, id, trigger, typ, s.Now)
 	s.Log.Info("Triggering checkpoint (legacy status fields)", "jobId", js.JobID, "triggerId", id, "triggerType", trigger)
 	s.legacyPostCheckpoint(js.JobID, id, typ)
-	s.RequeueWithin(snapshots.MinPollDelay)
+	s.RequeueWithin(snapshotrules.MinPollDelay)
 }
 
 func (s *State[T, S]) legacyPostCheckpoint(jobID, id string, typ v1beta1.CheckpointType) {
@@ -294,7 +294,7 @@ func (s *State[T, S]) manualNonce(trigger v1beta1.SnapshotTriggerType, of func(*
 // or MANUAL; an UPGRADE trigger is the stop-with-savepoint's).
 func (s *State[T, S]) legacyObserveSavepoint(ctx context.Context) {
 	info, jobID := s.JobStatus().SavepointInfo, s.JobStatus().JobID
-	if !snapshots.LegacySavepointPending(info) {
+	if !snapshotrules.LegacySavepointPending(info) {
 		return
 	}
 	nonce := s.manualNonce(info.TriggerType, func(j *v1beta1.JobSpec) *int64 { return j.SavepointTriggerNonce })
@@ -307,16 +307,16 @@ func (s *State[T, S]) legacyObserveSavepoint(ctx context.Context) {
 			o, cause := legacyClassify(err, res.Pending(), res.Failed(), failureMessage(res.Failure))
 			return o, cause, res.Value
 		},
-		complete: func(path any) { snapshots.CompleteLegacySavepoint(info, path.(string), nonce) },
-		giveUp:   func() { snapshots.FailLegacySavepoint(info) },
-		reset:    func() { snapshots.ResetLegacySavepointTrigger(info) },
+		complete: func(path any) { snapshotrules.CompleteLegacySavepoint(info, path.(string), nonce) },
+		giveUp:   func() { snapshotrules.FailLegacySavepoint(info) },
+		reset:    func() { snapshotrules.ResetLegacySavepointTrigger(info) },
 	})
 }
 
 // legacyObserveCheckpoint follows the legacy checkpoint in flight.
 func (s *State[T, S]) legacyObserveCheckpoint(ctx context.Context) {
 	info, jobID := s.JobStatus().CheckpointInfo, s.JobStatus().JobID
-	if !snapshots.LegacyCheckpointPending(info) {
+	if !snapshotrules.LegacyCheckpointPending(info) {
 		return
 	}
 	nonce := s.manualNonce(info.TriggerType, func(j *v1beta1.JobSpec) *int64 { return j.CheckpointTriggerNonce })
@@ -328,9 +328,9 @@ func (s *State[T, S]) legacyObserveCheckpoint(ctx context.Context) {
 		o, cause := legacyClassify(err, res.Pending(), res.Failed(), failureMessage(res.Failure))
 		return o, cause, res.Value
 	}
-	t.complete = func(any) { snapshots.CompleteLegacyCheckpoint(info, nonce) }
-	t.giveUp = func() { snapshots.FailLegacyCheckpoint(info) }
-	t.reset = func() { snapshots.ResetLegacyCheckpointTrigger(info) }
+	t.complete = func(any) { snapshotrules.CompleteLegacyCheckpoint(info, nonce) }
+	t.giveUp = func() { snapshotrules.FailLegacyCheckpoint(info) }
+	t.reset = func() { snapshotrules.ResetLegacyCheckpointTrigger(info) }
 	s.legacyObserve(ctx, t)
 }
 
@@ -341,8 +341,8 @@ func (s *State[T, S]) legacyObserveCheckpoint(ctx context.Context) {
 // trigger); past it → given up. A job that stopped running drops it
 // (upstream resetSnapshotTriggers). Every failure is a Warning event.
 func (s *State[T, S]) legacyObserve(ctx context.Context, t inFlight) {
-	msg := snapshots.LegacyFailureMessage(t.typ, t.triggerType, t.nonce)
-	giveUp := snapshots.LegacyGiveUp(t.triggered, gracePeriod(s.Cfg, t.graceKey), s.Now)
+	msg := snapshotrules.LegacyFailureMessage(t.typ, t.triggerType, t.nonce)
+	giveUp := snapshotrules.LegacyGiveUp(t.triggered, gracePeriod(s.Cfg, t.graceKey), s.Now)
 	log := s.Log.WithValues("type", t.typ, "triggerType", t.triggerType)
 	fail := func(cause string) {
 		s.Event(corev1.EventTypeWarning, t.reason, "%s", msg)
@@ -354,7 +354,7 @@ func (s *State[T, S]) legacyObserve(ctx context.Context, t inFlight) {
 		*t.id = s.e.NewTriggerID()
 		log.Info("Legacy snapshot failed, retrying", "triggerId", *t.id, "reason", cause)
 		t.post(*t.id)
-		s.RequeueWithin(snapshots.MinPollDelay)
+		s.RequeueWithin(snapshotrules.MinPollDelay)
 	}
 	if !s.legacyHealthy || s.Client == nil {
 		s.Event(corev1.EventTypeWarning, t.reason, "%s", msg)
@@ -364,7 +364,7 @@ func (s *State[T, S]) legacyObserve(ctx context.Context, t inFlight) {
 	}
 	switch o, cause, value := t.poll(ctx, *t.id); o {
 	case outcomePending:
-		s.RequeueWithin(snapshots.PollDelay(s.Now.Sub(t.triggered)))
+		s.RequeueWithin(snapshotrules.PollDelay(s.Now.Sub(t.triggered)))
 	case outcomeUnknown:
 		if giveUp {
 			fail("Flink does not know trigger id " + *t.id)
@@ -372,7 +372,7 @@ func (s *State[T, S]) legacyObserve(ctx context.Context, t inFlight) {
 		}
 		log.Info("Flink does not know the trigger id, sending it again", "triggerId", *t.id)
 		t.post(*t.id)
-		s.RequeueWithin(snapshots.MinPollDelay)
+		s.RequeueWithin(snapshotrules.MinPollDelay)
 	case outcomeFailed:
 		fail(cause)
 	case outcomeDone:
@@ -414,24 +414,24 @@ func gracePeriod(cfg config.Config, key string) time.Duration {
 }
 
 // legacyCleanupHistory trims status.jobStatus.savepointInfo.savepointHistory
-// (upstream's cleanupSavepointHistoryLegacy, pkg/snapshots). Disposal goes
+// (upstream's cleanupSavepointHistoryLegacy, pkg/snapshotrules). Disposal goes
 // through Flink's POST /savepoint-disposal; an entry leaves the history only
 // once its disposal succeeded, polled by id across syncs.
-func (s *State[T, S]) legacyCleanupHistory(ctx context.Context, view snapshots.JobView, resources bool) {
+func (s *State[T, S]) legacyCleanupHistory(ctx context.Context, view snapshotrules.JobView, resources bool) {
 	info := s.JobStatus().SavepointInfo
 	if info == nil || len(info.SavepointHistory) == 0 || s.Client == nil {
 		return
 	}
-	policy, err := snapshots.LegacyHistoryPolicyOf(s.Cfg)
+	policy, err := snapshotrules.LegacyHistoryPolicyOf(s.Cfg)
 	if err != nil {
 		s.Fail(ReasonValidationError, "spec.flinkConfiguration: %v", err)
 		return
 	}
 	completed := 0
 	if resources {
-		completed = snapshots.CompletedSavepointResources(view.Snapshots)
+		completed = snapshotrules.CompletedSavepointResources(view.Snapshots)
 	}
-	kept := snapshots.CleanupLegacyHistory(info.SavepointHistory, policy, completed, s.Now, view.Keep, func(path string) bool {
+	kept := snapshotrules.CleanupLegacyHistory(info.SavepointHistory, policy, completed, s.Now, view.Keep, func(path string) bool {
 		return s.legacyDispose(ctx, path)
 	})
 	if len(kept) != len(info.SavepointHistory) {
@@ -453,13 +453,13 @@ func (s *State[T, S]) legacyDispose(ctx context.Context, path string) bool {
 		switch {
 		case flink.IsNotFound(err):
 			s.e.legacyDisposals.Delete(key) // Flink forgot it: ask again next time
-			s.RequeueWithin(snapshots.MinPollDelay)
+			s.RequeueWithin(snapshotrules.MinPollDelay)
 			return false
 		case err != nil:
-			s.RequeueWithin(snapshots.MaxPollDelay)
+			s.RequeueWithin(snapshotrules.MaxPollDelay)
 			return false
 		case res.Pending():
-			s.RequeueWithin(2 * snapshots.MinPollDelay)
+			s.RequeueWithin(2 * snapshotrules.MinPollDelay)
 			return false
 		case res.Failed() && !alreadyGone(res.Failure):
 			s.e.legacyDisposals.Delete(key)
@@ -478,7 +478,7 @@ func (s *State[T, S]) legacyDispose(ctx context.Context, path string) bool {
 		return false
 	}
 	s.e.legacyDisposals.Store(key, id)
-	s.RequeueWithin(snapshots.MinPollDelay)
+	s.RequeueWithin(snapshotrules.MinPollDelay)
 	return false
 }
 

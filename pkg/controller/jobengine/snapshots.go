@@ -13,11 +13,11 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/lifecycle"
-	"github.com/flinkops/flink-operator/pkg/snapshots"
+	"github.com/flinkops/flink-operator/pkg/snapshotrules"
 )
 
 // Snapshots the operator makes for a job (docs/snapshots.md). The rules
-// live in pkg/snapshots; this file turns a sync into a snapshots.JobView
+// live in pkg/snapshotrules; this file turns a sync into a snapshotrules.JobView
 // and the resulting Plan into writes:
 //
 //   - creates (periodic, manual nonce) run before the status write, which
@@ -44,9 +44,9 @@ func (s *State[T, S]) SnapshotResources() bool {
 // sync (recorded spec, its effective configuration, status) and the
 // snapshot cache. checkpoints says whether the running Flink version can
 // trigger checkpoints.
-func (s *State[T, S]) JobView(running, checkpoints bool) (snapshots.JobView, error) {
+func (s *State[T, S]) JobView(running, checkpoints bool) (snapshotrules.JobView, error) {
 	obj := s.Obj
-	v := snapshots.JobView{
+	v := snapshotrules.JobView{
 		Kind:                 jobReferenceKind(obj),
 		Namespace:            obj.GetNamespace(),
 		Name:                 obj.GetName(),
@@ -82,7 +82,7 @@ func (s *State[T, S]) JobView(running, checkpoints bool) (snapshots.JobView, err
 	if info := js.CheckpointInfo; info != nil && info.LastPeriodicCheckpointTimestamp > 0 {
 		v.LegacyLastPeriodicCheckpoint = time.UnixMilli(info.LastPeriodicCheckpointTimestamp)
 	}
-	all, err := s.e.Caches.SnapshotsOfJob(snapshots.JobKeyFor(v.Kind, v.Namespace, v.Name))
+	all, err := s.e.Caches.SnapshotsOfJob(snapshotrules.JobKeyFor(v.Kind, v.Namespace, v.Name))
 	if err != nil {
 		return v, err
 	}
@@ -145,7 +145,7 @@ func (s *State[T, S]) ReconcileSnapshots(ctx context.Context, in SnapshotInputs)
 		return nil
 	}
 
-	plan, err := snapshots.PlanSnapshots(view, s.Now)
+	plan, err := snapshotrules.PlanSnapshots(view, s.Now)
 	if err != nil {
 		// Only a configuration that changed under a recorded spec gets here.
 		s.Fail(ReasonValidationError, "Snapshots of job %s/%s: %v", view.Namespace, view.Name, err)
@@ -168,7 +168,7 @@ func (s *State[T, S]) ReconcileSnapshots(ctx context.Context, in SnapshotInputs)
 	// Record what was handled: a created snapshot's nonce, a nonce removed
 	// from the spec, and a checkpoint nonce this Flink version cannot honour
 	// (said once, then consumed, as upstream).
-	sp, cp, unsupported := snapshots.HandledNonces(view, plan)
+	sp, cp, unsupported := snapshotrules.HandledNonces(view, plan)
 	if unsupported {
 		s.Event(corev1.EventTypeWarning, ReasonCheckpointError, "Checkpoint failed for checkpointTriggerNonce: %d: manual checkpoints need Flink 1.17+", *view.CheckpointNonce)
 	}
@@ -189,7 +189,7 @@ func (s *State[T, S]) CreateSnapshot(snap *v1beta1.FlinkStateSnapshot) {
 			return fmt.Errorf("creating snapshot %s/%s: %w", snap.Namespace, snap.Name, err)
 		}
 		log.V(1).Info("Created snapshot", "snapshot", snap.Namespace+"/"+snap.Name,
-			"type", snapshots.Type(snap), "triggerType", snapshots.TriggerType(snap))
+			"type", snapshotrules.Type(snap), "triggerType", snapshotrules.TriggerType(snap))
 		return nil
 	})
 }
@@ -245,7 +245,7 @@ func (s *State[T, S]) RecordNonces(sp, cp *int64) error {
 // the stop-with-savepoint triggered at ts (epoch millis): a create repeated
 // after a crash finds it instead of making a second one.
 func UpgradeSnapshotName(resourceName string, ts int64) string {
-	return snapshots.Name(resourceName, v1beta1.SnapshotTypeSavepoint, v1beta1.SnapshotTriggerUpgrade, ts)
+	return snapshotrules.Name(resourceName, v1beta1.SnapshotTypeSavepoint, v1beta1.SnapshotTriggerUpgrade, ts)
 }
 
 // recordUpgradeSnapshot records the savepoint of a stop as an UPGRADE
@@ -257,12 +257,12 @@ func (s *State[T, S]) recordUpgradeSnapshot(path string, triggered int64) (bool,
 	if !s.SnapshotResources() {
 		return false, nil
 	}
-	view := snapshots.JobView{Kind: jobReferenceKind(s.Obj), Namespace: s.Obj.GetNamespace(), Name: s.Obj.GetName(), Config: s.Cfg}
+	view := snapshotrules.JobView{Kind: jobReferenceKind(s.Obj), Namespace: s.Obj.GetNamespace(), Name: s.Obj.GetName(), Config: s.Cfg}
 	var format v1beta1.SavepointFormatType
 	if info := s.JobStatus().SavepointInfo; info != nil {
 		format = info.FormatType
 	}
-	snap, err := snapshots.UpgradeSnapshotWithFormat(view, path, time.UnixMilli(triggered), format)
+	snap, err := snapshotrules.UpgradeSnapshotWithFormat(view, path, time.UnixMilli(triggered), format)
 	if err != nil {
 		return false, fmt.Errorf("recording the savepoint %s of job %s: %w", path, s.JobStatus().JobID, err)
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/flink"
 	"github.com/flinkops/flink-operator/pkg/lifecycle"
-	"github.com/flinkops/flink-operator/pkg/snapshots"
+	"github.com/flinkops/flink-operator/pkg/snapshotrules"
 )
 
 // The stop of the old job during an upgrade, suspend or deletion, recorded
@@ -139,7 +139,7 @@ func (s *State[T, S]) TriggerStop(k JobKind) {
 	js.SavepointInfo.FormatType = v1beta1.SavepointFormatType(lifecycle.SavepointFormat(s.Cfg))
 	s.Log.Info("Stopping the job with a savepoint", "jobId", js.JobID, "triggerId", js.SavepointInfo.TriggerID)
 	s.postStop(js.JobID, js.SavepointInfo.TriggerID)
-	s.RequeueWithin(snapshots.MinPollDelay)
+	s.RequeueWithin(snapshotrules.MinPollDelay)
 }
 
 // postStop queues the POST /jobs/{id}/stop. Its failure is not an error:
@@ -318,7 +318,7 @@ func (s *State[T, S]) Cancel() {
 		}
 		return nil
 	})
-	s.RequeueWithin(snapshots.MinPollDelay)
+	s.RequeueWithin(snapshotrules.MinPollDelay)
 }
 
 // finishStop records the state to restart from and marks the job stopped.

@@ -17,7 +17,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/flink"
 	"github.com/flinkops/flink-operator/pkg/lifecycle"
-	"github.com/flinkops/flink-operator/pkg/snapshots"
+	"github.com/flinkops/flink-operator/pkg/snapshotrules"
 )
 
 // StopQuery describes the stop in flight and what is known of its job.
@@ -63,7 +63,7 @@ func CheckStop(ctx context.Context, q StopQuery) StopOutcome {
 			return StopOutcome{Failure: fmt.Sprintf("Timed out stopping the job %s with savepoint, please configure a larger timeout via '%s'",
 				q.JobID, config.FlinkCheckpointTimeout)}
 		}
-		return StopOutcome{Pending: true, PollAfter: snapshots.PollDelay(elapsed)}
+		return StopOutcome{Pending: true, PollAfter: snapshotrules.PollDelay(elapsed)}
 	}
 	if q.Recorded != "" && q.Client == nil {
 		return StopOutcome{Path: q.Recorded}

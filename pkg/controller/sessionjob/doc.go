@@ -57,7 +57,7 @@
 //     required") rather than restarted from empty state.
 //   - spec.deploymentName is immutable; a change is reported and the job
 //     stays where it is.
-//   - Snapshots: the same rules as for applications (pkg/snapshots):
+//   - Snapshots: the same rules as for applications (pkg/snapshotrules):
 //     manual nonces, periodic savepoints/checkpoints, history cleanup; the
 //     job's own savepoint directory wins over the cluster's. Without
 //     snapshot resources only upgrade and deletion savepoints are recorded

@@ -12,7 +12,7 @@ import (
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/metrics"
-	"github.com/flinkops/flink-operator/pkg/snapshots"
+	"github.com/flinkops/flink-operator/pkg/snapshotrules"
 )
 
 // commit writes what changed between base (what the API server has) and s:
@@ -60,11 +60,11 @@ func (c *Controller) write(ctx context.Context, base, s *v1beta1.FlinkStateSnaps
 	// would count one failure twice.
 	if s.Status.Failures > base.Status.Failures {
 		reason := ReasonCheckpointError
-		if snapshots.IsSavepoint(s) {
+		if snapshotrules.IsSavepoint(s) {
 			reason = ReasonSavepointError
 		}
 		c.Recorder.Event(s, "Warning", reason, s.Status.Error)
-		metrics.SnapshotFailures.WithLabelValues(s.Namespace, lower(snapshots.Type(s))).Inc()
+		metrics.SnapshotFailures.WithLabelValues(s.Namespace, lower(snapshotrules.Type(s))).Inc()
 	}
 	if base.Status.State != s.Status.State {
 		c.stateChanged(ctx, logger, base, s)
@@ -76,10 +76,10 @@ func (c *Controller) write(ctx context.Context, base, s *v1beta1.FlinkStateSnaps
 // for state, if they differ from base's, and returns what the API server
 // has afterwards.
 func (c *Controller) writeMetadata(ctx context.Context, base, s *v1beta1.FlinkStateSnapshot, state v1beta1.SnapshotState, jobFound bool) (*v1beta1.FlinkStateSnapshot, error) {
-	labels := snapshots.DesiredLabels(s, state, jobFound)
+	labels := snapshotrules.DesiredLabels(s, state, jobFound)
 	finalizers := slices.Clone(base.Finalizers)
 	has := slices.Contains(finalizers, v1beta1.SnapshotFinalizer)
-	switch need := snapshots.NeedsFinalizer(s, state); {
+	switch need := snapshotrules.NeedsFinalizer(s, state); {
 	case need && !has:
 		finalizers = append(finalizers, v1beta1.SnapshotFinalizer)
 	case !need && has:
@@ -103,17 +103,17 @@ func (c *Controller) stateChanged(_ context.Context, logger klog.Logger, old, s 
 	if s.Status.State != v1beta1.SnapshotInProgress {
 		c.release(key)
 	}
-	typ := lower(snapshots.Type(s))
+	typ := lower(snapshotrules.Type(s))
 	logger.Info("Snapshot state changed", "snapshot", klog.KObj(s), "type", typ,
-		"job", snapshots.JobRefString(s.Spec.JobReference), "from", stateOrNew(old.Status.State), "to", s.Status.State,
+		"job", snapshotrules.JobRefString(s.Spec.JobReference), "from", stateOrNew(old.Status.State), "to", s.Status.State,
 		"triggerId", s.Status.TriggerID, "path", s.Status.Path, "failures", s.Status.Failures, "error", s.Status.Error)
 	switch s.Status.State {
 	case v1beta1.SnapshotCompleted:
-		if triggered, ok := snapshots.ParseTime(s.Status.TriggerTimestamp); ok && !snapshots.AlreadyExists(s) {
-			metrics.SnapshotDuration.WithLabelValues(typ, string(snapshots.TriggerType(s))).Observe(c.Clock.Since(triggered).Seconds())
+		if triggered, ok := snapshotrules.ParseTime(s.Status.TriggerTimestamp); ok && !snapshotrules.AlreadyExists(s) {
+			metrics.SnapshotDuration.WithLabelValues(typ, string(snapshotrules.TriggerType(s))).Observe(c.Clock.Since(triggered).Seconds())
 		}
-		if !snapshots.AlreadyExists(s) {
-			c.Recorder.Eventf(s, "Normal", ReasonSnapshotCompleted, "%s completed: %s", snapshots.Type(s), s.Status.Path)
+		if !snapshotrules.AlreadyExists(s) {
+			c.Recorder.Eventf(s, "Normal", ReasonSnapshotCompleted, "%s completed: %s", snapshotrules.Type(s), s.Status.Path)
 		}
 	case v1beta1.SnapshotAbandoned:
 		c.Recorder.Event(s, "Warning", ReasonSnapshotAbandoned, s.Status.Error)

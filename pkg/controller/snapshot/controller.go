@@ -20,7 +20,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/controller/jobmanager"
 	"github.com/flinkops/flink-operator/pkg/controller/workers"
 	"github.com/flinkops/flink-operator/pkg/metrics"
-	"github.com/flinkops/flink-operator/pkg/snapshots"
+	"github.com/flinkops/flink-operator/pkg/snapshotrules"
 )
 
 // QueueName names the controller's workqueue (and its metrics).
@@ -106,7 +106,7 @@ func (c *Controller) snapshotUpdated(oldObj, newObj any) {
 	oldSnap, ok1 := oldObj.(*v1beta1.FlinkStateSnapshot)
 	newSnap, ok2 := newObj.(*v1beta1.FlinkStateSnapshot)
 	if ok1 && ok2 && oldSnap.Status.State == v1beta1.SnapshotInProgress && newSnap.Status.State != v1beta1.SnapshotInProgress {
-		c.enqueueJob(snapshots.JobKey(newSnap))
+		c.enqueueJob(snapshotrules.JobKey(newSnap))
 	}
 }
 
@@ -123,11 +123,11 @@ func (c *Controller) snapshotDeleted(obj any) {
 	key := s.Namespace + "/" + s.Name
 	c.release(key)
 	c.disposals.Delete(key)
-	if s.Status.State == v1beta1.SnapshotInProgress && snapshots.DisposeOnDelete(s) {
+	if s.Status.State == v1beta1.SnapshotInProgress && snapshotrules.DisposeOnDelete(s) {
 		c.Recorder.Eventf(s, "Warning", ReasonDisposeSkipped,
 			"Snapshot deleted while in progress (trigger id %s); if Flink completes it, its files stay in the savepoint directory", s.Status.TriggerID)
 	}
-	c.enqueueJob(snapshots.JobKey(s))
+	c.enqueueJob(snapshotrules.JobKey(s))
 }
 
 // jobHandler wakes the snapshots of a job when the job changes: a job that
@@ -141,7 +141,7 @@ func (c *Controller) jobHandler(kind v1beta1.JobReferenceKind) cache.ResourceEve
 		if err != nil {
 			return
 		}
-		c.enqueueJob(snapshots.JobKeyFor(kind, m.GetNamespace(), m.GetName()))
+		c.enqueueJob(snapshotrules.JobKeyFor(kind, m.GetNamespace(), m.GetName()))
 	}
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc:    wake,
@@ -166,7 +166,7 @@ func (c *Controller) enqueueJob(jobKey string) {
 		return
 	}
 	for _, s := range snaps {
-		if snapshots.InFlight(s) || s.DeletionTimestamp != nil {
+		if snapshotrules.InFlight(s) || s.DeletionTimestamp != nil {
 			c.queue.Add(s.Namespace + "/" + s.Name)
 		}
 	}
@@ -191,7 +191,7 @@ func (c *Controller) reserve(key, jobKey string, perJob, total int) (bool, error
 	defer c.mu.Unlock()
 	busy := map[string]string{} // snapshot key -> job key
 	for _, s := range inProgress {
-		busy[s.Namespace+"/"+s.Name] = snapshots.JobKey(s)
+		busy[s.Namespace+"/"+s.Name] = snapshotrules.JobKey(s)
 	}
 	for k, j := range c.reserved {
 		busy[k] = j
@@ -228,7 +228,7 @@ func (c *Controller) CountSnapshots() []metrics.SnapshotCount {
 		if state == "" {
 			state = v1beta1.SnapshotTriggerPending
 		}
-		counts[metrics.SnapshotCount{Namespace: s.Namespace, Type: lower(snapshots.Type(s)), State: string(state)}]++
+		counts[metrics.SnapshotCount{Namespace: s.Namespace, Type: lower(snapshotrules.Type(s)), State: string(state)}]++
 	}
 	out := make([]metrics.SnapshotCount, 0, len(counts))
 	for k, n := range counts {

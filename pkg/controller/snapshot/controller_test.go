@@ -11,7 +11,7 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/flink"
 	"github.com/flinkops/flink-operator/pkg/flink/fakejm"
-	"github.com/flinkops/flink-operator/pkg/snapshots"
+	"github.com/flinkops/flink-operator/pkg/snapshotrules"
 )
 
 // Scenarios from upstream's FlinkStateSnapshotControllerTest (reference §9),
@@ -79,7 +79,7 @@ func TestWritesPerManualSavepoint(t *testing.T) {
 }
 
 // TestWritesPerOperatorMadeSavepoint: a snapshot created with its labels and
-// finalizer (as pkg/snapshots makes periodic and upgrade ones) costs the
+// finalizer (as pkg/snapshotrules makes periodic and upgrade ones) costs the
 // intent, the terminal labels and the terminal status: 3 writes.
 func TestWritesPerOperatorMadeSavepoint(t *testing.T) {
 	f := newFixture(t)
@@ -96,12 +96,12 @@ func TestWritesPerOperatorMadeSavepoint(t *testing.T) {
 	}
 }
 
-// operatorMade gives s the labels and finalizer pkg/snapshots sets at
+// operatorMade gives s the labels and finalizer pkg/snapshotrules sets at
 // creation.
 func operatorMade(s *v1beta1.FlinkStateSnapshot, trigger v1beta1.SnapshotTriggerType) *v1beta1.FlinkStateSnapshot {
 	s.Labels = map[string]string{v1beta1.LabelSnapshotTriggerType: string(trigger)}
-	s.Labels = snapshots.DesiredLabels(s, v1beta1.SnapshotTriggerPending, true)
-	if snapshots.NeedsFinalizer(s, v1beta1.SnapshotTriggerPending) {
+	s.Labels = snapshotrules.DesiredLabels(s, v1beta1.SnapshotTriggerPending, true)
+	if snapshotrules.NeedsFinalizer(s, v1beta1.SnapshotTriggerPending) {
 		s.Finalizers = []string{v1beta1.SnapshotFinalizer}
 	}
 	return s

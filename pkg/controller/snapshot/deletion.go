@@ -14,7 +14,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/flink"
 	"github.com/flinkops/flink-operator/pkg/metrics"
-	"github.com/flinkops/flink-operator/pkg/snapshots"
+	"github.com/flinkops/flink-operator/pkg/snapshotrules"
 )
 
 // syncDeletion disposes a deleted snapshot's savepoint data when asked to,
@@ -38,7 +38,7 @@ func (c *Controller) syncDeletion(ctx context.Context, cached *v1beta1.FlinkStat
 		return c.awaitAttempt(ctx, cached, s)
 	case s.Status.State != v1beta1.SnapshotCompleted, s.Status.Path == "":
 		return 0, c.removeFinalizer(ctx, s)
-	case !snapshots.DisposeOnDelete(s):
+	case !snapshotrules.DisposeOnDelete(s):
 		if endedAfterDeletion(s) {
 			// Whoever deleted it saw no path yet: say where the kept files are.
 			c.Recorder.Eventf(s, "Warning", ReasonDisposeSkipped,
@@ -62,7 +62,7 @@ func (c *Controller) syncDeletion(ctx context.Context, cached *v1beta1.FlinkStat
 	t, terr := c.resolveTarget(s)
 	if terr == nil && slices.Contains(t.restorePaths, path) {
 		c.Recorder.Eventf(s, "Warning", ReasonDisposeSkipped,
-			"Savepoint %s is the restore point of %s; its data is kept", path, snapshots.JobRefString(&t.ref))
+			"Savepoint %s is the restore point of %s; its data is kept", path, snapshotrules.JobRefString(&t.ref))
 		return 0, c.removeFinalizer(ctx, s)
 	}
 
@@ -73,7 +73,7 @@ func (c *Controller) syncDeletion(ctx context.Context, cached *v1beta1.FlinkStat
 	// The disposal's time starts when there was something to dispose: at
 	// the deletion, or when an attempt deleted in flight ended.
 	start := s.DeletionTimestamp.Time
-	if ended, ok := snapshots.ParseTime(s.Status.ResultTimestamp); ok && ended.After(start) {
+	if ended, ok := snapshotrules.ParseTime(s.Status.ResultTimestamp); ok && ended.After(start) {
 		start = ended
 	}
 	deadline := start.Add(timeout)
@@ -84,7 +84,7 @@ func (c *Controller) syncDeletion(ctx context.Context, cached *v1beta1.FlinkStat
 		c.disposals.Delete(key)
 		return 0, c.removeFinalizer(ctx, s)
 	}
-	retry := min(snapshots.PollDelay(now.Sub(start)), deadline.Sub(now))
+	retry := min(snapshotrules.PollDelay(now.Sub(start)), deadline.Sub(now))
 
 	cleanupFailed := func(format string, args ...any) (time.Duration, error) {
 		msg := fmt.Sprintf(format, args...)
@@ -96,7 +96,7 @@ func (c *Controller) syncDeletion(ctx context.Context, cached *v1beta1.FlinkStat
 	case terr != nil:
 		return cleanupFailed("Cannot dispose of savepoint %s: %v", path, terr)
 	case !t.found || t.cluster == nil:
-		return cleanupFailed("Cannot dispose of savepoint %s because the referenced Flink job %s cannot be found", path, snapshots.JobRefString(&t.ref))
+		return cleanupFailed("Cannot dispose of savepoint %s because the referenced Flink job %s cannot be found", path, snapshotrules.JobRefString(&t.ref))
 	}
 	client, err := c.flinkClient(t)
 	if err != nil {
@@ -110,13 +110,13 @@ func (c *Controller) syncDeletion(ctx context.Context, cached *v1beta1.FlinkStat
 			return cleanupFailed("Cannot dispose of savepoint %s: %v", path, err)
 		}
 		c.disposals.Store(key, id)
-		return snapshots.MinPollDelay, nil
+		return snapshotrules.MinPollDelay, nil
 	}
 	res, err := client.DisposalStatus(ctx, value.(string))
 	switch {
 	case flink.IsNotFound(err):
 		c.disposals.Delete(key) // Flink forgot it (restart): ask again
-		return snapshots.MinPollDelay, nil
+		return snapshotrules.MinPollDelay, nil
 	case err != nil:
 		return cleanupFailed("Cannot check disposal of savepoint %s: %v", path, err)
 	case res.Pending():
@@ -152,13 +152,13 @@ func (c *Controller) awaitAttempt(ctx context.Context, cached, s *v1beta1.FlinkS
 		return 0, err
 	}
 	klog.FromContext(ctx).V(2).Info("Deleted snapshot waits for its attempt to end", "snapshot", klog.KObj(s), "state", s.Status.State)
-	return max(requeue, snapshots.MinPollDelay), nil
+	return max(requeue, snapshotrules.MinPollDelay), nil
 }
 
 // endedAfterDeletion reports whether the snapshot's attempt ended after it
 // was deleted.
 func endedAfterDeletion(s *v1beta1.FlinkStateSnapshot) bool {
-	ended, ok := snapshots.ParseTime(s.Status.ResultTimestamp)
+	ended, ok := snapshotrules.ParseTime(s.Status.ResultTimestamp)
 	return ok && s.DeletionTimestamp != nil && ended.After(s.DeletionTimestamp.Time)
 }
 

@@ -15,7 +15,7 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/flink"
-	"github.com/flinkops/flink-operator/pkg/snapshots"
+	"github.com/flinkops/flink-operator/pkg/snapshotrules"
 )
 
 // Event reasons (docs/snapshots.md, "Events and metrics").
@@ -116,7 +116,7 @@ func (c *Controller) validate(ctx context.Context, s *v1beta1.FlinkStateSnapshot
 	// Before the alreadyExists shortcut: such a savepoint may name another
 	// namespace's job too, and disposing it on delete goes through that job's
 	// cluster.
-	if snapshots.IsCrossNamespace(s) {
+	if snapshotrules.IsCrossNamespace(s) {
 		allowed, err := c.Config.Bool(config.KeySnapshotCrossNamespaceReferencesEnabled)
 		if err != nil || !allowed {
 			return fmt.Errorf("job reference to namespace %q is not allowed: cross-namespace references need %s: true in the operator configuration",
@@ -134,7 +134,7 @@ func (c *Controller) validate(ctx context.Context, s *v1beta1.FlinkStateSnapshot
 				s.Spec.JobReference.Namespace, guard)
 		}
 	}
-	if snapshots.AlreadyExists(s) {
+	if snapshotrules.AlreadyExists(s) {
 		return nil
 	}
 	if s.Spec.JobReference == nil || s.Spec.JobReference.Name == "" {
@@ -152,17 +152,17 @@ func (c *Controller) validate(ctx context.Context, s *v1beta1.FlinkStateSnapshot
 // and can only ever re-send the same operation.
 func (c *Controller) trigger(ctx context.Context, base **v1beta1.FlinkStateSnapshot, s *v1beta1.FlinkStateSnapshot, t *target) (time.Duration, error) {
 	now := c.Clock.Now()
-	if snapshots.AlreadyExists(s) {
+	if snapshotrules.AlreadyExists(s) {
 		s.Status.State = v1beta1.SnapshotCompleted
 		s.Status.Path = s.Spec.Savepoint.Path
-		s.Status.TriggerTimestamp = snapshots.FormatTime(now)
+		s.Status.TriggerTimestamp = snapshotrules.FormatTime(now)
 		s.Status.ResultTimestamp = s.Status.TriggerTimestamp
 		s.Status.Error = ""
 		return 0, nil
 	}
 	if s.Status.Failures > 0 { // retry backoff, computed from status so it survives restarts
-		if last, ok := snapshots.ParseTime(s.Status.ResultTimestamp); ok {
-			if wait := last.Add(snapshots.RetryDelay(s.Status.Failures)).Sub(now); wait > 0 {
+		if last, ok := snapshotrules.ParseTime(s.Status.ResultTimestamp); ok {
+			if wait := last.Add(snapshotrules.RetryDelay(s.Status.Failures)).Sub(now); wait > 0 {
 				return wait, nil
 			}
 		}
@@ -172,7 +172,7 @@ func (c *Controller) trigger(ctx context.Context, base **v1beta1.FlinkStateSnaps
 		return 0, nil
 	}
 	dir := ""
-	if snapshots.IsSavepoint(s) {
+	if snapshotrules.IsSavepoint(s) {
 		dir = s.Spec.Savepoint.Path
 		if dir == "" {
 			dir, _ = config.SavepointDir(t.cfg)
@@ -194,12 +194,12 @@ func (c *Controller) trigger(ctx context.Context, base **v1beta1.FlinkStateSnaps
 	if err != nil {
 		return 0, err
 	}
-	ok, err := c.reserve(key, snapshots.JobKey(s), perJob, total)
+	ok, err := c.reserve(key, snapshotrules.JobKey(s), perJob, total)
 	if err != nil {
 		return 0, err
 	}
 	if !ok {
-		klog.FromContext(ctx).V(2).Info("Waiting for a concurrency slot", "job", snapshots.JobRefString(&t.ref))
+		klog.FromContext(ctx).V(2).Info("Waiting for a concurrency slot", "job", snapshotrules.JobRefString(&t.ref))
 		return waitForSlot, nil
 	}
 
@@ -220,7 +220,7 @@ func (c *Controller) trigger(ctx context.Context, base **v1beta1.FlinkStateSnaps
 
 	s.Status.State = v1beta1.SnapshotInProgress
 	s.Status.TriggerID = c.NewTriggerID()
-	s.Status.TriggerTimestamp = snapshots.FormatTime(now)
+	s.Status.TriggerTimestamp = snapshotrules.FormatTime(now)
 	s.Status.Error = ""
 	s.Status.Path = ""
 	written, err := c.commit(ctx, *base, s, true)
@@ -238,9 +238,9 @@ func (c *Controller) trigger(ctx context.Context, base **v1beta1.FlinkStateSnaps
 		klog.FromContext(ctx).Info("Triggering snapshot failed, will check by trigger id", "triggerId", s.Status.TriggerID, "err", err)
 	} else {
 		c.Recorder.Eventf(s, "Normal", ReasonSnapshotTriggered, "Triggered %s of %s with trigger id %s",
-			lower(snapshots.Type(s)), snapshots.JobRefString(&t.ref), s.Status.TriggerID)
+			lower(snapshotrules.Type(s)), snapshotrules.JobRefString(&t.ref), s.Status.TriggerID)
 	}
-	return snapshots.MinPollDelay, nil
+	return snapshotrules.MinPollDelay, nil
 }
 
 // post sends the trigger recorded in s.Status to Flink.
@@ -249,7 +249,7 @@ func (c *Controller) post(ctx context.Context, s *v1beta1.FlinkStateSnapshot, t 
 	if err != nil {
 		return err
 	}
-	if snapshots.IsSavepoint(s) {
+	if snapshotrules.IsSavepoint(s) {
 		if dir == "" {
 			dir = s.Spec.Savepoint.Path
 			if dir == "" {
@@ -276,7 +276,7 @@ func (c *Controller) post(ctx context.Context, s *v1beta1.FlinkStateSnapshot, t 
 // trigger id Flink never saw is not sent again.
 func (c *Controller) observe(ctx context.Context, s *v1beta1.FlinkStateSnapshot, t *target, deleting bool) (time.Duration, error) {
 	now := c.Clock.Now()
-	triggered, _ := snapshots.ParseTime(s.Status.TriggerTimestamp)
+	triggered, _ := snapshotrules.ParseTime(s.Status.TriggerTimestamp)
 	elapsed := now.Sub(triggered)
 	if !t.running() {
 		return c.settleStopped(ctx, s, t, now), nil
@@ -287,7 +287,7 @@ func (c *Controller) observe(ctx context.Context, s *v1beta1.FlinkStateSnapshot,
 	}
 	if elapsed > timeout {
 		return c.fail(s, now, fmt.Sprintf("%s with trigger id %s did not complete within %s (%s)",
-			lower(snapshots.Type(s)), s.Status.TriggerID, timeout, config.KeySnapshotTimeout)), nil
+			lower(snapshotrules.Type(s)), s.Status.TriggerID, timeout, config.KeySnapshotTimeout)), nil
 	}
 
 	client, err := c.flinkClient(t)
@@ -301,13 +301,13 @@ func (c *Controller) observe(ctx context.Context, s *v1beta1.FlinkStateSnapshot,
 	switch {
 	case err != nil && flink.IsRetryable(err):
 		klog.FromContext(ctx).V(2).Info("Flink not reachable, will poll again", "err", err)
-		return snapshots.PollDelay(elapsed), nil
+		return snapshotrules.PollDelay(elapsed), nil
 	case err != nil:
 		return c.fail(s, now, err.Error()), nil
 	case res.failure != "":
 		return c.fail(s, now, res.failure), nil
 	case res.pending:
-		return snapshots.PollDelay(elapsed), nil
+		return snapshotrules.PollDelay(elapsed), nil
 	}
 	c.complete(s, res, now)
 	return 0, nil
@@ -323,7 +323,7 @@ func (c *Controller) complete(s *v1beta1.FlinkStateSnapshot, res pollResult, now
 	s.Status.State = v1beta1.SnapshotCompleted
 	s.Status.Path = res.path
 	s.Status.Error = ""
-	s.Status.ResultTimestamp = snapshots.FormatTime(now)
+	s.Status.ResultTimestamp = snapshotrules.FormatTime(now)
 }
 
 // settleStopped ends an IN_PROGRESS snapshot whose job stopped running; it
@@ -336,7 +336,7 @@ func (c *Controller) complete(s *v1beta1.FlinkStateSnapshot, res pollResult, now
 // names the savepoint directory, so the files can be found.
 func (c *Controller) settleStopped(ctx context.Context, s *v1beta1.FlinkStateSnapshot, t *target, now time.Time) time.Duration {
 	where := ""
-	if dir := savepointDir(s, t); snapshots.IsSavepoint(s) && dir != "" {
+	if dir := savepointDir(s, t); snapshotrules.IsSavepoint(s) && dir != "" {
 		where = fmt.Sprintf("; if Flink completes savepoint %s (trigger id %s), its files are in %s", s.Name, s.Status.TriggerID, dir)
 	}
 	if !t.found || t.cluster == nil {
@@ -380,7 +380,7 @@ func savepointDir(s *v1beta1.FlinkStateSnapshot, t *target) string {
 // operator-wide snapshot timeout (used when the job's own config is
 // unreadable).
 func (c *Controller) pastTimeout(s *v1beta1.FlinkStateSnapshot) bool {
-	triggered, ok := snapshots.ParseTime(s.Status.TriggerTimestamp)
+	triggered, ok := snapshotrules.ParseTime(s.Status.TriggerTimestamp)
 	timeout, err := config.SnapshotTimeout(c.Config)
 	return ok && err == nil && c.Clock.Since(triggered) > timeout
 }
@@ -394,7 +394,7 @@ type pollResult struct {
 }
 
 func (c *Controller) poll(ctx context.Context, client *flink.Client, s *v1beta1.FlinkStateSnapshot, t *target) (pollResult, error) {
-	if snapshots.IsSavepoint(s) {
+	if snapshotrules.IsSavepoint(s) {
 		r, err := client.SavepointStatus(ctx, t.jobStatus.JobID, s.Status.TriggerID)
 		switch {
 		case err != nil:
@@ -458,7 +458,7 @@ func (c *Controller) recover(ctx context.Context, client *flink.Client, s *v1bet
 		case flink.CheckpointStatsInProgress:
 			return pollResult{pending: true}, nil
 		default:
-			return pollResult{failure: fmt.Sprintf("%s failed (found in the job's checkpoint history as %d): %s", lower(snapshots.Type(s)), h.ID, h.FailureMessage)}, nil
+			return pollResult{failure: fmt.Sprintf("%s failed (found in the job's checkpoint history as %d): %s", lower(snapshotrules.Type(s)), h.ID, h.FailureMessage)}, nil
 		}
 	}
 	storeDuration := 5 * time.Minute
@@ -473,13 +473,13 @@ func (c *Controller) recover(ctx context.Context, client *flink.Client, s *v1bet
 		return pollResult{pending: true}, nil
 	}
 	return pollResult{failure: fmt.Sprintf("Flink does not know trigger id %s (results are forgotten after %s and on JobManager restart) and no matching %s was found in the job's checkpoint history",
-		s.Status.TriggerID, config.FlinkRestAsyncStoreDuration, lower(snapshots.Type(s)))}, nil
+		s.Status.TriggerID, config.FlinkRestAsyncStoreDuration, lower(snapshotrules.Type(s)))}, nil
 }
 
 // claimedPaths are the paths other snapshots of the same job already name.
 func (c *Controller) claimedPaths(s *v1beta1.FlinkStateSnapshot) (map[string]bool, error) {
 	claimed := map[string]bool{}
-	others, err := c.Caches.SnapshotsOfJob(snapshots.JobKey(s))
+	others, err := c.Caches.SnapshotsOfJob(snapshotrules.JobKey(s))
 	if err != nil {
 		return nil, err
 	}
@@ -524,7 +524,7 @@ func adoptFromHistory(s *v1beta1.FlinkStateSnapshot, cfg config.Config, history 
 }
 
 func sameKind(s *v1beta1.FlinkStateSnapshot, cfg config.Config, h *flink.CheckpointStatistics) bool {
-	if !snapshots.IsSavepoint(s) {
+	if !snapshotrules.IsSavepoint(s) {
 		return !h.IsSavepoint && !incrementalCheckpoints(cfg)
 	}
 	if !h.IsSavepoint || strings.EqualFold(h.CheckpointType, "SYNC_SAVEPOINT") {
@@ -555,13 +555,13 @@ func incrementalCheckpoints(cfg config.Config) bool {
 func (c *Controller) fail(s *v1beta1.FlinkStateSnapshot, now time.Time, msg string) time.Duration {
 	s.Status.Failures++
 	s.Status.Error = msg
-	s.Status.ResultTimestamp = snapshots.FormatTime(now)
+	s.Status.ResultTimestamp = snapshotrules.FormatTime(now)
 	s.Status.Path = ""
 	// The SavepointError/CheckpointError event is emitted by commit once
 	// this failure is recorded.
-	if snapshots.RetryAllowed(s.Status.Failures, snapshots.BackoffLimit(s)) {
+	if snapshotrules.RetryAllowed(s.Status.Failures, snapshotrules.BackoffLimit(s)) {
 		s.Status.State = v1beta1.SnapshotTriggerPending
-		return snapshots.RetryDelay(s.Status.Failures)
+		return snapshotrules.RetryDelay(s.Status.Failures)
 	}
 	s.Status.State = v1beta1.SnapshotFailed
 	return 0
@@ -577,8 +577,8 @@ func (c *Controller) abandon(s *v1beta1.FlinkStateSnapshot, t *target, now time.
 	}
 	s.Status.State = v1beta1.SnapshotAbandoned
 	s.Status.Path = ""
-	s.Status.Error = fmt.Sprintf("Secondary resource %s for savepoint %s %s", snapshots.JobRefString(&t.ref), s.Name, what) + detail
-	s.Status.ResultTimestamp = snapshots.FormatTime(now)
+	s.Status.Error = fmt.Sprintf("Secondary resource %s for savepoint %s %s", snapshotrules.JobRefString(&t.ref), s.Name, what) + detail
+	s.Status.ResultTimestamp = snapshotrules.FormatTime(now)
 }
 
 // flinkClient is a REST client for the JobManager of t's cluster, in the

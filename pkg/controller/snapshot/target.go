@@ -9,7 +9,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/controller/jobmanager"
 	"github.com/flinkops/flink-operator/pkg/flink"
-	"github.com/flinkops/flink-operator/pkg/snapshots"
+	"github.com/flinkops/flink-operator/pkg/snapshotrules"
 )
 
 // target is what a snapshot's job reference resolves to in the caches.
@@ -39,7 +39,7 @@ func (c *Controller) resolveTarget(s *v1beta1.FlinkStateSnapshot) (*target, erro
 		return t, nil
 	}
 	t.ref = *s.Spec.JobReference
-	t.ref.Namespace = snapshots.JobRefNamespace(s)
+	t.ref.Namespace = snapshotrules.JobRefNamespace(s)
 
 	var clusterName string
 	var jobConfig *v1beta1.Configuration
@@ -65,7 +65,7 @@ func (c *Controller) resolveTarget(s *v1beta1.FlinkStateSnapshot) (*target, erro
 		clusterName, jobConfig = job.Spec.DeploymentName, job.Spec.FlinkConfiguration
 		dep, err := c.Caches.Deployment(t.ref.Namespace, clusterName)
 		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("session cluster FlinkDeployment %s/%s of %s not found", t.ref.Namespace, clusterName, snapshots.JobRefString(&t.ref))
+			return nil, fmt.Errorf("session cluster FlinkDeployment %s/%s of %s not found", t.ref.Namespace, clusterName, snapshotrules.JobRefString(&t.ref))
 		} else if err != nil {
 			return nil, err
 		}
@@ -83,7 +83,7 @@ func (c *Controller) resolveTarget(s *v1beta1.FlinkStateSnapshot) (*target, erro
 	}
 	if jobConfig != nil { // a session job's own settings win over its cluster's
 		if cfg, err = jobmanager.EffectiveConfig(cfg, jobConfig); err != nil {
-			return nil, fmt.Errorf("configuration of %s: %w", snapshots.JobRefString(&t.ref), err)
+			return nil, fmt.Errorf("configuration of %s: %w", snapshotrules.JobRefString(&t.ref), err)
 		}
 	}
 	t.cfg = cfg

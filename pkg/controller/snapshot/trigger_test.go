@@ -15,7 +15,7 @@ import (
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/flink/fakejm"
-	"github.com/flinkops/flink-operator/pkg/snapshots"
+	"github.com/flinkops/flink-operator/pkg/snapshotrules"
 )
 
 // Rules of a TRIGGER_PENDING snapshot's first steps (sync.go: Sync,
@@ -77,8 +77,8 @@ func TestSnapshotTriggeredEventOnlyWhenFlinkAcceptedTheTrigger(t *testing.T) {
 				jm.InjectFault(fakejm.Fault{Route: fakejm.RouteSavepointTrigger, Status: http.StatusServiceUnavailable})
 			}
 			f.create(savepointSnap("sp", "job"))
-			if d := f.mustSync("sp"); d != snapshots.MinPollDelay {
-				t.Errorf("requeue %v, want the first poll after %v", d, snapshots.MinPollDelay)
+			if d := f.mustSync("sp"); d != snapshotrules.MinPollDelay {
+				t.Errorf("requeue %v, want the first poll after %v", d, snapshotrules.MinPollDelay)
 			}
 			s := f.get("sp")
 			if s.Status.State != v1beta1.SnapshotInProgress || s.Status.TriggerID == "" || s.Status.Failures != 0 {
@@ -123,7 +123,7 @@ func TestRetryWaitsForTheBackoffSinceTheLastFailure(t *testing.T) {
 			jm := f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
 			s := savepointSnap("sp", "job")
 			s.Status = v1beta1.FlinkStateSnapshotStatus{State: v1beta1.SnapshotTriggerPending, Failures: tc.failures,
-				ResultTimestamp: snapshots.FormatTime(t0), Error: "earlier failure"}
+				ResultTimestamp: snapshotrules.FormatTime(t0), Error: "earlier failure"}
 			f.create(s)
 			f.clock.SetTime(t0.Add(tc.since))
 			d := f.mustSync("sp")

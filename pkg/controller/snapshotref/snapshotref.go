@@ -12,12 +12,12 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	flinkcache "github.com/flinkops/flink-operator/pkg/cache"
 	"github.com/flinkops/flink-operator/pkg/config"
-	"github.com/flinkops/flink-operator/pkg/snapshots"
+	"github.com/flinkops/flink-operator/pkg/snapshotrules"
 	"github.com/flinkops/flink-operator/pkg/webhook/review"
 )
 
 // Path resolves ref of obj (a kind, "FlinkDeployment" or "FlinkSessionJob")
-// from the cache (pkg/snapshots.RestorePath says what will do). A reference
+// from the cache (pkg/snapshotrules.RestorePath says what will do). A reference
 // to another namespace also needs obj to carry the admission webhook's
 // stamp for exactly this reference (pkg/webhook/review): the option alone
 // would let whoever may create the resource start it from any namespace's
@@ -25,7 +25,7 @@ import (
 // Checked before the snapshot is even looked up.
 func Path(caches *flinkcache.Caches, cfg config.Config, keys review.Keys, kind string, obj metav1.Object, ref *v1beta1.SnapshotReference) (string, error) {
 	ns := obj.GetNamespace()
-	refNS := snapshots.RefNamespace(ref, ns)
+	refNS := snapshotrules.RefNamespace(ref, ns)
 	cross, _ := cfg.Bool(config.KeySnapshotCrossNamespaceReferencesEnabled)
 	if refNS != ns && cross {
 		target := review.Reference{Kind: "FlinkStateSnapshot", Namespace: refNS, Name: ref.Name}
@@ -38,5 +38,5 @@ func Path(caches *flinkcache.Caches, cfg config.Config, keys review.Keys, kind s
 	if err != nil && !apierrors.IsNotFound(err) {
 		return "", err
 	}
-	return snapshots.RestorePath(ref, ns, snap, cross)
+	return snapshotrules.RestorePath(ref, ns, snap, cross)
 }

@@ -2,4 +2,4 @@
 // controllers share: labels, defaults, retry backoff, poll pacing, timestamps
 // and what counts as in flight. Nothing here does I/O: functions take objects
 // and a time and return decisions, so they are tested with tables.
-package snapshots
+package snapshotrules
