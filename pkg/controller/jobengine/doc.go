@@ -1,19 +1,22 @@
 // Package jobengine is what the FlinkDeployment (application) and
 // FlinkSessionJob controllers share about a Flink job's life: the state of
 // one sync and its single commit, the stop of a job with its state, the
-// classification of spec changes, and the event reasons. Each controller
-// embeds State in its own sync state and gives the stop protocol a small
-// JobKind adapter for what is really its own (an application tears its
-// cluster down; a session job waits for its session cluster).
+// classification of spec changes, the intent of an upgrade, snapshot
+// planning and legacy mode, the informer handlers both use, and the event
+// reasons. Each controller embeds State in its own sync state and gives the
+// stop protocol a small JobKind adapter for what is really its own (an
+// application tears its cluster down; a session job waits for its session
+// cluster).
 //
 // # Shape of a sync
 //
-// A controller reads its resource from the informer cache, NewState takes a
-// DeepCopy to edit (the cached object is never written to), the controller
+// A controller reads its resource from the informer cache; Engine.Start
+// writes the finalizer if it is missing and NewState takes a DeepCopy to
+// edit (the cached object is never written to); the controller
 // observes and decides, recording errors (Fail), events (Event), idempotent
 // pre-writes (BeforeStatusWrite: snapshot resources the status will name),
 // the writes and Flink calls the new status announces (AfterStatusWrite)
-// and when to look again (RequeueWithin). Writer.Commit then runs the
+// and when to look again (RequeueWithin). Engine.Commit then runs the
 // pre-writes, writes the status at most once, emits the events (a Warning
 // per error only when status.error changes) and runs the actions. The
 // status is a write-ahead log: a crash between any two steps leaves a
@@ -47,7 +50,8 @@
 //	cleared                    finishStop (lifecycle.ClearStopTrigger)
 //
 // lifecycleState is derived in each controller's commit from the above
-// (pkg/lifecycle.State); lastStableSpec follows lastReconciledSpec once the
+// (pkg/lifecycle.State; FAILED after an error recorded with
+// FailManualRestore or wrapping lifecycle.ErrManualRestore); lastStableSpec follows lastReconciledSpec once the
 // job runs, or at once for a job suspended by the user (KeepSuspendedStable).
 //
 // Snapshots the operator makes for a job (snapshots.go, legacy.go) are
