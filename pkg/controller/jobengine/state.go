@@ -391,26 +391,32 @@ func StateOrNew(s string) string {
 	return s
 }
 
-func (w *Engine[T, S]) update(ctx context.Context, o T) (T, error) {
-	var written any
-	var err error
-	switch o := any(o).(type) {
-	case *v1beta1.FlinkDeployment:
-		written, err = w.Client.FlinkV1beta1().FlinkDeployments(o.Namespace).Update(ctx, o, metav1.UpdateOptions{})
-	case *v1beta1.FlinkSessionJob:
-		written, err = w.Client.FlinkV1beta1().FlinkSessionJobs(o.Namespace).Update(ctx, o, metav1.UpdateOptions{})
-	}
-	return written.(T), err
-}
+func (w *Engine[T, S]) update(ctx context.Context, o T) (T, error) { return w.write(ctx, o, false) }
 
 func (w *Engine[T, S]) updateStatus(ctx context.Context, o T) (T, error) {
+	return w.write(ctx, o, true)
+}
+
+// write sends o to the API server: its status subresource, or the object.
+func (w *Engine[T, S]) write(ctx context.Context, o T, status bool) (T, error) {
+	opts := metav1.UpdateOptions{}
 	var written any
 	var err error
 	switch o := any(o).(type) {
 	case *v1beta1.FlinkDeployment:
-		written, err = w.Client.FlinkV1beta1().FlinkDeployments(o.Namespace).UpdateStatus(ctx, o, metav1.UpdateOptions{})
+		c := w.Client.FlinkV1beta1().FlinkDeployments(o.Namespace)
+		if status {
+			written, err = c.UpdateStatus(ctx, o, opts)
+		} else {
+			written, err = c.Update(ctx, o, opts)
+		}
 	case *v1beta1.FlinkSessionJob:
-		written, err = w.Client.FlinkV1beta1().FlinkSessionJobs(o.Namespace).UpdateStatus(ctx, o, metav1.UpdateOptions{})
+		c := w.Client.FlinkV1beta1().FlinkSessionJobs(o.Namespace)
+		if status {
+			written, err = c.UpdateStatus(ctx, o, opts)
+		} else {
+			written, err = c.Update(ctx, o, opts)
+		}
 	}
 	return written.(T), err
 }
