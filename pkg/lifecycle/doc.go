@@ -3,5 +3,5 @@
 // in upstream's lastReconciledSpec shape, fresh job ids, the job state the
 // operator reports for a Flink job, the lifecycle state of the resource,
 // and where a forgotten stop-with-savepoint left its savepoint. It does no
-// I/O: it takes objects and returns decisions (layout floor 3).
+// I/O: it takes objects and returns decisions.
 package lifecycle

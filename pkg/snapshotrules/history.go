@@ -20,7 +20,7 @@ type CleanupPolicy struct {
 }
 
 // SelectForCleanup returns the snapshots of one type (SAVEPOINT or
-// CHECKPOINT) that history cleanup should delete (snapshots.md §5):
+// CHECKPOINT) that history cleanup should delete (docs/snapshots.md, "Snapshots the operator makes"):
 //   - candidates are PERIODIC and UPGRADE snapshots; MANUAL ones belong to
 //     the user and are never deleted;
 //   - only terminal snapshots are deleted [ours]: an in-flight one still

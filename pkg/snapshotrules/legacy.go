@@ -9,7 +9,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/config"
 )
 
-// Legacy mode (snapshots.md §6, upstream-operator.md §3.6 and §5): a job
+// Legacy mode (docs/snapshots.md, "Legacy mode"; as upstream): a job
 // without snapshot resources keeps its operator-made savepoints and
 // checkpoints in the deprecated status fields status.jobStatus.savepointInfo
 // / checkpointInfo. These are the pure rules; the FlinkDeployment controller

@@ -6,7 +6,7 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 )
 
-// Restore by reference [ours] (snapshots.md §10): a job's
+// Restore by reference [ours] (docs/snapshots.md, "Start a job from a snapshot"): a job's
 // spec.job.initialStateSnapshotRef names the FlinkStateSnapshot it starts
 // from instead of a path.
 

@@ -42,7 +42,7 @@ func Deployment(dep *v1beta1.FlinkDeployment, operator config.Config) (*Result, 
 
 // DeploymentSpec checks a FlinkDeployment spec, first error wins: what the
 // operator needs to deploy it (mode, image, a supported Flink version, a
-// configuration that parses), upstream's rules about state (reference §7.2)
+// configuration that parses), upstream's rules about state
 // and about changes against last, the spec the operator last reconciled
 // (nil before the first deployment), then the numbers and enum-like strings
 // of the JobManager and TaskManager (numbers.go). What pkg/cluster refuses

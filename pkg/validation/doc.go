@@ -3,7 +3,7 @@
 // controllers share, so a spec the webhook admits is one the controllers
 // accept, with the same message.
 //
-// The rules follow upstream's DefaultValidator (reference §7) and keep its
+// The rules follow upstream's DefaultValidator and keep its
 // messages verbatim, because users search for them; rules that are ours say
 // what to change and name the key or field to change.
 //

@@ -48,7 +48,7 @@ func jobEnums(job *v1beta1.JobSpec) error {
 	return nil
 }
 
-// jobState is upstream's validateJobSpec part about state (reference §7.2):
+// jobState is upstream's validateJobSpec part about state:
 // the directories that the upgrade mode and the snapshot features need, on
 // the effective configuration. last is the job the operator last
 // reconciled, nil before the first deployment.

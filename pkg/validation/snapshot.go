@@ -49,7 +49,7 @@ func CrossNamespaceReference(s *v1beta1.FlinkStateSnapshot) (namespace string, c
 }
 
 // StateSnapshot checks a FlinkStateSnapshot against its target, first error
-// wins. The first rules are upstream's (reference §7.1, messages verbatim):
+// wins. The first rules are upstream's (messages verbatim):
 // exactly one of savepoint and checkpoint; an alreadyExists savepoint needs
 // nothing more; a job reference; a target that exists while the snapshot
 // has not been triggered. Ours follow: a backoffLimit of -1 or more
