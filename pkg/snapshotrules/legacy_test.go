@@ -34,7 +34,7 @@ func (d *disposer) dispose(path string) bool {
 }
 
 // Rows of upstream's SnapshotObserverLegacyTest (legacy savepoint history
-// cleanup, upstream-operator.md §5 and §9).
+// cleanup, as upstream).
 func TestSnapshotObserverLegacy(t *testing.T) {
 	now := base.Add(48 * time.Hour)
 	recent := now.Add(-time.Minute).UnixMilli()

@@ -10,7 +10,7 @@ import (
 )
 
 // TestDeploymentSpec covers every FlinkDeployment rule; upstream's messages
-// (reference §7.2 and DefaultValidator) are compared verbatim.
+// (DefaultValidator) are compared verbatim.
 func TestDeploymentSpec(t *testing.T) {
 	type mut = func(*v1beta1.FlinkDeploymentSpec)
 	setConf := func(kv ...string) mut {
@@ -40,7 +40,7 @@ func TestDeploymentSpec(t *testing.T) {
 		{name: "bad upgrade mode", change: func(s *v1beta1.FlinkDeploymentSpec) { s.Job.UpgradeMode = "fast" },
 			want: `spec.job.upgradeMode "fast": want stateless, savepoint or last-state`},
 
-		// Upstream §7.2, verbatim.
+		// Upstream's, verbatim.
 		{name: "savepoint mode without checkpoint dir", change: setConf(config.FlinkSavepointDir, spDir),
 			want: "Checkpoint directory[execution.checkpointing.dir] must be defined for last-state and savepoint upgrade modes"},
 		{name: "last-state without checkpoint dir", change: func(s *v1beta1.FlinkDeploymentSpec) {

@@ -46,7 +46,7 @@ func sjWithConf(j *v1beta1.FlinkSessionJob, kv ...string) *v1beta1.FlinkSessionJ
 	return j
 }
 
-// TestStateSnapshotUpstream covers upstream's rules (reference §7.1) with
+// TestStateSnapshotUpstream covers upstream's rules with
 // their messages verbatim.
 func TestStateSnapshotUpstream(t *testing.T) {
 	found := Target{Deployment: application("job")}

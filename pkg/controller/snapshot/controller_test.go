@@ -14,7 +14,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/snapshotrules"
 )
 
-// Scenarios from upstream's FlinkStateSnapshotControllerTest (reference §9),
+// Scenarios from upstream's FlinkStateSnapshotControllerTest,
 // one test each, named after it.
 
 func TestReconcileNewSavepoint(t *testing.T) {
