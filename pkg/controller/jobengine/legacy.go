@@ -66,7 +66,7 @@ type legacyNonces struct {
 	Record bool
 }
 
-// Reconcile observes legacy triggers in flight, cleans the legacy savepoint
+// legacyReconcile observes legacy triggers in flight, cleans the legacy savepoint
 // history, and, when snapshot resources are off (resources false), triggers
 // the due periodic or manual snapshots. handleNonces says whether changed
 // nonces may be handled now; the result says which to record.
@@ -186,7 +186,7 @@ func lastPeriodicCheckpoint(js *v1beta1.JobStatus) time.Time {
 	return time.Time{}
 }
 
-// triggerSavepoint records a savepoint trigger and sends it after the
+// legacyTriggerSavepoint records a savepoint trigger and sends it after the
 // status write.
 func (s *State[T, S]) legacyTriggerSavepoint(trigger v1beta1.SnapshotTriggerType) {
 	js := s.JobStatus()
@@ -216,7 +216,7 @@ func (s *State[T, S]) legacyPostSavepoint(jobID, id string, format v1beta1.Savep
 	})
 }
 
-// triggerCheckpoint records a checkpoint trigger and sends it after the
+// legacyTriggerCheckpoint records a checkpoint trigger and sends it after the
 // status write.
 func (s *State[T, S]) legacyTriggerCheckpoint(trigger v1beta1.SnapshotTriggerType) {
 	js := s.JobStatus()
@@ -334,7 +334,7 @@ func (s *State[T, S]) legacyObserveCheckpoint(ctx context.Context) {
 	s.legacyObserve(ctx, t)
 }
 
-// observe polls a legacy trigger in flight by its id: pending → look again;
+// legacyObserve polls a legacy trigger in flight by its id: pending → look again;
 // unknown to Flink within the grace period → the same id again; failed
 // within the grace period → again under a new id (Flink keeps the failed
 // result under the old one; the grace period still counts from the first
@@ -443,7 +443,7 @@ func (s *State[T, S]) legacyCleanupHistory(ctx context.Context, view snapshotrul
 	}
 }
 
-// dispose takes one step disposing a savepoint of the legacy history and
+// legacyDispose takes one step disposing a savepoint of the legacy history and
 // reports whether it is disposed: the first call POSTs the disposal, later
 // ones poll it.
 func (s *State[T, S]) legacyDispose(ctx context.Context, path string) bool {

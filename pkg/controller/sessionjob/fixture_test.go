@@ -26,8 +26,6 @@ import (
 
 const ns = controllertest.Namespace
 
-var t0 = controllertest.T0
-
 // fixture is one controller on the shared test bench (controllertest: a
 // fake flink.apache.org API server, hand-fed informers, a fake clock), one
 // fake JobManager playing the session cluster "session", and an HTTP server
