@@ -4,9 +4,10 @@
 // the cluster and its job, and carries the job's state across upgrades,
 // suspends and deletion. controller.go holds the queue and the event
 // handlers; a deployment's life reads in sync.go (Sync, commit) →
-// observe.go → reconcile.go (first deploy, upgrade intent, deploy, steady
-// state and drift repair) → upgrade.go (stopping the old job with its
-// state, teardown) and deletion.go.
+// observe.go → jobengine.State.Reconcile, with this package's Driver in
+// reconcile.go (validation, the objects of a deploy, steady state and drift
+// repair) and upgrade.go (the stop protocol's questions, teardown) →
+// deletion.go.
 //
 // # Shape of a sync
 //

@@ -3,8 +3,6 @@ package deployment
 import (
 	"context"
 	"fmt"
-	"strings"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -13,131 +11,66 @@ import (
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/cluster"
+	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/controller/snapshotref"
-	"github.com/flinkops/flink-operator/pkg/lifecycle"
+	"github.com/flinkops/flink-operator/pkg/flink"
 )
 
-// firstDeploy records the first valid spec and deploys it: from
-// spec.job.initialSavepointPath or the snapshot spec.job.initialStateSnapshotRef
-// names if set (also recorded as upgradeSavepointPath, which the snapshot
-// controller then never disposes), else from empty state. A job created suspended is only recorded.
-func (c *Controller) firstDeploy(ctx context.Context, sc *syncState) error {
-	st := &sc.Obj.Status
-	st.ObservedGeneration = sc.Obj.Generation
-	v, err := c.validate(sc.Obj, sc.Obj.Spec, nil)
+// The deployment's part of jobengine.Reconcile (the engine records the
+// first deploy, the upgrade intent and the deploy itself): validation, the
+// cluster objects of a deploy, teardown and the steady state's drift
+// repair.
+
+// Validate checks the current spec (validate) and gives its configuration.
+func (k deploymentJob) Validate() (v1beta1.FlinkDeploymentSpec, config.Config, error) {
+	v, err := k.c.validate(k.sc.Obj, k.sc.Obj.Spec, k.sc.Recorded)
 	if err != nil {
-		sc.Fail(jobengine.ReasonValidationError, "%v", err)
-		return nil
+		return v1beta1.FlinkDeploymentSpec{}, nil, err
 	}
-	var restore string
-	if job := v.spec.Job; job != nil {
-		restore = strings.TrimSpace(job.InitialSavepointPath)
-		if job.InitialStateSnapshotRef != nil {
-			// Resolved before anything is recorded: a reference that cannot
-			// be used deploys nothing, never a job from empty state.
-			if restore, err = c.snapshotRefPath(sc.Obj, job.InitialStateSnapshotRef); err != nil {
-				sc.Fail(jobengine.ReasonValidationError, "%v", err)
-				sc.RequeueWithin(sc.ProgressInterval())
-				return nil
-			}
-		}
-	}
-	encoded, err := lifecycle.Encode(v.spec, true)
-	if err != nil {
-		return err
-	}
-	sc.Recorded = &reconciledSpec{Spec: v.spec, Meta: lifecycle.Meta{APIVersion: v1beta1.SchemeGroupVersion.String(), FirstDeployment: true}}
-	sc.Cfg = v.cfg
-	st.ReconciliationStatus = v1beta1.ReconciliationStatus{
-		State:                   v1beta1.ReconciliationUpgrading,
-		LastReconciledSpec:      encoded,
-		ReconciliationTimestamp: sc.Now.UnixMilli(),
-	}
-	if job := v.spec.Job; job != nil {
-		st.JobStatus.UpgradeSavepointPath = restore
-		st.JobStatus.State = v1beta1.JobStatusSuspended // nothing runs yet
-	}
-	return c.continueUpgrade(ctx, sc)
+	return v.spec, v.cfg, nil
 }
 
-// startUpgrade records the intent to apply a changed spec (the write-ahead
-// log entry, jobengine.BeginUpgrade) together with what the stop of the old
-// job needs, then goes as far as one status write allows.
-func (c *Controller) startUpgrade(ctx context.Context, sc *syncState, v *validated, change jobengine.Change) error {
-	sc.Obj.Status.ObservedGeneration = sc.Obj.Generation
-	if upgrading, err := sc.RecordSpecChange(v.spec, change); err != nil || !upgrading {
-		return err
-	}
-	sc.Cfg = v.cfg
-	if err := sc.BeginUpgrade(ctx, change, sc.refPath); err != nil {
-		return err
-	}
-	return c.continueUpgrade(ctx, sc)
+// RestorePath resolves spec.job.initialStateSnapshotRef (snapshotref.Path:
+// a cross-namespace reference needs the webhook's stamp).
+func (k deploymentJob) RestorePath(ref *v1beta1.SnapshotReference) (string, error) {
+	return snapshotref.Path(k.c.Caches, k.c.Config, k.c.ReviewKeys, "FlinkDeployment", k.sc.Obj, ref)
 }
 
-// continueUpgrade does the next step of the upgrade the log records:
-// stop the old job keeping its state, tear the old cluster down, then
-// deploy the recorded spec (or settle as suspended).
-func (c *Controller) continueUpgrade(ctx context.Context, sc *syncState) error {
-	st := &sc.Obj.Status
-	if sc.Recorded.Spec.Job != nil && st.JobStatus.State != v1beta1.JobStatusSuspended && st.JobStatus.JobID != "" {
-		return c.stopJob(ctx, sc)
-	}
-	if c.teardown(sc) {
-		return nil
-	}
-	if jobengine.JobSuspended(&sc.Recorded.Spec) {
-		st.ReconciliationStatus.State = v1beta1.ReconciliationDeployed
-		st.JobStatus.State = v1beta1.JobStatusSuspended
-		st.JobManagerDeploymentStatus = v1beta1.JobManagerMissing
-		st.ClusterInfo = nil
-		what := "empty state"
-		if p := st.JobStatus.UpgradeSavepointPath; p != "" && jobengine.UpgradeMode(&sc.Recorded.Spec) != v1beta1.UpgradeModeStateless {
-			what = p
-		}
-		sc.Event(corev1.EventTypeNormal, jobengine.ReasonSuspended, "Job suspended and its cluster deleted; resuming restores from %s", what)
-		return nil
-	}
-	return c.deploy(ctx, sc)
+func (k deploymentJob) CanRun() bool { return true }
+
+// Ended tears the old cluster down (teardown) and says when it is gone.
+func (k deploymentJob) Ended() bool { return !k.c.teardown(k.sc) }
+
+func (k deploymentJob) Suspended() string {
+	k.sc.Obj.Status.JobManagerDeploymentStatus = v1beta1.JobManagerMissing
+	k.sc.Obj.Status.ClusterInfo = nil
+	return "Job suspended and its cluster deleted"
 }
 
-// deploy records the new cluster (job id, restore point) as deployed and
-// then creates its objects. Restore point: upgradeSavepointPath, which every
-// path into here has set (initialSavepointPath, the upgrade savepoint, the
-// last checkpoint, or "" for stateless). The job id is new unless the
-// upgrade mode is last-state, where upstream keeps it (HA metadata is keyed
-// by it).
-func (c *Controller) deploy(_ context.Context, sc *syncState) error {
-	st := &sc.Obj.Status
-	spec := sc.Recorded.Spec
-	jobID, restore := "", ""
-	if spec.Job != nil {
-		jobID = st.JobStatus.JobID
-		if jobengine.UpgradeMode(&spec) != v1beta1.UpgradeModeLastState || jobID == "" {
-			jobID = newJobID(string(sc.Obj.UID), jobID, sc.Obj.Generation)
-		}
-		restore = st.JobStatus.UpgradeSavepointPath
+// NextJobID is new unless the upgrade mode is last-state, where upstream
+// keeps it (HA metadata is keyed by it).
+func (k deploymentJob) NextJobID() string {
+	sc := k.sc
+	jobID := sc.Obj.Status.JobStatus.JobID
+	if jobengine.UpgradeMode(&sc.Recorded.Spec) != v1beta1.UpgradeModeLastState || jobID == "" {
+		jobID = newJobID(string(sc.Obj.UID), jobID, sc.Obj.Generation)
 	}
-	built, err := c.build(sc, spec, jobID, restore)
+	return jobID
+}
+
+// Deploy creates the new cluster's objects once the status records it.
+func (k deploymentJob) Deploy(_ context.Context, jobID, restore string) bool {
+	sc, st := k.sc, &k.sc.Obj.Status
+	built, err := k.c.build(sc, sc.Recorded.Spec, jobID, restore)
 	if err != nil {
 		sc.Fail(jobengine.ReasonUpgradeFailed, "Cannot build the Flink cluster: %v", err)
 		sc.RequeueWithin(jobengine.RetryFailed)
-		return nil
-	}
-	st.ReconciliationStatus.State = v1beta1.ReconciliationDeployed
-	st.ReconciliationStatus.ReconciliationTimestamp = sc.Now.UnixMilli()
-	prev := st.JobStatus
-	st.JobStatus = v1beta1.JobStatus{
-		JobID:                jobID,
-		UpgradeSavepointPath: restore,
-		SavepointInfo:        prev.SavepointInfo,
-		CheckpointInfo:       prev.CheckpointInfo,
+		return false
 	}
 	st.ClusterInfo = nil
 	st.JobManagerDeploymentStatus = v1beta1.JobManagerDeploying
-	if spec.Job != nil {
-		st.JobStatus.State = v1beta1.JobStatusReconciling
+	if sc.Recorded.Spec.Job != nil {
 		from := "empty state"
 		if restore != "" {
 			from = restore
@@ -146,23 +79,23 @@ func (c *Controller) deploy(_ context.Context, sc *syncState) error {
 	} else {
 		sc.Event(corev1.EventTypeNormal, jobengine.ReasonSubmit, "Deploying session cluster")
 	}
-	if err := c.ensureObjects(sc, built, true); err != nil {
-		return err
-	}
+	k.c.ensureObjects(sc, built, true)
 	sc.RequeueWithin(sc.ProgressInterval())
-	return nil
+	return true
 }
 
-// steady keeps a deployed cluster as recorded: objects that went missing or
-// were changed are repaired (drift), the spec is marked stable once the job
-// runs, and the cluster is looked at again soon or late depending on
-// whether it is settled.
-func (c *Controller) steady(ctx context.Context, sc *syncState) error {
+// CheckpointTrigger: the recorded Flink version can trigger checkpoints.
+func (k deploymentJob) CheckpointTrigger() bool {
+	version, err := flink.ParseVersion(string(k.sc.Recorded.Spec.FlinkVersion))
+	return err == nil && version.SupportsCheckpointTrigger()
+}
+
+// Steady keeps a deployed cluster as recorded: objects that went missing or
+// were changed are repaired (drift); the engine's KeepSteady does the rest.
+func (k deploymentJob) Steady(ctx context.Context) error {
+	c, sc := k.c, k.sc
 	st := &sc.Obj.Status
 	spec := sc.Recorded.Spec
-	if jobengine.JobSuspended(&spec) {
-		return nil // nothing runs; resuming is a spec change
-	}
 	app := spec.Job != nil
 	built, err := c.build(sc, spec, st.JobStatus.JobID, st.JobStatus.UpgradeSavepointPath)
 	if err != nil {
@@ -189,36 +122,11 @@ func (c *Controller) steady(ctx context.Context, sc *syncState) error {
 			sc.RequeueWithin(jobengine.RetryFailed)
 		}
 	}
-	if err := c.ensureObjects(sc, built, createJM); err != nil {
-		return err
-	}
-
+	c.ensureObjects(sc, built, createJM)
 	healthy := st.JobManagerDeploymentStatus == v1beta1.JobManagerReady && (!app || st.JobStatus.State == v1beta1.JobStatusRunning)
-	rs := &st.ReconciliationStatus
-	if healthy && rs.LastStableSpec != rs.LastReconciledSpec {
-		rs.LastStableSpec = rs.LastReconciledSpec
-	}
-	if app && sc.Client != nil {
-		// Snapshots are planned while the JobManager answers (history
-		// cleanup disposes through it); new ones only while the job runs —
-		// and only once RUNNING is recorded: a snapshot created in the same
-		// sync that observes RUNNING would reach the snapshot controller
-		// before the status does, and be abandoned as "not running". The
-		// next sync, right after this status write, takes it.
-		recordedRunning := sc.Base.Status.JobStatus.State == v1beta1.JobStatusRunning
-		if healthy && !recordedRunning {
-			sc.RequeueWithin(time.Second)
-		}
-		if err := c.reconcileSnapshots(ctx, sc, healthy && recordedRunning && rs.State == v1beta1.ReconciliationDeployed); err != nil {
-			return err
-		}
-	}
-	if healthy {
-		sc.RequeueWithin(sc.ReconcileInterval())
-	} else {
-		sc.RequeueWithin(sc.ProgressInterval())
-	}
-	return nil
+	// Snapshots are planned while the JobManager answers (history cleanup
+	// disposes through it).
+	return sc.KeepSteady(ctx, k, healthy, app && sc.Client != nil)
 }
 
 // build computes the cluster's objects; the JobManager also carries the
@@ -246,7 +154,7 @@ func (c *Controller) build(sc *syncState, spec v1beta1.FlinkDeploymentSpec, jobI
 // which restarts the job from the restore point in its arguments; changes
 // to it go through an upgrade instead. Objects of the same name controlled
 // by someone else are left alone and reported.
-func (c *Controller) ensureObjects(sc *syncState, built *cluster.Cluster, createJM bool) error {
+func (c *Controller) ensureObjects(sc *syncState, built *cluster.Cluster, createJM bool) {
 	ns, o := sc.Obj.Namespace, sc.owned
 	core, apps := c.Kube.CoreV1(), c.Kube.AppsV1()
 	create := metav1.CreateOptions{}
@@ -290,7 +198,6 @@ func (c *Controller) ensureObjects(sc *syncState, built *cluster.Cluster, create
 		sc.ensure(objectWrites{desired: jm, live: asObject(o.jobManager),
 			create: func(ctx context.Context) error { _, err := apps.Deployments(ns).Create(ctx, jm, create); return err }})
 	}
-	return nil
 }
 
 // objectWrites are the writes that bring one object to its desired form.
@@ -360,10 +267,4 @@ func mergeAnnotations(live, desired map[string]string) map[string]string {
 		out[k] = v
 	}
 	return out
-}
-
-// snapshotRefPath resolves spec.job.initialStateSnapshotRef of dep
-// (snapshotref.Path: a cross-namespace reference needs the webhook's stamp).
-func (c *Controller) snapshotRefPath(dep *v1beta1.FlinkDeployment, ref *v1beta1.SnapshotReference) (string, error) {
-	return snapshotref.Path(c.Caches, c.Config, c.ReviewKeys, "FlinkDeployment", dep, ref)
 }

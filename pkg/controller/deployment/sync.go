@@ -70,7 +70,7 @@ func (c *Controller) Sync(ctx context.Context, key string) (time.Duration, error
 	if err := c.observe(ctx, sc); err != nil {
 		return 0, err
 	}
-	if err := c.reconcile(ctx, sc); err != nil {
+	if err := sc.Reconcile(ctx, c.jobKind(sc)); err != nil {
 		return 0, err
 	}
 	return c.commit(ctx, sc)
@@ -94,64 +94,6 @@ func (c *Controller) newSync(st *jobengine.State[*v1beta1.FlinkDeployment, v1bet
 		return nil, err
 	}
 	return sc, nil
-}
-
-// reconcile moves the cluster toward the spec, one step per sync.
-func (c *Controller) reconcile(ctx context.Context, sc *syncState) error {
-	st := &sc.Obj.Status
-	switch {
-	case sc.Recorded == nil:
-		return c.firstDeploy(ctx, sc)
-	case st.ReconciliationStatus.State == v1beta1.ReconciliationUpgrading:
-		// Finish what the log says was started, with the recorded spec;
-		// a newer spec is applied once this upgrade is done.
-		return c.continueUpgrade(ctx, sc)
-	}
-	change := jobengine.Classify(sc.Recorded.Spec, sc.Obj.Spec)
-	if change != jobengine.ChangeNone {
-		v, err := c.validate(sc.Obj, sc.Obj.Spec, sc.Recorded)
-		switch {
-		case err != nil:
-			// A bad spec is reported; the last good deployment keeps running.
-			sc.Fail(jobengine.ReasonValidationError, "%v", err)
-			sc.Obj.Status.ObservedGeneration = sc.Obj.Generation
-		case change == jobengine.ChangeNonces:
-			// Manual snapshots only: steady creates them once the job runs.
-			sc.Obj.Status.ObservedGeneration = sc.Obj.Generation
-		case change == jobengine.ChangeRedeploy && sc.Obj.Spec.Job.InitialStateSnapshotRef != nil:
-			path, err := c.snapshotRefPath(sc.Obj, sc.Obj.Spec.Job.InitialStateSnapshotRef)
-			if err != nil {
-				// The running job stays as it is until the snapshot will do.
-				sc.Fail(jobengine.ReasonValidationError, "%v", err)
-				sc.RequeueWithin(sc.ProgressInterval())
-				sc.Obj.Status.ObservedGeneration = sc.Obj.Generation
-				break
-			}
-			sc.refPath = path
-			if !c.upgradeWaitsForSavepoint(sc, v, change) {
-				return c.startUpgrade(ctx, sc, v, change)
-			}
-		case c.upgradeWaitsForSavepoint(sc, v, change):
-			// steady keeps following the savepoint; the upgrade comes after.
-		default:
-			return c.startUpgrade(ctx, sc, v, change)
-		}
-	} else {
-		sc.Obj.Status.ObservedGeneration = sc.Obj.Generation
-	}
-	return c.steady(ctx, sc)
-}
-
-// upgradeWaitsForSavepoint: a pending legacy savepoint of the running job
-// delays a spec change (upstream's rule) unless
-// kubernetes.operator.job.upgrade.ignore-pending-savepoint is set, read from
-// the new spec so that the change itself can say so.
-func (c *Controller) upgradeWaitsForSavepoint(sc *syncState, v *validated, change jobengine.Change) bool {
-	if change == jobengine.ChangeSuspended || !sc.JobHealthy() || !jobengine.UpgradeBlocked(v.cfg, &sc.Obj.Status.JobStatus) {
-		return false
-	}
-	sc.Log.Info(jobengine.DelayMessage, "triggerId", sc.Obj.Status.JobStatus.SavepointInfo.TriggerID)
-	return true
 }
 
 // commit derives what the status says of the whole resource (error,

@@ -17,16 +17,9 @@ import (
 	"github.com/flinkops/flink-operator/pkg/lifecycle"
 )
 
-// stopJob takes the next step in stopping the old job with its state (the
-// protocol is the engine's, pkg/controller/jobengine/stop.go); once the
-// state is recorded the cluster is torn down.
-func (c *Controller) stopJob(ctx context.Context, sc *syncState) error {
-	_, err := sc.StopJob(ctx, c.jobKind(sc))
-	return err
-}
-
-// jobKind binds the stop protocol to this sync of an application cluster.
-func (c *Controller) jobKind(sc *syncState) jobengine.JobKind { return deploymentJob{c, sc} }
+// jobKind binds the engine (its Reconcile and stop protocol) to this sync
+// of an application or session cluster.
+func (c *Controller) jobKind(sc *syncState) deploymentJob { return deploymentJob{c, sc} }
 
 type deploymentJob struct {
 	c  *Controller
@@ -43,8 +36,6 @@ func (k deploymentJob) Unreachable() (bool, bool) { return false, false }
 func (k deploymentJob) CancelKeepsState() bool {
 	return !jobengine.DeletesCheckpointsOnCancel(k.sc.Cfg)
 }
-
-func (k deploymentJob) Stopped() { k.c.teardown(k.sc) }
 
 // neverRan: the job was never seen since its deploy and its JobManager has
 // no ready pod, so as far as the operator can tell it never ran and still

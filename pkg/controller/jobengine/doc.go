@@ -3,17 +3,16 @@
 // one sync and its single commit, the stop of a job with its state, the
 // classification of spec changes, the intent of an upgrade, snapshot
 // planning and legacy mode, the informer handlers both use, and the event
-// reasons. Each controller embeds State in its own sync state and gives the
-// stop protocol a small JobKind adapter for what is really its own (an
-// application tears its cluster down; a session job waits for its session
-// cluster).
+// reasons. Each controller embeds State in its own sync state and gives
+// Reconcile and the stop protocol a Driver for what is really its own.
 //
 // # Shape of a sync
 //
 // A controller reads its resource from the informer cache; Engine.Start
 // writes the finalizer if it is missing and NewState takes a DeepCopy to
 // edit (the cached object is never written to); the controller
-// observes and decides, recording errors (Fail), events (Event), idempotent
+// observes, and State.Reconcile decides with the controller's Driver,
+// recording errors (Fail), events (Event), idempotent
 // pre-writes (BeforeStatusWrite: snapshot resources the status will name),
 // the writes and Flink calls the new status announces (AfterStatusWrite)
 // and when to look again (RequeueWithin). Engine.Commit then runs the
@@ -26,21 +25,22 @@
 //
 // reconciliationStatus.state (the write-ahead log of spec changes):
 //
-//	(none) → DEPLOYED     first deploy: deployment.firstDeploy, sessionjob.firstDeploy
-//	DEPLOYED → UPGRADING  a spec change is recorded: State.RecordSpecChange then State.BeginUpgrade
-//	                      (called by both controllers' startUpgrade; Classify says which change)
-//	UPGRADING → DEPLOYED  the new spec is deployed or settled suspended:
-//	                      deployment.continueUpgrade/deploy, sessionjob.continueUpgrade/deploy
+//	(none) → UPGRADING    first deploy recorded: State.firstDeploy (reconcile.go)
+//	DEPLOYED → UPGRADING  a spec change is recorded: State.Reconcile → RecordSpecChange,
+//	                      BeginUpgrade (upgrade.go; Classify says which change)
+//	UPGRADING → DEPLOYED  the new spec is deployed or settled suspended: State.continueUpgrade
+//	                      → State.Deploy (Driver.Deploy makes the objects or the submission)
 //
 // jobStatus.state:
 //
-//	→ RECONCILING          a deploy or submission is recorded: deployment.deploy, sessionjob.deploy
+//	→ RECONCILING          a deploy or submission is recorded: State.Deploy
 //	→ RUNNING, FAILED, ... what Flink reports: State.ObserveJob (called by both controllers' observe)
 //	                       (an ended job's last checkpoint is recorded in the same write)
 //	→ SUSPENDED            the old job's state is recorded and it may be torn down or cancelled:
 //	                       State.StopJob → finishStop (savepoint and last-state upgrades);
 //	                       State.BeginUpgrade for stateless upgrades, resumes and savepoint redeploys;
-//	                       firstDeploy of a job created suspended; syncDeletion after a
+//	                       State.firstDeploy of any job; State.continueUpgrade settling a
+//	                       suspended one; the controllers' syncDeletion after a
 //	                       savepoint on deletion (stopOnDeletion)
 //
 // jobStatus.savepointInfo, the stop in flight (stop.go):
@@ -58,7 +58,9 @@
 // planned here too: manual nonces and periodic snapshots created before the
 // status write that records them, history cleanup after it.
 //
-// Still in the controllers: continueUpgrade (an application tears its
-// cluster down and redeploys; a session job cancels and resubmits) and
-// deploy.
+// What differs between the kinds is each controller's Driver (reconcile.go):
+// an application cluster builds, repairs and tears down its objects; a
+// session job is validated against its cluster, cancelled and submitted.
+// Deletion stays in the controllers (an application's finalizer waits for
+// its savepoint on deletion, a session job's for its cancel).
 package jobengine

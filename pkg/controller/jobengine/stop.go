@@ -44,9 +44,6 @@ type JobKind interface {
 	// CancelKeepsState: cancelling the job keeps its latest checkpoint
 	// (false: the controller stops it some other way, by a teardown).
 	CancelKeepsState() bool
-	// Stopped is called once the job's state is recorded (the teardown of
-	// an application cluster follows).
-	Stopped()
 }
 
 // ErrSavepointLost: the job finished after a stop-with-savepoint but Flink
@@ -67,7 +64,7 @@ func (s *State[T, S]) StopJob(ctx context.Context, k JobKind) (stopped bool, err
 	}
 	if handled, stopped := k.Unreachable(); handled {
 		if stopped {
-			s.finishStop(k, js.UpgradeSavepointPath)
+			s.finishStop(js.UpgradeSavepointPath)
 		}
 		return stopped, nil
 	}
@@ -103,7 +100,7 @@ func (s *State[T, S]) StopJob(ctx context.Context, k JobKind) (stopped bool, err
 		s.RequeueWithin(s.ProgressInterval())
 	case k.NeverRan():
 		// Nothing to save: the job still has the state it was deployed from.
-		s.finishStop(k, js.UpgradeSavepointPath)
+		s.finishStop(js.UpgradeSavepointPath)
 		return true, nil
 	case fallback:
 		s.Log.Info("Job cannot take a savepoint, falling back to its last checkpoint", "state", js.State)
@@ -182,7 +179,7 @@ func (s *State[T, S]) pollStop(ctx context.Context, k JobKind) (bool, error) {
 	if err := s.RecordSavepoint(k, o.Path); err != nil {
 		return false, err
 	}
-	s.finishStop(k, o.Path)
+	s.finishStop(o.Path)
 	return true, nil
 }
 
@@ -273,12 +270,12 @@ func (s *State[T, S]) stopLastState(ctx context.Context, k JobKind) bool {
 			s.RequeueWithin(RetryFailed)
 			return false
 		}
-		s.finishStop(k, path)
+		s.finishStop(path)
 		return true
 	}
 	if js.State.IsGloballyTerminal() || k.NeverRan() {
 		// Recorded when the job was seen ending, or never ran.
-		s.finishStop(k, js.UpgradeSavepointPath)
+		s.finishStop(js.UpgradeSavepointPath)
 		return true
 	}
 	s.FailManualRestore(ReasonUpgradeFailed, "Job %s (last seen %s) is %s, so its last checkpoint cannot be read and nothing was stopped. "+
@@ -322,12 +319,11 @@ func (s *State[T, S]) Cancel() {
 }
 
 // finishStop records the state to restart from and marks the job stopped.
-func (s *State[T, S]) finishStop(k JobKind, path string) {
+func (s *State[T, S]) finishStop(path string) {
 	js := s.JobStatus()
 	js.UpgradeSavepointPath = path
 	js.State = v1beta1.JobStatusSuspended
 	lifecycle.ClearStopTrigger(js)
-	k.Stopped()
 }
 
 // DeletesCheckpointsOnCancel reports a job configured to delete its

@@ -1,26 +1,16 @@
 package sessionjob
 
 import (
-	"context"
 	"time"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
-	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/lifecycle"
 )
 
-// stopJob takes the next step in stopping the old job with its state
-// (upgrade modes savepoint and last-state; the protocol is the engine's,
-// pkg/controller/jobengine/stop.go). Stateless jobs are marked stopped at
-// once and cancelled by ensureEnded; so is a job whose state is recorded.
-// It reports whether the state is recorded.
-func (c *Controller) stopJob(ctx context.Context, sc *syncState) (bool, error) {
-	return sc.StopJob(ctx, c.jobKind(sc))
-}
-
-// jobKind binds the stop protocol to this sync of a session job.
-func (c *Controller) jobKind(sc *syncState) jobengine.JobKind { return sessionJob{c, sc} }
+// jobKind binds the engine (its Reconcile and stop protocol) to this sync
+// of a session job.
+func (c *Controller) jobKind(sc *syncState) sessionJob { return sessionJob{c, sc} }
 
 type sessionJob struct {
 	c  *Controller
@@ -31,7 +21,6 @@ func (k sessionJob) Starting() bool         { return jobStarting(k.sc) }
 func (k sessionJob) NeverRan() bool         { return neverRan(k.sc) }
 func (k sessionJob) Describe() string       { return describeJob(k.sc) }
 func (k sessionJob) CancelKeepsState() bool { return true }
-func (k sessionJob) Stopped()               {}
 
 // Unreachable: while the session cluster cannot be asked, only a state
 // recorded earlier is trusted; otherwise the stop waits for the cluster.

@@ -1,0 +1,265 @@
+package jobengine
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/lifecycle"
+)
+
+// Driver is what a job controller gives Reconcile, bound to one sync: the
+// stop protocol's JobKind and the steps that differ between an application
+// cluster (objects built and torn down) and a session job (a submission to
+// a cluster that outlives it).
+type Driver[S Spec] interface {
+	JobKind
+	// Validate checks the resource's spec by the webhook's rules (against
+	// the recorded one, if any) and gives the spec to record with its
+	// effective configuration.
+	Validate() (S, config.Config, error)
+	// RestorePath resolves spec.job.initialStateSnapshotRef.
+	RestorePath(ref *v1beta1.SnapshotReference) (string, error)
+	// CanRun: the job has somewhere to run (a session job's cluster);
+	// without it nothing is recorded, stopped or submitted.
+	CanRun() bool
+	// Ended: what the previous deploy left is gone (an application's
+	// Deployments) or has ended (a session job's job); else it is asked
+	// for and waited for.
+	Ended() bool
+	// Suspended settles the kind's own status of a job now suspended and
+	// says what happened, for the Suspended event.
+	Suspended() string
+	// NextJobID names the job the next deploy starts.
+	NextJobID() string
+	// Deploy makes the recorded spec run as jobID from restore, in the
+	// writes after the status write that records it; false when it cannot
+	// (reported), and nothing is recorded.
+	Deploy(ctx context.Context, jobID, restore string) bool
+	// Steady keeps a deployed job as recorded (drift, submission) and ends
+	// with State.KeepSteady.
+	Steady(ctx context.Context) error
+	// CheckpointTrigger: the running Flink version can trigger checkpoints.
+	CheckpointTrigger() bool
+}
+
+// Reconcile moves the job toward its spec, one step per sync: the first
+// deploy, the next step of a recorded upgrade, a new spec change, or else
+// the steady state.
+func (s *State[T, S]) Reconcile(ctx context.Context, d Driver[S]) error {
+	st := s.Status()
+	switch {
+	case s.Recorded == nil:
+		return s.firstDeploy(ctx, d)
+	case st.Reconciliation.State == v1beta1.ReconciliationUpgrading:
+		// Finish what the log says was started, with the recorded spec; a
+		// newer spec is applied once this upgrade is done.
+		return s.continueUpgrade(ctx, d)
+	}
+	change := Classify(s.Recorded.Spec, *specOf[T, S](s.Obj))
+	if change == ChangeNone {
+		*st.ObservedGeneration = s.Obj.GetGeneration()
+		return s.steady(ctx, d)
+	}
+	spec, cfg, err := d.Validate()
+	refPath := ""
+	if ref := JobOf(&spec); err == nil && change == ChangeRedeploy && ref != nil && ref.InitialStateSnapshotRef != nil {
+		// The running job stays as it is until the snapshot will do.
+		refPath, err = d.RestorePath(ref.InitialStateSnapshotRef)
+	}
+	waits := err == nil && change != ChangeNonces && d.CanRun() && s.upgradeWaitsForSavepoint(cfg, change)
+	if !waits {
+		// Handled now (applied, rejected, or nothing to apply); a change
+		// held back by a pending savepoint is observed when it goes ahead.
+		*st.ObservedGeneration = s.Obj.GetGeneration()
+	}
+	switch {
+	case err != nil:
+		// A bad spec is reported; the last good job keeps running.
+		s.Fail(ReasonValidationError, "%v", err)
+		s.RequeueWithin(s.ProgressInterval())
+	case change == ChangeNonces, !d.CanRun(), waits:
+		// Steady creates manual snapshots once the job runs, and follows
+		// a pending savepoint.
+	default:
+		if upgrading, err := s.RecordSpecChange(spec, change); err != nil || !upgrading {
+			return err
+		}
+		s.Cfg = cfg
+		if err := s.BeginUpgrade(ctx, change, refPath); err != nil {
+			return err
+		}
+		return s.continueUpgrade(ctx, d)
+	}
+	return s.steady(ctx, d)
+}
+
+// upgradeWaitsForSavepoint: a pending legacy savepoint of the running job
+// delays a spec change (upstream's rule) unless
+// kubernetes.operator.job.upgrade.ignore-pending-savepoint is set, read from
+// the new spec's configuration so that the change itself can say so.
+func (s *State[T, S]) upgradeWaitsForSavepoint(cfg config.Config, change Change) bool {
+	js := s.JobStatus()
+	if change == ChangeSuspended || !s.JobHealthy() || !UpgradeBlocked(cfg, js) {
+		return false
+	}
+	s.Log.Info(DelayMessage, "triggerId", js.SavepointInfo.TriggerID)
+	return true
+}
+
+// firstDeploy records the first valid spec and deploys it: from
+// spec.job.initialSavepointPath or the snapshot
+// spec.job.initialStateSnapshotRef names if set (also recorded as
+// upgradeSavepointPath, which the snapshot controller then never
+// disposes), else from empty state. A job created suspended is only
+// recorded.
+func (s *State[T, S]) firstDeploy(ctx context.Context, d Driver[S]) error {
+	st := s.Status()
+	*st.ObservedGeneration = s.Obj.GetGeneration()
+	spec, cfg, err := d.Validate()
+	if err != nil {
+		s.Fail(ReasonValidationError, "%v", err)
+		return nil
+	}
+	if !d.CanRun() {
+		return nil // reported by the controller
+	}
+	job := JobOf(&spec)
+	var restore string
+	if job != nil {
+		restore = strings.TrimSpace(job.InitialSavepointPath)
+		if job.InitialStateSnapshotRef != nil {
+			// Resolved before anything is recorded: a reference that cannot
+			// be used deploys nothing, never a job from empty state.
+			if restore, err = d.RestorePath(job.InitialStateSnapshotRef); err != nil {
+				s.Fail(ReasonValidationError, "%v", err)
+				s.RequeueWithin(s.ProgressInterval())
+				return nil
+			}
+		}
+	}
+	encoded, err := lifecycle.Encode(spec, true)
+	if err != nil {
+		return err
+	}
+	s.Recorded = &lifecycle.Reconciled[S]{Spec: spec, Meta: lifecycle.Meta{APIVersion: v1beta1.SchemeGroupVersion.String(), FirstDeployment: true}}
+	s.Cfg = cfg
+	*st.Reconciliation = v1beta1.ReconciliationStatus{
+		State:                   v1beta1.ReconciliationUpgrading,
+		LastReconciledSpec:      encoded,
+		ReconciliationTimestamp: s.Now.UnixMilli(),
+	}
+	if job != nil {
+		st.Job.UpgradeSavepointPath = restore
+		st.Job.State = v1beta1.JobStatusSuspended // nothing runs yet
+	}
+	return s.continueUpgrade(ctx, d)
+}
+
+// continueUpgrade does the next step of the upgrade the log records: stop
+// the old job keeping its state, end what its deploy left, then deploy the
+// recorded spec (or settle as suspended).
+func (s *State[T, S]) continueUpgrade(ctx context.Context, d Driver[S]) error {
+	if !d.CanRun() {
+		return nil // reported; nothing can be stopped or deployed
+	}
+	st := s.Status()
+	if js := st.Job; JobOf(&s.Recorded.Spec) != nil && js.JobID != "" && js.State != v1beta1.JobStatusSuspended {
+		if stopped, err := s.StopJob(ctx, d); err != nil || !stopped {
+			return err
+		}
+	}
+	if !d.Ended() {
+		return nil
+	}
+	if JobSuspended(&s.Recorded.Spec) {
+		st.Reconciliation.State = v1beta1.ReconciliationDeployed
+		st.Job.State = v1beta1.JobStatusSuspended
+		what := "empty state"
+		if p := st.Job.UpgradeSavepointPath; p != "" && UpgradeMode(&s.Recorded.Spec) != v1beta1.UpgradeModeStateless {
+			what = p
+		}
+		s.Event(corev1.EventTypeNormal, ReasonSuspended, "%s; resuming restores from %s", d.Suspended(), what)
+		return nil
+	}
+	s.Deploy(ctx, d)
+	return nil
+}
+
+// Deploy records the recorded spec as deployed, with a new job (the id
+// NextJobID gives) restoring from upgradeSavepointPath, which every path
+// here has set (initialSavepointPath, the upgrade savepoint, the last
+// checkpoint, or "" for stateless), and has the driver deploy it after the
+// record is written, so that a crash never leaves a job the status does
+// not name.
+func (s *State[T, S]) Deploy(ctx context.Context, d Driver[S]) {
+	st := s.Status()
+	hasJob := JobOf(&s.Recorded.Spec) != nil
+	jobID, restore := "", ""
+	if hasJob {
+		jobID, restore = d.NextJobID(), st.Job.UpgradeSavepointPath
+	}
+	if !d.Deploy(ctx, jobID, restore) {
+		return
+	}
+	st.Reconciliation.State = v1beta1.ReconciliationDeployed
+	st.Reconciliation.ReconciliationTimestamp = s.Now.UnixMilli()
+	prev := *st.Job
+	*st.Job = v1beta1.JobStatus{
+		JobID:                jobID,
+		UpgradeSavepointPath: restore,
+		SavepointInfo:        prev.SavepointInfo,
+		CheckpointInfo:       prev.CheckpointInfo,
+	}
+	if hasJob {
+		st.Job.State = v1beta1.JobStatusReconciling
+	}
+}
+
+// steady keeps a deployed job as recorded, unless it is suspended (resuming
+// is a spec change) or has nowhere to run.
+func (s *State[T, S]) steady(ctx context.Context, d Driver[S]) error {
+	if JobSuspended(&s.Recorded.Spec) || !d.CanRun() {
+		return nil
+	}
+	return d.Steady(ctx)
+}
+
+// KeepSteady ends a steady sync: the spec is marked stable once the job is
+// healthy, the job's snapshots are planned (when plan: its JobManager
+// answers), and the job is looked at again soon or late.
+func (s *State[T, S]) KeepSteady(ctx context.Context, d Driver[S], healthy, plan bool) error {
+	rs := s.Status().Reconciliation
+	if healthy && rs.LastStableSpec != rs.LastReconciledSpec {
+		rs.LastStableSpec = rs.LastReconciledSpec
+	}
+	if plan {
+		// New snapshots only once RUNNING is recorded: a snapshot created
+		// in the sync that observes RUNNING would reach the snapshot
+		// controller before the status does, and be abandoned as "not
+		// running". The next sync, right after this status write, takes it.
+		recordedRunning := StatusOf(s.Base).Job.State == v1beta1.JobStatusRunning
+		if healthy && !recordedRunning {
+			s.RequeueWithin(time.Second)
+		}
+		err := s.ReconcileSnapshots(ctx, SnapshotInputs{
+			Running:     healthy && recordedRunning && rs.State == v1beta1.ReconciliationDeployed,
+			Checkpoints: d.CheckpointTrigger(),
+			SpecValid:   func() bool { _, _, err := d.Validate(); return err == nil },
+			Healthy:     s.JobHealthy(),
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if healthy {
+		s.RequeueWithin(s.ReconcileInterval())
+	} else {
+		s.RequeueWithin(s.ProgressInterval())
+	}
+	return nil
+}
