@@ -12,7 +12,9 @@
 // step (MutatePath, stamp.go) then stamps the object with an HMAC
 // (pkg/webhook/review) that the controllers verify before acting on the
 // reference, so an object the webhook never reviewed is never acted on
-// across namespaces; ReviewKey keeps the HMAC key in a Secret.
+// across namespaces; ReviewKey keeps the HMAC key in a Secret. It also
+// gives a new FlinkStateSnapshot its labels and finalizer
+// (snapshotmeta.go), saving the snapshot controller that write.
 //
 // The serving certificate comes from files (for example mounted from a
 // cert-manager Secret) that are re-read when they change, or is generated

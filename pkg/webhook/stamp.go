@@ -73,7 +73,11 @@ func (v *Validator) Mutate(ctx context.Context, req *admissionv1.AdmissionReques
 			return initialSnapshotReference(kind, j.Namespace, j.Spec.Job), nil
 		}, func(j *v1beta1.FlinkSessionJob) any { return j.Spec })
 	case "FlinkStateSnapshot":
-		return stampObject(ctx, v, req, snapshotJobReference, func(s *v1beta1.FlinkStateSnapshot) any { return s.Spec })
+		resp := stampObject(ctx, v, req, snapshotJobReference, func(s *v1beta1.FlinkStateSnapshot) any { return s.Spec })
+		if req.Operation == admissionv1.Create && resp.Allowed {
+			return v.snapshotMetadata(resp, req)
+		}
+		return resp
 	}
 	return deny(http.StatusForbidden, "Unexpected resource: "+kind)
 }
