@@ -65,19 +65,15 @@ func (v *Validator) Mutate(ctx context.Context, req *admissionv1.AdmissionReques
 	kind := req.Kind.Kind
 	switch kind {
 	case "FlinkDeployment":
-		return stampObject(ctx, v, req, func(d *v1beta1.FlinkDeployment) (*crossReference, *admissionv1.AdmissionResponse) {
+		return createMetadata(req, stampObject(ctx, v, req, func(d *v1beta1.FlinkDeployment) (*crossReference, *admissionv1.AdmissionResponse) {
 			return initialSnapshotReference(kind, d.Namespace, d.Spec.Job), nil
-		}, func(d *v1beta1.FlinkDeployment) any { return d.Spec })
+		}, func(d *v1beta1.FlinkDeployment) any { return d.Spec }), jobFinalizer[v1beta1.FlinkDeployment](v1beta1.DeploymentFinalizer))
 	case "FlinkSessionJob":
-		return stampObject(ctx, v, req, func(j *v1beta1.FlinkSessionJob) (*crossReference, *admissionv1.AdmissionResponse) {
+		return createMetadata(req, stampObject(ctx, v, req, func(j *v1beta1.FlinkSessionJob) (*crossReference, *admissionv1.AdmissionResponse) {
 			return initialSnapshotReference(kind, j.Namespace, j.Spec.Job), nil
-		}, func(j *v1beta1.FlinkSessionJob) any { return j.Spec })
+		}, func(j *v1beta1.FlinkSessionJob) any { return j.Spec }), jobFinalizer[v1beta1.FlinkSessionJob](v1beta1.SessionJobFinalizer))
 	case "FlinkStateSnapshot":
-		resp := stampObject(ctx, v, req, snapshotJobReference, func(s *v1beta1.FlinkStateSnapshot) any { return s.Spec })
-		if req.Operation == admissionv1.Create && resp.Allowed {
-			return v.snapshotMetadata(resp, req)
-		}
-		return resp
+		return createMetadata(req, stampObject(ctx, v, req, snapshotJobReference, func(s *v1beta1.FlinkStateSnapshot) any { return s.Spec }), v.snapshotMetadata)
 	}
 	return deny(http.StatusForbidden, "Unexpected resource: "+kind)
 }

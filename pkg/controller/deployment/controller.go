@@ -21,8 +21,8 @@ import (
 const QueueName = "flinkdeployment"
 
 // Finalizer holds a FlinkDeployment until the operator has had its chance
-// to take a savepoint on deletion (upstream's JOSDK-derived name).
-const Finalizer = "flinkdeployments.flink.apache.org/finalizer"
+// to take a savepoint on deletion.
+const Finalizer = v1beta1.DeploymentFinalizer
 
 // Options are this controller's own settings; what all controllers share
 // is a controllerctx.Context.

@@ -1,6 +1,7 @@
 package deployment
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -142,6 +143,49 @@ func TestSteadyStateIsCheap(t *testing.T) {
 	}
 	if n := len(f.jm("job").Requests()); n != 3 {
 		t.Errorf("%d REST calls in 3 syncs, want 3", n)
+	}
+}
+
+// TestCreatedSuspendedCostsOneWrite: a FlinkDeployment created suspended,
+// admitted with its finalizer (the webhook's mutating step), costs one
+// status write and no event (nothing was suspended); without the finalizer
+// the operator writes it first. Then nothing more is written.
+func TestCreatedSuspendedCostsOneWrite(t *testing.T) {
+	for _, admitted := range []bool{true, false} {
+		t.Run(fmt.Sprintf("finalizer at admission=%v", admitted), func(t *testing.T) {
+			f := newFixture(t)
+			d := f.application("job", v1beta1.UpgradeModeSavepoint)
+			d.Spec.Job.State = v1beta1.JobStateSuspended
+			if admitted {
+				d.Finalizers = []string{Finalizer}
+			}
+			f.Create(d)
+			f.Client.ClearActions()
+			f.Kube.ClearActions()
+			for range 3 {
+				f.MustSync("job")
+				f.Refresh()
+			}
+			var writes []string
+			for _, a := range append(f.Client.Actions(), f.Kube.Actions()...) {
+				if v := a.GetVerb(); v != "get" && v != "list" && v != "watch" {
+					writes = append(writes, v+" "+a.GetResource().Resource+"/"+a.GetSubresource())
+				}
+			}
+			want := []string{"update flinkdeployments/status"}
+			if !admitted {
+				want = append([]string{"update flinkdeployments/"}, want...)
+			}
+			if !slices.Equal(writes, want) {
+				t.Errorf("writes %v, want %v", writes, want)
+			}
+			if ev := f.Events(); len(ev) != 0 {
+				t.Errorf("events %v, want none", ev)
+			}
+			if got := f.Get("job"); got.Status.LifecycleState != v1beta1.LifecycleSuspended || got.Status.ReconciliationStatus.State != v1beta1.ReconciliationDeployed {
+				t.Errorf("status %s", statusString(got))
+			}
+		})
 	}
 }
 

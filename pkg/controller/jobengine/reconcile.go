@@ -183,7 +183,12 @@ func (s *State[T, S]) continueUpgrade(ctx context.Context, d Driver[S]) error {
 		if p := st.Job.UpgradeSavepointPath; p != "" && UpgradeMode(&s.Recorded.Spec) != v1beta1.UpgradeModeStateless {
 			what = p
 		}
-		s.Event(corev1.EventTypeNormal, ReasonSuspended, "%s; resuming restores from %s", d.Suspended(), what)
+		suspended := d.Suspended()
+		if StatusOf(s.Base).Reconciliation.LastReconciledSpec != "" {
+			// Not for a job created suspended: nothing was suspended, and
+			// its first status write is its only write (docs/performance.md).
+			s.Event(corev1.EventTypeNormal, ReasonSuspended, "%s; resuming restores from %s", suspended, what)
+		}
 		return nil
 	}
 	s.Deploy(ctx, d)

@@ -21,9 +21,8 @@ import (
 // QueueName names the controller's workqueue (and its metrics).
 const QueueName = "flinksessionjob"
 
-// Finalizer holds a FlinkSessionJob until its job is stopped (upstream's
-// JOSDK-derived name).
-const Finalizer = "flinksessionjobs.flink.apache.org/finalizer"
+// Finalizer holds a FlinkSessionJob until its job is stopped.
+const Finalizer = v1beta1.SessionJobFinalizer
 
 // Options are this controller's own settings; what all controllers share
 // is a controllerctx.Context.

@@ -191,3 +191,8 @@ type FlinkDeploymentList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []FlinkDeployment `json:"items"`
 }
+
+// DeploymentFinalizer holds a FlinkDeployment until the operator has had its
+// chance to take a savepoint on deletion (upstream's JOSDK-derived name, so
+// either operator recognises it).
+const DeploymentFinalizer = "flinkdeployments.flink.apache.org/finalizer"

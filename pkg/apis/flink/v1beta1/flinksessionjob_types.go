@@ -59,3 +59,7 @@ type FlinkSessionJobList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []FlinkSessionJob `json:"items"`
 }
+
+// SessionJobFinalizer holds a FlinkSessionJob until its job is stopped
+// (upstream's JOSDK-derived name).
+const SessionJobFinalizer = "flinksessionjobs.flink.apache.org/finalizer"

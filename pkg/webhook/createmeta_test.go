@@ -121,3 +121,27 @@ func TestMutateLeavesSnapshotMetadataOnUpdate(t *testing.T) {
 		t.Fatalf("update patched labels %v, finalizers %v", labels, finalizers)
 	}
 }
+
+// A new FlinkDeployment or FlinkSessionJob gets its controller's finalizer
+// at admission (the controller's first write otherwise); one that has it,
+// and any update, is left alone.
+func TestMutateSetsJobFinalizer(t *testing.T) {
+	v := newValidator(newLookup(sessionCluster("ns", "session")), config.Config{})
+	dep := application("ns", "app")
+	if _, f := metadataPatch(t, mutate(t, v, request(admissionv1.Create, dep, nil))); !cmp.Equal(f, []string{v1beta1.DeploymentFinalizer}) {
+		t.Errorf("FlinkDeployment finalizers %v", f)
+	}
+	sj := sessionJob("ns", "job", "session")
+	sj.Finalizers = []string{"example.com/keep"}
+	if _, f := metadataPatch(t, mutate(t, v, request(admissionv1.Create, sj, nil))); !cmp.Equal(f, []string{"example.com/keep", v1beta1.SessionJobFinalizer}) {
+		t.Errorf("FlinkSessionJob finalizers %v", f)
+	}
+	has := application("ns", "has")
+	has.Finalizers = []string{v1beta1.DeploymentFinalizer}
+	if _, f := metadataPatch(t, mutate(t, v, request(admissionv1.Create, has, nil))); f != nil {
+		t.Errorf("finalizer patched again: %v", f)
+	}
+	if _, f := metadataPatch(t, mutate(t, v, request(admissionv1.Update, application("ns", "app"), dep))); f != nil {
+		t.Errorf("update patched finalizers: %v", f)
+	}
+}
