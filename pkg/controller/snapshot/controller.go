@@ -6,6 +6,8 @@ package snapshot
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -77,7 +79,7 @@ func New(cc controllerctx.Context, opts Options) (*Controller, error) {
 	}
 	err := caches.AddEventHandlers(flinkcache.Handlers{
 		Snapshots: cache.ResourceEventHandlerFuncs{
-			AddFunc:    c.enqueue,
+			AddFunc:    c.snapshotAdded,
 			UpdateFunc: c.snapshotUpdated,
 			DeleteFunc: c.snapshotDeleted,
 		},
@@ -99,12 +101,24 @@ func (c *Controller) enqueue(obj any) {
 	c.queue.Add(key)
 }
 
-// snapshotUpdated wakes the snapshot, and when one leaves IN_PROGRESS, the
-// snapshots of the same job waiting for a concurrency slot.
+// snapshotAdded queues a snapshot unless it is settled: at a start (the
+// informer's first list) thousands of terminal snapshots would otherwise
+// be synced, for nothing, ahead of a new one a user waits for.
+func (c *Controller) snapshotAdded(obj any) {
+	if s, ok := obj.(*v1beta1.FlinkStateSnapshot); !ok || !settled(s) {
+		c.enqueue(obj)
+	}
+}
+
+// snapshotUpdated wakes the snapshot unless it is settled, and when one
+// leaves IN_PROGRESS, the snapshots of the same job waiting for a
+// concurrency slot.
 func (c *Controller) snapshotUpdated(oldObj, newObj any) {
-	c.enqueue(newObj)
-	oldSnap, ok1 := oldObj.(*v1beta1.FlinkStateSnapshot)
 	newSnap, ok2 := newObj.(*v1beta1.FlinkStateSnapshot)
+	if !ok2 || !settled(newSnap) {
+		c.enqueue(newObj)
+	}
+	oldSnap, ok1 := oldObj.(*v1beta1.FlinkStateSnapshot)
 	if ok1 && ok2 && oldSnap.Status.State == v1beta1.SnapshotInProgress && newSnap.Status.State != v1beta1.SnapshotInProgress {
 		c.enqueueJob(snapshotrules.JobKey(newSnap))
 	}
@@ -152,6 +166,17 @@ func (c *Controller) jobHandler(kind v1beta1.JobReferenceKind) cache.ResourceEve
 			}
 		},
 	}
+}
+
+// settled: a terminal snapshot, not being deleted, whose labels (job
+// labels included) and finalizer are what its sync would write: that sync
+// would neither write nor call Flink. One whose job labels are missing is
+// not settled (the job may have appeared since).
+func settled(s *v1beta1.FlinkStateSnapshot) bool {
+	state := s.Status.State
+	return state.IsTerminal() && s.DeletionTimestamp == nil &&
+		maps.Equal(snapshotrules.DesiredLabels(s, state, true), s.Labels) &&
+		snapshotrules.NeedsFinalizer(s, state) == slices.Contains(s.Finalizers, v1beta1.SnapshotFinalizer)
 }
 
 // enqueueJob queues the snapshots of a job that can still change: in flight,

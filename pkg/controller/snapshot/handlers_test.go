@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/snapshotrules"
 )
 
 // The informer event handlers decide which snapshots are looked at again
@@ -253,5 +254,58 @@ func TestEnqueueJobWithoutJobKeyQueuesNothing(t *testing.T) {
 	f.ctrl.enqueueJob("")
 	if got := f.queued(); len(got) != 0 {
 		t.Errorf("queued %v for an empty job key", got)
+	}
+}
+
+// A settled snapshot (terminal, labels and finalizer as its sync would
+// write them) is not queued on add or update: at a start thousands of them
+// would otherwise be synced, for nothing, ahead of new ones. Anything its
+// sync could still act on is queued.
+func TestSettledSnapshotsAreNotQueued(t *testing.T) {
+	settledSnap := func(name string, state v1beta1.SnapshotState) *v1beta1.FlinkStateSnapshot {
+		s := snapWith(name, "job", state, false)
+		s.Labels = snapshotrules.DesiredLabels(s, state, true)
+		if snapshotrules.NeedsFinalizer(s, state) {
+			s.Finalizers = []string{v1beta1.SnapshotFinalizer}
+		}
+		return s
+	}
+	noJobLabels := settledSnap("no-job-labels", v1beta1.SnapshotCompleted)
+	delete(noJobLabels.Labels, v1beta1.LabelJobReferenceName)
+	staleState := settledSnap("stale-state-label", v1beta1.SnapshotFailed)
+	staleState.Labels[v1beta1.LabelSnapshotState] = string(v1beta1.SnapshotInProgress)
+	extraFinalizer := settledSnap("finalizer-left", v1beta1.SnapshotAbandoned)
+	extraFinalizer.Finalizers = []string{v1beta1.SnapshotFinalizer}
+	deleting := settledSnap("deleting", v1beta1.SnapshotCompleted)
+	deleting.DeletionTimestamp = &metav1.Time{Time: t0}
+	for _, tc := range []struct {
+		snap   *v1beta1.FlinkStateSnapshot
+		queued bool
+	}{
+		{settledSnap("completed", v1beta1.SnapshotCompleted), false},
+		{settledSnap("failed", v1beta1.SnapshotFailed), false},
+		{settledSnap("abandoned", v1beta1.SnapshotAbandoned), false},
+		{settledSnap("in-progress", v1beta1.SnapshotInProgress), true},
+		{noJobLabels, true},
+		{staleState, true},
+		{extraFinalizer, true},
+		{deleting, true},
+		{snapWith("unlabelled", "job", v1beta1.SnapshotCompleted, false), true},
+	} {
+		t.Run(tc.snap.Name, func(t *testing.T) {
+			f := newFixture(t)
+			var want []string
+			if tc.queued {
+				want = []string{ns + "/" + tc.snap.Name}
+			}
+			f.ctrl.snapshotAdded(tc.snap)
+			if got := f.queued(); !slices.Equal(got, want) {
+				t.Errorf("add queued %v, want %v", got, want)
+			}
+			f.ctrl.snapshotUpdated(tc.snap, tc.snap)
+			if got := f.queued(); !slices.Equal(got, want) {
+				t.Errorf("update queued %v, want %v", got, want)
+			}
+		})
 	}
 }
