@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -147,6 +148,20 @@ func (c Config) OptionalInt(key string) (int, bool, error) {
 		return 0, false, &ValueError{Key: name, Value: v, Err: err}
 	}
 	return int(n), true, nil
+}
+
+// Float parses a Double option (a finite decimal number); 0 when unset
+// without a default.
+func (c Config) Float(key string) (float64, error) {
+	name, v, ok := c.lookup(key)
+	if !ok {
+		return 0, nil
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+		return 0, &ValueError{Key: name, Value: v, Err: errors.New("not a number")}
+	}
+	return f, nil
 }
 
 // Bool accepts "true" and "false" in any case and nothing else, exactly like

@@ -15,6 +15,12 @@ const OperatorPrefix = "kubernetes.operator."
 const (
 	KeyReconcileInterval           = "kubernetes.operator.reconcile.interval"
 	KeyReconcileParallelism        = "kubernetes.operator.reconcile.parallelism"
+	KeyRateLimiterLimit            = "kubernetes.operator.rate-limiter.limit"
+	KeyRateLimiterRefreshPeriod    = "kubernetes.operator.rate-limiter.refresh-period"
+	KeyRetryInitialInterval        = "kubernetes.operator.retry.initial.interval"
+	KeyRetryIntervalMultiplier     = "kubernetes.operator.retry.interval.multiplier"
+	KeyRetryMaxAttempts            = "kubernetes.operator.retry.max.attempts"
+	KeyRetryMaxInterval            = "kubernetes.operator.retry.max.interval"
 	KeyProgressCheckInterval       = "kubernetes.operator.observer.progress-check.interval"
 	KeyFlinkClientTimeout          = "kubernetes.operator.flink.client.timeout"
 	KeyFlinkClientCancelTimeout    = "kubernetes.operator.flink.client.cancel.timeout"
@@ -94,6 +100,7 @@ const (
 	TypeBool
 	TypeEnum
 	TypeList
+	TypeDouble
 )
 
 // String names the type in DocTable and in error messages.
@@ -111,6 +118,8 @@ func (t Type) String() string {
 		return "Enum"
 	case TypeList:
 		return "List"
+	case TypeDouble:
+		return "Double"
 	}
 	return fmt.Sprintf("Type(%d)", int(t))
 }
@@ -168,6 +177,8 @@ func (k Key) Validate(value string) error {
 		_, err = c.Bool(k.Name)
 	case TypeEnum:
 		_, err = c.Enum(k.Name)
+	case TypeDouble:
+		_, err = c.Float(k.Name)
 	}
 	if err == nil && k.check != nil {
 		if cerr := k.check(c, k.Name); cerr != nil {
@@ -182,6 +193,16 @@ func atLeast(min int) func(Config, string) error {
 	return func(c Config, key string) error {
 		if n, _ := c.Int(key); n < min {
 			return fmt.Errorf("must be at least %d", min)
+		}
+		return nil
+	}
+}
+
+// atLeastFloat is a check for Double keys with a lower bound.
+func atLeastFloat(min float64) func(Config, string) error {
+	return func(c Config, key string) error {
+		if f, _ := c.Float(key); f < min {
+			return fmt.Errorf("must be at least %g", min)
 		}
 		return nil
 	}
@@ -207,6 +228,18 @@ var registry = []Key{
 		Description: "How often an in-flight operation (deploy, savepoint, stop) is polled. Operator-wide for the same reason as the reconcile interval."},
 	{Name: KeyReconcileParallelism, Type: TypeInt, Default: "5", check: atLeast(1),
 		Description: "Number of workers per controller. Upstream's option (default 200, -1 = unbounded) counts blocking reconcile threads; our workers never block on Flink for longer than the client timeout, so a few suffice and we default to 5 (the Kubernetes controller convention). Must be at least 1."},
+	{Name: KeyRateLimiterLimit, Type: TypeInt, Default: "5",
+		Description: "At most this many syncs of one resource per refresh period; more are delayed to the next period (upstream's per-resource limiter). At most 0 disables it."},
+	{Name: KeyRateLimiterRefreshPeriod, Type: TypeDuration, Default: "15 s", check: positive,
+		Description: "The period of the per-resource rate limiter."},
+	{Name: KeyRetryInitialInterval, Type: TypeDuration, Default: "5 s", check: positive,
+		Description: "Delay before the first retry of a sync that failed (an API or REST error); each further retry waits interval.multiplier times longer."},
+	{Name: KeyRetryIntervalMultiplier, Type: TypeDouble, Default: "1.5", check: atLeastFloat(1),
+		Description: "Growth factor of the retry delay. Must be at least 1."},
+	{Name: KeyRetryMaxAttempts, Type: TypeInt, Default: "15", check: atLeast(1),
+		Description: "Retries of a failing sync with growing delays. Then, unlike upstream (which waits for the next change of the resource), the resource is synced again after the reconcile interval, and the delays start over: a resource is never left alone because the API server was down for an hour."},
+	{Name: KeyRetryMaxInterval, Type: TypeDuration, DefaultDoc: "unset (no cap)",
+		Description: "Cap on the retry delay."},
 	{Name: KeyFlinkClientTimeout, Type: TypeDuration, Default: "10 s", check: positive,
 		Description: "Timeout of each Flink REST call. Operator-wide: it bounds how long a worker can be held, which protects every other resource."},
 	{Name: KeyFlinkClientCancelTimeout, Type: TypeDuration, Default: "1 min", check: positive,

@@ -9,6 +9,7 @@ import (
 	"net/http"
 
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
@@ -16,6 +17,7 @@ import (
 	flinkcache "github.com/flinkops/flink-operator/pkg/cache"
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/controller/jobmanager"
+	"github.com/flinkops/flink-operator/pkg/controller/workers"
 	"github.com/flinkops/flink-operator/pkg/endpoints"
 	clientset "github.com/flinkops/flink-operator/pkg/generated/clientset/versioned"
 	"github.com/flinkops/flink-operator/pkg/snapshotrules"
@@ -78,12 +80,19 @@ func (c Context) WithDefaults() Context {
 	return c
 }
 
-// NewQueue is a controller's rate-limited workqueue, on the context's clock.
+// NewQueue is a controller's rate-limited workqueue, on the context's clock;
+// failing keys are retried as kubernetes.operator.retry.* say.
 func (c Context) NewQueue(name string) workqueue.TypedRateLimitingInterface[string] {
-	return workqueue.NewTypedRateLimitingQueueWithConfig(
-		workqueue.DefaultTypedControllerRateLimiter[string](),
+	return workqueue.NewTypedRateLimitingQueueWithConfig[string](
+		workers.NewRetryLimiter(c.Config),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: name, Clock: c.Clock},
 	)
+}
+
+// Loop runs a controller's queue with the context's pacing
+// (kubernetes.operator.rate-limiter.*, retry.max.attempts).
+func (c Context) Loop(name, keyName string, queue workqueue.TypedRateLimitingInterface[string], sync workers.SyncFunc, synced ...cache.InformerSynced) workers.Loop {
+	return workers.Loop{Name: name, KeyName: keyName, Queue: queue, Sync: sync, Synced: synced, Pacing: workers.PacingFrom(c.Config, c.Clock)}
 }
 
 // Dialer reaches JobManagers through the context's resolver and HTTP client.

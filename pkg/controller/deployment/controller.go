@@ -14,7 +14,6 @@ import (
 	"github.com/flinkops/flink-operator/pkg/controller/controllerctx"
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/controller/jobmanager"
-	"github.com/flinkops/flink-operator/pkg/controller/workers"
 )
 
 // QueueName names the controller's workqueue (and its metrics).
@@ -119,8 +118,5 @@ func isFlinkGroup(apiVersion string) bool {
 
 // Run starts workers and blocks until ctx ends.
 func (c *Controller) Run(ctx context.Context, n int) {
-	workers.Loop{
-		Name: QueueName, KeyName: "flinkdeployment", Queue: c.queue, Sync: c.Sync,
-		Synced: []cache.InformerSynced{c.Caches.HasSynced, c.owned.hasSynced},
-	}.Run(ctx, n)
+	c.Loop(QueueName, "flinkdeployment", c.queue, c.Sync, c.Caches.HasSynced, c.owned.hasSynced).Run(ctx, n)
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/flinkops/flink-operator/pkg/controller/controllerctx"
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/controller/jobmanager"
-	"github.com/flinkops/flink-operator/pkg/controller/workers"
 )
 
 // QueueName names the controller's workqueue (and its metrics).
@@ -145,10 +144,7 @@ func (c *Controller) clusterChanged(oldObj, newObj any) {
 // submissions (a stopped operator acts no more).
 func (c *Controller) Run(ctx context.Context, n int) {
 	defer c.submissions.stop()
-	workers.Loop{
-		Name: QueueName, KeyName: "flinksessionjob", Queue: c.queue, Sync: c.Sync,
-		Synced: []cache.InformerSynced{c.Caches.HasSynced, c.JobManagers.HasSynced},
-	}.Run(ctx, n)
+	c.Loop(QueueName, "flinksessionjob", c.queue, c.Sync, c.Caches.HasSynced, c.JobManagers.HasSynced).Run(ctx, n)
 }
 
 func (c *Controller) fault(key, point string) {

@@ -20,7 +20,6 @@ import (
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/controller/controllerctx"
 	"github.com/flinkops/flink-operator/pkg/controller/jobmanager"
-	"github.com/flinkops/flink-operator/pkg/controller/workers"
 	"github.com/flinkops/flink-operator/pkg/metrics"
 	"github.com/flinkops/flink-operator/pkg/snapshotrules"
 )
@@ -199,10 +198,7 @@ func (c *Controller) enqueueJob(jobKey string) {
 
 // Run starts workers and blocks until ctx ends.
 func (c *Controller) Run(ctx context.Context, n int) {
-	workers.Loop{
-		Name: QueueName, KeyName: "snapshot", Queue: c.queue, Sync: c.Sync,
-		Synced: []cache.InformerSynced{c.Caches.HasSynced, c.JobManagers.HasSynced},
-	}.Run(ctx, n)
+	c.Loop(QueueName, "snapshot", c.queue, c.Sync, c.Caches.HasSynced, c.JobManagers.HasSynced).Run(ctx, n)
 }
 
 // reserve records that key (a snapshot of jobKey) is being triggered if the

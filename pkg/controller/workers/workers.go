@@ -31,11 +31,15 @@ type Loop struct {
 	Sync    SyncFunc
 	// Synced are waited for before any worker starts.
 	Synced []cache.InformerSynced
+	// Pacing limits syncs per key and retries; the zero value limits
+	// nothing.
+	Pacing Pacing
 }
 
 // Run starts workers and blocks until ctx ends, then shuts the queue down and
 // waits for the workers.
 func (l Loop) Run(ctx context.Context, workers int) {
+	l.Pacing.start()
 	defer utilruntime.HandleCrash()
 	defer l.Queue.ShutDown()
 	logger := klog.FromContext(ctx)
@@ -58,7 +62,7 @@ func (l Loop) Run(ctx context.Context, workers int) {
 	wg.Wait()
 }
 
-func (l Loop) processNext(ctx context.Context) bool {
+func (l *Loop) processNext(ctx context.Context) bool {
 	key, shutdown := l.Queue.Get()
 	if shutdown {
 		return false
@@ -66,8 +70,18 @@ func (l Loop) processNext(ctx context.Context) bool {
 	defer l.Queue.Done(key)
 
 	logger := klog.FromContext(ctx).WithValues(l.KeyName, key)
+	if wait := l.Pacing.wait(key); wait > 0 {
+		logger.V(4).Info("Sync delayed by the per-resource rate limiter", "wait", wait)
+		l.Queue.AddAfter(key, wait)
+		return true
+	}
 	requeueAfter, err := l.Sync(klog.NewContext(ctx, logger), key)
 	switch {
+	case err != nil && l.Pacing.MaxAttempts > 0 && l.Queue.NumRequeues(key) >= l.Pacing.MaxAttempts:
+		logger.Error(err, "Sync failed; retries exhausted, syncing again after the reconcile interval",
+			"attempts", l.Queue.NumRequeues(key)+1, "after", l.Pacing.GiveUpDelay)
+		l.Queue.Forget(key)
+		l.Queue.AddAfter(key, l.Pacing.GiveUpDelay)
 	case err != nil:
 		if apierrors.IsConflict(err) {
 			logger.V(2).Info("Conflict writing, retrying", "err", err)
