@@ -239,3 +239,24 @@ func TestCloneIsIndependent(t *testing.T) {
 		t.Fatal("Clone of nil should be an empty, writable map")
 	}
 }
+
+// Double options parse finite decimals; the multiplier must be at least 1.
+func TestFloatOptions(t *testing.T) {
+	for _, tc := range []struct {
+		value string
+		want  float64
+		ok    bool
+	}{{"1.5", 1.5, true}, {" 2 ", 2, true}, {"1e1", 10, true}, {"x", 0, false}, {"Inf", 0, false}, {"NaN", 0, false}} {
+		got, err := Config{KeyRetryIntervalMultiplier: tc.value}.Float(KeyRetryIntervalMultiplier)
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("Float(%q) = %v, %v; want %v, ok %v", tc.value, got, err, tc.want, tc.ok)
+		}
+	}
+	k, _ := LookupKey(KeyRetryIntervalMultiplier)
+	if err := k.Validate("0.5"); err == nil {
+		t.Error("a multiplier below 1 was accepted")
+	}
+	if err := k.Validate("1.5"); err != nil {
+		t.Errorf("1.5 refused: %v", err)
+	}
+}
