@@ -63,6 +63,7 @@ func TestOperatorWideKeys(t *testing.T) {
 		KeySnapshotCrossNamespaceReferencesEnabled,
 		KeySnapshotDisposeTimeout,
 		KeySnapshotMaxConcurrent,
+		KeySnapshotNormalEventsEnabled,
 		KeyWatchedNamespaces,
 	}
 	slices.Sort(want)

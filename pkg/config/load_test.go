@@ -31,6 +31,7 @@ func TestDefaultsMatchSpec(t *testing.T) {
 		KeyResourceMetricsEnabled:                  "true",
 		KeySnapshotDisposeTimeout:                  "10 min",
 		KeySnapshotCrossNamespaceReferencesEnabled: "false",
+		KeySnapshotNormalEventsEnabled:             "false",
 		KeySnapshotResourceEnabled:                 "true",
 		KeySavepointHistoryMaxCount:                "10",
 		KeySavepointHistoryMaxAge:                  "24 h",

@@ -6,6 +6,9 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/flinkops/flink-operator/pkg/config"
+	corev1 "k8s.io/api/core/v1"
+
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
@@ -63,7 +66,7 @@ func (c *Controller) write(ctx context.Context, base, s *v1beta1.FlinkStateSnaps
 		if snapshotrules.IsSavepoint(s) {
 			reason = ReasonSavepointError
 		}
-		c.Recorder.Event(s, "Warning", reason, s.Status.Error)
+		c.Recorder.Event(s, corev1.EventTypeWarning, reason, s.Status.Error)
 		metrics.SnapshotFailures.WithLabelValues(s.Namespace, lower(snapshotrules.Type(s))).Inc()
 	}
 	if base.Status.State != s.Status.State {
@@ -112,13 +115,20 @@ func (c *Controller) stateChanged(_ context.Context, logger klog.Logger, old, s 
 		if triggered, ok := snapshotrules.ParseTime(s.Status.TriggerTimestamp); ok && !snapshotrules.AlreadyExists(s) {
 			metrics.SnapshotDuration.WithLabelValues(typ, string(snapshotrules.TriggerType(s))).Observe(c.Clock.Since(triggered).Seconds())
 		}
-		if !snapshotrules.AlreadyExists(s) {
-			c.Recorder.Eventf(s, "Normal", ReasonSnapshotCompleted, "%s completed: %s", snapshotrules.Type(s), s.Status.Path)
+		if !snapshotrules.AlreadyExists(s) && c.normalEvents() {
+			c.Recorder.Eventf(s, corev1.EventTypeNormal, ReasonSnapshotCompleted, "%s completed: %s", snapshotrules.Type(s), s.Status.Path)
 		}
 	case v1beta1.SnapshotAbandoned:
-		c.Recorder.Event(s, "Warning", ReasonSnapshotAbandoned, s.Status.Error)
+		c.Recorder.Event(s, corev1.EventTypeWarning, ReasonSnapshotAbandoned, s.Status.Error)
 		metrics.SnapshotAbandoned.WithLabelValues(s.Namespace, typ).Inc()
 	}
+}
+
+// normalEvents: kubernetes.operator.snapshot.normal-events.enabled (off by
+// default, as upstream: two writes per snapshot for what the status says).
+func (c *Controller) normalEvents() bool {
+	on, _ := c.Config.Bool(config.KeySnapshotNormalEventsEnabled)
+	return on
 }
 
 func stateOrNew(s v1beta1.SnapshotState) string {

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
@@ -137,7 +139,7 @@ func (c *Controller) snapshotDeleted(obj any) {
 	c.release(key)
 	c.disposals.Delete(key)
 	if s.Status.State == v1beta1.SnapshotInProgress && snapshotrules.DisposeOnDelete(s) {
-		c.Recorder.Eventf(s, "Warning", ReasonDisposeSkipped,
+		c.Recorder.Eventf(s, corev1.EventTypeWarning, ReasonDisposeSkipped,
 			"Snapshot deleted while in progress (trigger id %s); if Flink completes it, its files stay in the savepoint directory", s.Status.TriggerID)
 	}
 	c.enqueueJob(snapshotrules.JobKey(s))

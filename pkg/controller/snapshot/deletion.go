@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
@@ -41,7 +43,7 @@ func (c *Controller) syncDeletion(ctx context.Context, cached *v1beta1.FlinkStat
 	case !snapshotrules.DisposeOnDelete(s):
 		if endedAfterDeletion(s) {
 			// Whoever deleted it saw no path yet: say where the kept files are.
-			c.Recorder.Eventf(s, "Warning", ReasonDisposeSkipped,
+			c.Recorder.Eventf(s, corev1.EventTypeWarning, ReasonDisposeSkipped,
 				"Savepoint deleted while in progress completed at %s; disposeOnDelete is false, so its data is kept", s.Status.Path)
 		}
 		return 0, c.removeFinalizer(ctx, s)
@@ -55,13 +57,13 @@ func (c *Controller) syncDeletion(ctx context.Context, cached *v1beta1.FlinkStat
 		return 0, err
 	}
 	if len(referrers) > 0 {
-		c.Recorder.Eventf(s, "Warning", ReasonDisposeSkipped,
+		c.Recorder.Eventf(s, corev1.EventTypeWarning, ReasonDisposeSkipped,
 			"Savepoint %s is referenced by %s (spec.job.initialStateSnapshotRef); its data is kept", path, strings.Join(referrers, ", "))
 		return 0, c.removeFinalizer(ctx, s)
 	}
 	t, terr := c.resolveTarget(s)
 	if terr == nil && slices.Contains(t.restorePaths, path) {
-		c.Recorder.Eventf(s, "Warning", ReasonDisposeSkipped,
+		c.Recorder.Eventf(s, corev1.EventTypeWarning, ReasonDisposeSkipped,
 			"Savepoint %s is the restore point of %s; its data is kept", path, snapshotrules.JobRefString(&t.ref))
 		return 0, c.removeFinalizer(ctx, s)
 	}
@@ -78,7 +80,7 @@ func (c *Controller) syncDeletion(ctx context.Context, cached *v1beta1.FlinkStat
 	}
 	deadline := start.Add(timeout)
 	if !now.Before(deadline) {
-		c.Recorder.Eventf(s, "Warning", ReasonDisposeSkipped,
+		c.Recorder.Eventf(s, corev1.EventTypeWarning, ReasonDisposeSkipped,
 			"Could not dispose savepoint within %s (%s); its data is left at %s", timeout, config.KeySnapshotDisposeTimeout, path)
 		metrics.SnapshotDisposeSkipped.WithLabelValues(s.Namespace).Inc()
 		c.disposals.Delete(key)
@@ -88,7 +90,7 @@ func (c *Controller) syncDeletion(ctx context.Context, cached *v1beta1.FlinkStat
 
 	cleanupFailed := func(format string, args ...any) (time.Duration, error) {
 		msg := fmt.Sprintf(format, args...)
-		c.Recorder.Event(s, "Warning", ReasonCleanupFailed, msg)
+		c.Recorder.Event(s, corev1.EventTypeWarning, ReasonCleanupFailed, msg)
 		logger.Info("Disposing savepoint failed, will retry", "path", path, "reason", msg, "retryIn", retry)
 		return retry, nil
 	}
@@ -139,7 +141,7 @@ func (c *Controller) syncDeletion(ctx context.Context, cached *v1beta1.FlinkStat
 func (c *Controller) awaitAttempt(ctx context.Context, cached, s *v1beta1.FlinkStateSnapshot) (time.Duration, error) {
 	t, err := c.resolveTarget(s)
 	if err != nil {
-		c.Recorder.Eventf(s, "Warning", ReasonDisposeSkipped,
+		c.Recorder.Eventf(s, corev1.EventTypeWarning, ReasonDisposeSkipped,
 			"Snapshot deleted while in progress (trigger id %s) cannot be followed (%v); if Flink completes it, its files stay in the savepoint directory %s",
 			s.Status.TriggerID, err, savepointDir(s, &target{}))
 		return 0, c.removeFinalizer(ctx, s)

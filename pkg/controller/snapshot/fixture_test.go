@@ -80,6 +80,12 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 	return f
 }
 
+// normalEvents turns on the Normal snapshot events (off by default).
+func (f *fixture) normalEvents() {
+	f.cfg[config.KeySnapshotNormalEventsEnabled] = "true"
+	f.restart()
+}
+
 // restart builds a new controller (fresh memory, same API state), as after
 // an operator crash.
 func (f *fixture) restart() {

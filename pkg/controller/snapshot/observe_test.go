@@ -127,6 +127,7 @@ func TestPollOutcomes(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
+			f.normalEvents()
 			jm := f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
 			jm.SetCompletion(0, 0) // done at the first poll unless a fault says otherwise
 			s := withBackoff(savepointSnap("s", "job"), 3)

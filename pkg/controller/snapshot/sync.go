@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -85,7 +87,7 @@ func (c *Controller) Sync(ctx context.Context, key string) (time.Duration, error
 			return requeue, werr
 		}
 		if s.Status.Error != err.Error() {
-			c.Recorder.Event(s, "Warning", ReasonValidationError, err.Error())
+			c.Recorder.Event(s, corev1.EventTypeWarning, ReasonValidationError, err.Error())
 			s.Status.Error = err.Error()
 		}
 		_, err := c.commit(ctx, cached, s, false)
@@ -236,8 +238,8 @@ func (c *Controller) trigger(ctx context.Context, base **v1beta1.FlinkStateSnaps
 		// Flink may or may not have started it; the next observe asks by id
 		// and re-sends the same id if Flink does not know it.
 		klog.FromContext(ctx).Info("Triggering snapshot failed, will check by trigger id", "triggerId", s.Status.TriggerID, "err", err)
-	} else {
-		c.Recorder.Eventf(s, "Normal", ReasonSnapshotTriggered, "Triggered %s of %s with trigger id %s",
+	} else if c.normalEvents() {
+		c.Recorder.Eventf(s, corev1.EventTypeNormal, ReasonSnapshotTriggered, "Triggered %s of %s with trigger id %s",
 			lower(snapshotrules.Type(s)), snapshotrules.JobRefString(&t.ref), s.Status.TriggerID)
 	}
 	return snapshotrules.MinPollDelay, nil
@@ -316,7 +318,7 @@ func (c *Controller) observe(ctx context.Context, s *v1beta1.FlinkStateSnapshot,
 // complete records a finished attempt.
 func (c *Controller) complete(s *v1beta1.FlinkStateSnapshot, res pollResult, now time.Time) {
 	if res.pathErr != "" {
-		c.Recorder.Eventf(s, "Warning", ReasonCheckpointError,
+		c.Recorder.Eventf(s, corev1.EventTypeWarning, ReasonCheckpointError,
 			"Checkpoint %s was successful, but failed to fetch path. Flink webserver stores only a limited amount of checkpoints in its cache, try increasing 'web.checkpoints.history' config for this job.\n%s",
 			s.Name, res.pathErr)
 	}

@@ -60,8 +60,9 @@ func TestSavepointPathInSpecWinsOverConfiguredDirectory(t *testing.T) {
 	}
 }
 
-// SnapshotTriggered says Flink accepted the trigger: it is emitted when the
-// POST succeeded, not when it failed (the intent is kept and polled by id).
+// SnapshotTriggered says Flink accepted the trigger (with
+// snapshot.normal-events.enabled): it is emitted when the POST succeeded,
+// not when it failed (the intent is kept and polled by id).
 func TestSnapshotTriggeredEventOnlyWhenFlinkAcceptedTheTrigger(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -72,6 +73,7 @@ func TestSnapshotTriggeredEventOnlyWhenFlinkAcceptedTheTrigger(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
+			f.normalEvents()
 			jm := f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
 			if tc.postFail {
 				jm.InjectFault(fakejm.Fault{Route: fakejm.RouteSavepointTrigger, Status: http.StatusServiceUnavailable})
@@ -279,4 +281,29 @@ func toString(v any) string {
 	}
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// By default a snapshot's life costs no Normal event, as upstream: a manual
+// savepoint made through the webhook costs three writes, the intent, the
+// terminal labels and the terminal status (docs/performance.md). Warnings
+// stay.
+func TestSnapshotWritesWithoutNormalEvents(t *testing.T) {
+	f := newFixture(t)
+	jm := f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
+	jm.SetCompletion(0, 0)
+	s := savepointSnap("sp", "job")
+	s.Labels = snapshotrules.DesiredLabels(s, "", true) // as admitted by the webhook
+	s.Finalizers = []string{v1beta1.SnapshotFinalizer}
+	f.create(s)
+	f.resetActions()
+	got := f.drive("sp", 10)
+	if got.Status.State != v1beta1.SnapshotCompleted {
+		t.Fatalf("status %+v", got.Status)
+	}
+	if metadata, status := f.writes(); metadata != 1 || status != 2 {
+		t.Errorf("%d metadata and %d status writes, want 1 (terminal labels) and 2 (intent, result)", metadata, status)
+	}
+	if events := f.events(); len(events) != 0 {
+		t.Errorf("events %v, want none", events)
+	}
 }
