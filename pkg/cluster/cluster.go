@@ -1,7 +1,9 @@
 package cluster
 
 import (
+	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,15 +18,24 @@ import (
 // nonce change replaces the pods even when nothing else changed.
 const AnnotationRestartNonce = "flinkops.io/restart-nonce"
 
-// Cluster is every object of one standalone Flink cluster.
+// Cluster is every object of one Flink cluster the operator creates.
 type Cluster struct {
+	// Native is Input.Native: TaskManager is nil and Flink creates the
+	// TaskManager pods itself.
+	Native bool
 	// FlinkConfig is the effective Flink configuration (what the ConfigMap's
 	// config file holds), for callers that need option values (rest.port,
 	// savepoint directories, ...) as the cluster sees them.
 	FlinkConfig map[string]string
 	ConfigMap   *corev1.ConfigMap
 	JobManager  *appsv1.Deployment
+	// TaskManager is the standalone TaskManager Deployment; nil in native
+	// mode.
 	TaskManager *appsv1.Deployment
+	// PodTemplateConfigMap is pod-template-<name>, the TaskManager pod
+	// template Flink reads in native mode; nil in standalone mode and when
+	// there is no TaskManager pod template.
+	PodTemplateConfigMap *corev1.ConfigMap
 	// RPCService is the headless <name> Service (RPC and blob ports).
 	RPCService *corev1.Service
 	// RESTService is <name>-rest; its port is rest.port.
@@ -41,6 +52,9 @@ func Build(in Input) (*Cluster, error) {
 	p, err := newPlan(in)
 	if err != nil {
 		return nil, err
+	}
+	if in.Native {
+		return p.buildNative()
 	}
 	cm, err := p.configMap()
 	if err != nil {
@@ -72,10 +86,14 @@ func JobManagerDeployment(in Input) (*appsv1.Deployment, error) {
 }
 
 // TaskManagerDeployment builds the TaskManager Deployment <name>-taskmanager.
+// A native-mode cluster has none (an error).
 func TaskManagerDeployment(in Input) (*appsv1.Deployment, error) {
 	c, err := Build(in)
 	if err != nil {
 		return nil, err
+	}
+	if c.TaskManager == nil {
+		return nil, errors.New("cluster: a native-mode cluster has no TaskManager Deployment")
 	}
 	return c.TaskManager, nil
 }
@@ -193,7 +211,7 @@ func (p *plan) configVolume() corev1.Volume {
 func (p *plan) pod(component string, main corev1.Container, args []string, componentTemplate *corev1.Pod, res componentResources, configHash string) (corev1.PodTemplateSpec, error) {
 	main.Args = args
 	pod := corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Labels: Labels(p.name, component)},
+		ObjectMeta: metav1.ObjectMeta{Labels: p.labels(component)},
 		Spec: corev1.PodSpec{
 			Containers: []corev1.Container{main},
 			Volumes:    []corev1.Volume{p.configVolume()},
@@ -203,7 +221,7 @@ func (p *plan) pod(component string, main corev1.Container, args []string, compo
 	mergePodTemplate(&pod, componentTemplate)
 
 	// Invariants, re-applied over the templates.
-	pod.Labels = mergeMap(pod.Labels, Labels(p.name, component))
+	pod.Labels = mergeMap(pod.Labels, p.labels(component))
 	pod.Annotations = mergeMap(pod.Annotations, map[string]string{AnnotationConfigHash: configHash})
 	if n := p.spec.RestartNonce; n != nil {
 		pod.Annotations[AnnotationRestartNonce] = strconv.FormatInt(*n, 10)
@@ -235,12 +253,12 @@ func (p *plan) deployment(name, component string, replicas int32, pod corev1.Pod
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            name,
 			Namespace:       p.namespace,
-			Labels:          Labels(p.name, component),
+			Labels:          p.labels(component),
 			OwnerReferences: []metav1.OwnerReference{OwnerReference(p.in.Deployment)},
 		},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: &replicas,
-			Selector: &metav1.LabelSelector{MatchLabels: Labels(p.name, component)},
+			Selector: &metav1.LabelSelector{MatchLabels: p.labels(component)},
 			Template: pod,
 			Strategy: strategy,
 		},
@@ -250,18 +268,7 @@ func (p *plan) deployment(name, component string, replicas int32, pod corev1.Pod
 }
 
 func (p *plan) jobManagerDeployment(configHash string) (*appsv1.Deployment, error) {
-	main := p.mainContainer(keyJMEnvPrefix)
-	main.Ports = []corev1.ContainerPort{
-		{Name: RPCPortName, ContainerPort: JobManagerRPCPort, Protocol: corev1.ProtocolTCP},
-		{Name: BlobPortName, ContainerPort: BlobServerPort, Protocol: corev1.ProtocolTCP},
-		{Name: RESTPortName, ContainerPort: p.restBindPort, Protocol: corev1.ProtocolTCP},
-	}
-	// A TCP check works whether or not REST uses TLS; the operator's own
-	// readiness check of the REST API is a TCP connect too (upstream).
-	main.ReadinessProbe = &corev1.Probe{
-		ProbeHandler:  corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(p.restBindPort)}},
-		PeriodSeconds: 5,
-	}
+	main := p.jobManagerContainer()
 	var tmpl *corev1.Pod
 	if p.spec.JobManager != nil {
 		tmpl = p.spec.JobManager.PodTemplate
@@ -274,6 +281,24 @@ func (p *plan) jobManagerDeployment(configHash string) (*appsv1.Deployment, erro
 	// (both would run the job and write the same checkpoints).
 	return p.deployment(JobManagerDeploymentName(p.name), ComponentJobManager, p.jmReplicas, pod,
 		appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}), nil
+}
+
+// jobManagerContainer is the JobManager's main container before arguments
+// and pod templates: ports and readiness probe (both modes).
+func (p *plan) jobManagerContainer() corev1.Container {
+	main := p.mainContainer(keyJMEnvPrefix)
+	main.Ports = []corev1.ContainerPort{
+		{Name: RPCPortName, ContainerPort: JobManagerRPCPort, Protocol: corev1.ProtocolTCP},
+		{Name: BlobPortName, ContainerPort: BlobServerPort, Protocol: corev1.ProtocolTCP},
+		{Name: RESTPortName, ContainerPort: p.restBindPort, Protocol: corev1.ProtocolTCP},
+	}
+	// A TCP check works whether or not REST uses TLS; the operator's own
+	// readiness check of the REST API is a TCP connect too (upstream).
+	main.ReadinessProbe = &corev1.Probe{
+		ProbeHandler:  corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(p.restBindPort)}},
+		PeriodSeconds: 5,
+	}
+	return main
 }
 
 func (p *plan) taskManagerDeployment(configHash string) (*appsv1.Deployment, error) {
@@ -310,15 +335,20 @@ func (p *plan) restServiceType() (corev1.ServiceType, bool, error) {
 }
 
 func (p *plan) services() (rpc, rest *corev1.Service, err error) {
+	objectLabels := Labels(p.name, ComponentJobManager)
+	if p.in.Native {
+		// Flink's service decorators label Services with the common labels.
+		objectLabels = p.commonLabels()
+	}
 	meta := func(name string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{
 			Name:            name,
 			Namespace:       p.namespace,
-			Labels:          Labels(p.name, ComponentJobManager),
+			Labels:          maps.Clone(objectLabels),
 			OwnerReferences: []metav1.OwnerReference{OwnerReference(p.in.Deployment)},
 		}
 	}
-	selector := Labels(p.name, ComponentJobManager)
+	selector := p.labels(ComponentJobManager)
 	rpc = &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
 		ObjectMeta: meta(RPCServiceName(p.name)),

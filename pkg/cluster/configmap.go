@@ -93,7 +93,7 @@ func (p *plan) configMap() (*corev1.ConfigMap, error) {
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            ConfigMapName(p.name),
 			Namespace:       p.namespace,
-			Labels:          CommonLabels(p.name),
+			Labels:          p.commonLabels(),
 			OwnerReferences: []metav1.OwnerReference{OwnerReference(p.in.Deployment)},
 		},
 		Data: data,

@@ -1,6 +1,8 @@
-// Package cluster builds the Kubernetes objects of a standalone Flink cluster
-// for a FlinkDeployment: the effective Flink configuration, the ConfigMap
-// holding it, the JobManager and TaskManager Deployments and the two Services.
+// Package cluster builds the Kubernetes objects of a Flink cluster for a
+// FlinkDeployment: the effective Flink configuration, the ConfigMap holding
+// it, the JobManager and TaskManager Deployments and the two Services of a
+// standalone cluster, or the JobManager side of a native one (Input.Native,
+// see "Native mode" below).
 //
 // Everything here is pure: functions take an Input and return objects (or an
 // error naming the offending field); there is no I/O and no client, so the
@@ -130,6 +132,119 @@
 // ConfigMap volume flink-config-volume; and the dedicated spec fields
 // (image, imagePullPolicy, serviceAccount, resource(s)) when set, because
 // they are the more specific user input.
+//
+// # Native mode
+//
+// With Input.Native the operator builds what Flink's own
+// KubernetesClusterDescriptor would create for an application or session
+// cluster (KubernetesJobManagerFactory and its decorators), and Flink's
+// Kubernetes resource manager, running in the JobManager, creates the
+// TaskManager pods. The caller maps spec.mode to Input.Native; NativeMode is
+// upstream's rule (unset or native means native). Objects the operator
+// builds (Cluster, TaskManager nil):
+//
+//	ConfigMap  flink-config-<name>   config file as above, log4j-console.properties, ...
+//	ConfigMap  pod-template-<name>   taskmanager-pod-template.yaml (only when there is a TaskManager template)
+//	Deployment <name>                JobManager, Recreate, /docker-entrypoint.sh bash -c "kubernetes-jobmanager.sh kubernetes-application|kubernetes-session <kubernetes.jobmanager.entrypoint.args>"
+//	Service    <name>                headless, RPC 6123 + blob 6124 (Flink's internal Service)
+//	Service    <name>-rest           kubernetes.rest-service.exposed.type (default ClusterIP), port rest.port
+//
+// Labels are Flink's: app=<name>, type=flink-native-kubernetes on all,
+// component=jobmanager on the Deployment, its pods and the Services'
+// selectors (Services and ConfigMaps carry the common labels only, as
+// Flink's decorators). Every object is owned by the FlinkDeployment, as in
+// standalone mode. The JobManager arguments are exactly Flink's
+// CmdJobManagerDecorator's (the image's entrypoint runs them as given); no
+// -D for HA: Flink's Kubernetes entrypoint binds to the pod IP
+// (_POD_IP_ADDRESS) itself when HA is on. The TaskManager pod template,
+// when spec.podTemplate or spec.taskManager.podTemplate is set or the
+// TaskManager has resources other than cpu and memory, is spec.podTemplate
+// with spec.taskManager.podTemplate laid over it (the rules above) plus
+// those resources on flink-main-container; it is mounted in the JobManager
+// at /opt/flink/pod-template (volume pod-template-volume) as Flink's
+// PodTemplateMountDecorator does, and the JobManager's config hash covers it
+// because Flink reads it once at start.
+//
+// Configuration, on top of the layers above (upstream's FlinkConfigBuilder
+// and Flink's KubernetesClusterDescriptor): execution.target and
+// kubernetes.internal.jobmanager.entrypoint.class (kubernetes-application
+// or kubernetes-session); kubernetes.container.image.ref (before 1.17
+// kubernetes.container.image) = spec.image;
+// kubernetes.container.image.pull-policy, kubernetes.service-account from
+// the spec when set; kubernetes.rest-service.exposed.type ClusterIP unless
+// set; kubernetes.jobmanager.owner.reference (the FlinkDeployment,
+// controller false, as upstream; Flink uses it only if it creates the
+// Deployment itself); kubernetes.jobmanager.replicas (more than one needs
+// HA, as Flink requires); kubernetes.{jobmanager,taskmanager}.cpu.amount
+// from spec cpu and the cpu/memory limit factors from spec.*.resources
+// giving both request and limit (memory is the process size, as above);
+// kubernetes.pod-template-file.taskmanager when there is a template.
+// Applications get pipeline.jars (the jarURI as given, local://; not
+// pipeline.classpaths), $internal.application.main and
+// $internal.application.program-args (a YAML list, "a;b" before 1.19),
+// and, because the native entrypoint takes no command line,
+// Input.RestorePath as execution.state-recovery.path (1.20 and later;
+// execution.savepoint.path before) and allowNonRestoredState as
+// execution.state-recovery.ignore-unclaimed-state (resp.
+// execution.savepoint.ignore-unclaimed-state). The client-side keys Flink's
+// FlinkConfMountDecorator strips (rest.bind-address, jobmanager.bind-host,
+// taskmanager.bind-host, taskmanager.host, kubernetes.config.file) are
+// dropped. kubernetes.cluster-id is <name>, which Flink also uses as the
+// JobManager Deployment's name, and with HA as high-availability.cluster-id;
+// so the name must be a DNS-1035 label of at most 45 characters (Flink's
+// limit), or Build fails.
+//
+// What Flink creates itself, through the API server as the pods'
+// ServiceAccount (kubernetes.service-account, else "default"):
+//
+//   - TaskManager pods <name>-taskmanager-<attempt>-<n>
+//     (TaskManagerPodNamePrefix), labelled NativeLabels(name, taskmanager)
+//     (NativeTaskManagerSelector), restartPolicy Never, mounting
+//     flink-config-<name> (only the keys it found in its conf directory),
+//     with a controller owner reference (blockOwnerDeletion true) to the
+//     JobManager Deployment <name>, which Flink GETs by that name to set
+//     it. They go when the Deployment is deleted (garbage collection) and
+//     when the resource manager releases them; the operator never creates
+//     or scales them. A new JobManager pod of the same Deployment (a
+//     config change) does not delete them at once: the new resource
+//     manager recovers or releases the previous attempt's pods.
+//   - With high-availability.type kubernetes: ConfigMaps
+//     <name>-cluster-config-map (leader election and addresses) and
+//     <name>-<job-id>-config-map (checkpoint pointers, counter, job graph),
+//     labelled HAConfigMapLabels (app=<name>,
+//     configmap-type=high-availability, type=flink-native-kubernetes;
+//     HAConfigMapSelector). They have no owner reference, so they survive
+//     the Deployment's deletion on purpose (last-state upgrades and
+//     suspend read them); upstream deletes them when the resource is
+//     deleted or redeployed stateless, and so must the controller. Flink
+//     itself deletes a job's HA data when the job reaches a globally
+//     terminal state (FINISHED, CANCELED, FAILED), and all of them when
+//     the cluster is shut down through Flink.
+//   - Nothing else: the JobManager neither creates nor updates the objects
+//     above, and with execution.shutdown-on-application-finish false it
+//     does not delete its Deployment when the job ends (a session cluster
+//     shut down through Flink's REST API deletes Deployment <name>).
+//
+// RBAC the Flink ServiceAccount needs in the job namespace (a Role, as
+// upstream's chart's job role; nothing cluster-wide):
+//
+//   - pods: get, list, watch (the resource manager watches its pods),
+//     create, delete (upstream also grants update, patch);
+//   - configmaps: get, list, watch, create, update, patch, delete (HA
+//     leader election, checkpoint pointers and their cleanup; Flink
+//     deletes by label, which a client may send as deletecollection, so
+//     grant it too if the API server logs a denial);
+//   - deployments (apps): get on <name> for the TaskManagers' owner
+//     reference, and update on deployments/finalizers because that
+//     reference sets blockOwnerDeletion (enforced where the
+//     OwnerReferencesPermissionEnforcement admission plugin runs); delete
+//     only if a session cluster may be shut down through Flink. Upstream
+//     grants get, list, watch, create, update, patch, delete on
+//     deployments and deployments/finalizers.
+//
+// Without pods create the JobManager starts but no TaskManager ever
+// registers (the job stays CREATED/INITIALIZING and the JobManager log
+// shows 403s); without configmaps an HA JobManager never becomes leader.
 //
 // # Hashes
 //

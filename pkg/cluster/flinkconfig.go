@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+	corev1 "k8s.io/api/core/v1"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
@@ -37,6 +38,11 @@ type Input struct {
 	// AllowNonRestoredState adds --allowNonRestoredState. It is ORed with
 	// Spec.Job.AllowNonRestoredState, so callers only set it to force it.
 	AllowNonRestoredState bool
+	// Native builds the JobManager side of a native-mode cluster (Flink's
+	// Kubernetes integration creates the TaskManager pods) instead of a
+	// standalone one; see the package doc. The caller decides how
+	// spec.mode maps to it (NativeMode is upstream's rule).
+	Native bool
 }
 
 // Flink option keys the builders read or write.
@@ -56,6 +62,7 @@ const (
 	keyCheckpointInterval    = "execution.checkpointing.interval"
 	keyPipelineName          = "pipeline.name"
 	keyPipelineClasspaths    = "pipeline.classpaths"
+	keyPipelineJars          = "pipeline.jars"
 	keyWebCancel             = "web.cancel.enable"
 	keyClusterID             = "kubernetes.cluster-id"
 	keyNamespace             = "kubernetes.namespace"
@@ -109,6 +116,10 @@ type plan struct {
 	jm, tm     componentResources
 	jmReplicas int32
 	tmReplicas int32
+
+	// tmPodTemplate is the TaskManager pod template of a native cluster;
+	// nil in standalone mode or when there is none.
+	tmPodTemplate *corev1.Pod
 }
 
 // FlinkConfig is the effective Flink configuration written to the ConfigMap
@@ -187,6 +198,11 @@ func (p *plan) buildConfig() error {
 	}
 	if err := p.resolvePorts(); err != nil {
 		return err
+	}
+	if p.in.Native {
+		if err := p.applyNativeKeys(); err != nil {
+			return err
+		}
 	}
 	if !p.version.StandardYAML() {
 		rewriteLegacyLists(p.conf)
@@ -377,7 +393,10 @@ func (p *plan) applyJobKeys(slots int) error {
 	if par, ok := jobParallelism(p.spec, slots); ok {
 		conf[keyParallelism] = strconv.Itoa(par)
 	}
-	if jar := strings.TrimSpace(job.JarURI); jar != "" {
+	if jar := strings.TrimSpace(job.JarURI); jar != "" && p.in.Native {
+		// Native: the jar as given (local://), as upstream's pipeline.jars.
+		conf[keyPipelineJars] = escapeListElement(jar)
+	} else if jar != "" {
 		cp, err := standaloneClasspath(jar)
 		if err != nil {
 			return err
