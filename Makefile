@@ -103,5 +103,40 @@ mutate: ## Mutation testing of the snapshot controller and rule packages (surviv
 bench: ## Benchmarks
 	$(GO) test -run='^$$' -bench=. -benchmem $(UNIT_PKGS)
 
+# Scale benchmark (issue 21; docs/performance.md explains the figures): a local
+# control plane with an audit log of the operator's writes, the operator (with
+# its webhook) watching BENCH_NAMESPACES namespaces, and per scenario:
+# suspended: BENCH_DEPLOYMENTS suspended FlinkDeployments + BENCH_SNAPSHOTS
+# savepoints of them; running: BENCH_RUNNING_DEPLOYMENTS jobs on in-process
+# fake JobManagers, then BENCH_RUNNING_SNAPSHOTS savepoints at once. Then an
+# idle window of BENCH_IDLE and a restart of the operator. Results (JSON, the
+# audit and operator logs) go to .cache/bench-scale/<name>-<scenario>/.
+# BENCH_OPERATOR_REV=<git revision> measures that commit's operator (built from
+# git archive) instead of the working tree. Not part of `make test`.
+BENCH_SCENARIOS ?= suspended,running
+BENCH_DEPLOYMENTS ?= 1000
+BENCH_SNAPSHOTS ?= 10000
+BENCH_RUNNING_DEPLOYMENTS ?= 1000
+BENCH_RUNNING_SNAPSHOTS ?= 1000
+BENCH_NAMESPACES ?= 10
+BENCH_IDLE ?= 10m
+BENCH_SETTLE_TIMEOUT ?= 25m
+BENCH_OPERATOR_REV ?=
+BENCH_OPERATOR_ARGS ?=
+.PHONY: bench-scale bench-scale-small
+bench-scale: ## Scale benchmark, issue 21's size (~35 min; variables BENCH_*)
+	@bin_dir="$$(hack/build-cluster-bins.sh)" && \
+	  FLINKOP_KUBE_BIN_DIR="$$bin_dir" FLINKOP_BENCH_SCALE=1 FLINKOP_BENCH_SCENARIOS="$(BENCH_SCENARIOS)" \
+	  FLINKOP_BENCH_DEPLOYMENTS="$(BENCH_DEPLOYMENTS)" FLINKOP_BENCH_SNAPSHOTS="$(BENCH_SNAPSHOTS)" \
+	  FLINKOP_BENCH_RUNNING_DEPLOYMENTS="$(BENCH_RUNNING_DEPLOYMENTS)" FLINKOP_BENCH_RUNNING_SNAPSHOTS="$(BENCH_RUNNING_SNAPSHOTS)" \
+	  FLINKOP_BENCH_NAMESPACES="$(BENCH_NAMESPACES)" FLINKOP_BENCH_IDLE="$(BENCH_IDLE)" FLINKOP_BENCH_SETTLE_TIMEOUT="$(BENCH_SETTLE_TIMEOUT)" \
+	  FLINKOP_BENCH_OPERATOR_REV="$(BENCH_OPERATOR_REV)" FLINKOP_BENCH_OPERATOR_ARGS="$(BENCH_OPERATOR_ARGS)" \
+	  $(GO) test -count=1 -v -timeout=4h -run='^TestBenchScale$$' ./e2e/benchscale/
+
+bench-scale-small: ## Scale benchmark, small: 20 + 200 suspended, 20 running + 20 savepoints, 30 s idle (~3 min)
+	@bin_dir="$$(hack/build-cluster-bins.sh)" && \
+	  FLINKOP_KUBE_BIN_DIR="$$bin_dir" FLINKOP_BENCH_OPERATOR_REV="$(BENCH_OPERATOR_REV)" \
+	  $(GO) test -count=1 -v -timeout=30m -run='^TestBenchScaleSmall$$' ./e2e/benchscale/
+
 clean:
 	rm -rf $(BIN)

@@ -59,6 +59,9 @@ var DefaultControllers = []string{
 	"serviceaccount-controller",
 	"serviceaccount-token-controller",
 	"namespace-controller",
+	// kube-root-ca.crt in every namespace: the ca.crt of the projected
+	// service-account volume (kube-api-access-*) that pods get.
+	"root-ca-certificate-publisher-controller",
 }
 
 // Options configure Start. The zero value is a good default.
@@ -96,6 +99,15 @@ type Options struct {
 	NodeAgent bool
 	// NodeAgentArgs are extra flags for the agent (e.g. --max-grace 5s).
 	NodeAgentArgs []string
+	// Audit, if set, makes kube-apiserver write an audit log (see
+	// AuditOptions): which writes a client made, for benchmarks.
+	Audit *AuditOptions
+	// ServiceCIDR is the service cluster IP range. Default ServiceCIDR (a
+	// /24: about 250 ClusterIP Services); scale tests need a wider one.
+	ServiceCIDR string
+	// ControllerManagerArgs are extra kube-controller-manager flags (e.g.
+	// --kube-api-qps for scale tests).
+	ControllerManagerArgs []string
 }
 
 // NodeAgentNode is the node the agent registers.
@@ -250,7 +262,14 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err := os.MkdirAll(pkiDir, 0o700); err != nil {
 		return err
 	}
-	_, svcNet, _ := net.ParseCIDR(ServiceCIDR)
+	svcCIDR := c.opts.ServiceCIDR
+	if svcCIDR == "" {
+		svcCIDR = ServiceCIDR
+	}
+	_, svcNet, err := net.ParseCIDR(svcCIDR)
+	if err != nil {
+		return fmt.Errorf("service CIDR: %w", err)
+	}
 	firstIP := slices.Clone(svcNet.IP.To4())
 	firstIP[3]++
 	pki, err := writePKI(pkiDir, firstIP)
@@ -299,8 +318,12 @@ func (c *Cluster) start(ctx context.Context) error {
 	}
 	c.logf("etcd ready in %s", time.Since(t).Round(time.Millisecond))
 
+	auditArgs, err := c.opts.Audit.apiserverArgs(c.Dir)
+	if err != nil {
+		return err
+	}
 	t = time.Now()
-	api, err := c.StartProcess(ProcessSpec{Name: "kube-apiserver", Args: []string{
+	api, err := c.StartProcess(ProcessSpec{Name: "kube-apiserver", Args: append([]string{
 		filepath.Join(c.BinDir, "kube-apiserver"),
 		"--etcd-servers=" + etcdURL,
 		"--bind-address=127.0.0.1",
@@ -314,7 +337,7 @@ func (c *Cluster) start(ctx context.Context) error {
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file=" + pki.SAPub,
 		"--service-account-signing-key-file=" + pki.SAKey,
-		"--service-cluster-ip-range=" + ServiceCIDR,
+		"--service-cluster-ip-range=" + svcCIDR,
 		"--allow-privileged=true",
 		// Endpoints reject loopback addresses; nothing in-cluster needs them.
 		"--endpoint-reconciler-type=none",
@@ -326,7 +349,7 @@ func (c *Cluster) start(ctx context.Context) error {
 		"--kubelet-certificate-authority=" + pki.CACert,
 		"--kubelet-preferred-address-types=InternalIP",
 		"--profiling=false",
-	}})
+	}, auditArgs...)})
 	if err != nil {
 		return err
 	}
@@ -339,7 +362,7 @@ func (c *Cluster) start(ctx context.Context) error {
 		return nil
 	}
 	t = time.Now()
-	kcm, err := c.StartProcess(ProcessSpec{Name: "kube-controller-manager", Args: []string{
+	kcm, err := c.StartProcess(ProcessSpec{Name: "kube-controller-manager", Args: append([]string{
 		filepath.Join(c.BinDir, "kube-controller-manager"),
 		"--kubeconfig=" + kcmKubeconfig,
 		"--authentication-kubeconfig=" + kcmKubeconfig,
@@ -355,7 +378,7 @@ func (c *Cluster) start(ctx context.Context) error {
 		"--use-service-account-credentials=true",
 		"--leader-elect=false",
 		"--profiling=false",
-	}})
+	}, c.opts.ControllerManagerArgs...)})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,26 @@
+// Package benchscale is the scale benchmark of issue 21 (`make bench-scale`,
+// docs/performance.md): a real local control plane (e2e/localcluster) with
+// an audit log of the operator user's writes, the operator binary watching
+// a set of namespaces, and a load of FlinkDeployments and
+// FlinkStateSnapshots created as fast as the API server takes them.
+//
+// Scenarios:
+//
+//   - suspended: N FlinkDeployments with job.state suspended and M savepoint
+//     snapshots referencing them (they end ABANDONED: nothing runs);
+//   - running: N FlinkDeployments running on fake JobManagers (the node
+//     agent runs cmd/fake-jobmanager for each JobManager pod), then one
+//     savepoint per job, all created at once (they end COMPLETED).
+//
+// Figures: time from the first create to settling (every snapshot terminal
+// and no operator write for a quiet period), the operator's API writes per
+// object by verb and resource (from the audit log, events included),
+// create→trigger and create→result percentiles, Flink REST calls (from the
+// operator's /metrics), the operator's RSS, peak RSS and CPU seconds, writes
+// and REST calls in an idle window after settling, and in a window after a
+// restart of the operator.
+//
+// TestBenchScaleSmall is the small variant (a couple of minutes); the full
+// size runs only with FLINKOP_BENCH_SCALE=1 (TestBenchScale). Both read
+// their sizes from FLINKOP_BENCH_* variables (see config.go).
+package benchscale
