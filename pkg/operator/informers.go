@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -49,7 +50,7 @@ func NewInformers(kube kubernetes.Interface, flink clientset.Interface, namespac
 			flinkinformers.WithTransform(dropManagedFields))
 		inf.Kube[ns] = kubeinformers.NewSharedInformerFactoryWithOptions(kube, resync, kubeinformers.WithNamespace(ns),
 			kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = OwnedSelector }),
-			kubeinformers.WithTransform(dropManagedFields))
+			kubeinformers.WithTransform(trimKubeObject))
 	}
 	return inf
 }
@@ -91,6 +92,18 @@ func (i *Informers) Shutdown() {
 	for _, f := range i.Kube {
 		f.Shutdown()
 	}
+}
+
+// trimKubeObject is dropManagedFields, and for a pod also drops its spec:
+// the operator reads pods' metadata and status only (the failure
+// classification of pkg/controller/deployment/pods.go, the pod-ip endpoint
+// resolver), and a Flink pod's spec (containers, env, volumes, arguments)
+// is most of its size, once per TaskManager.
+func trimKubeObject(obj any) (any, error) {
+	if pod, ok := obj.(*corev1.Pod); ok {
+		pod.Spec = corev1.PodSpec{NodeName: pod.Spec.NodeName}
+	}
+	return dropManagedFields(obj)
 }
 
 // dropManagedFields strips metadata.managedFields from every cached object:

@@ -5,12 +5,14 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/cluster"
 	flinkfake "github.com/flinkops/flink-operator/pkg/generated/clientset/versioned/fake"
 )
 
@@ -57,5 +59,41 @@ func TestInformersDropManagedFields(t *testing.T) {
 	tomb := cache.DeletedFinalStateUnknown{Key: "ns/s", Obj: snap}
 	if got, err := dropManagedFields(tomb); err != nil || got.(cache.DeletedFinalStateUnknown).Key != "ns/s" {
 		t.Errorf("tombstone: %v, %v", got, err)
+	}
+}
+
+// Cached pods keep their metadata and status, not their spec (most of a
+// Flink pod's size, read by nobody).
+func TestInformersTrimPods(t *testing.T) {
+	sel, err := labels.ConvertSelectorToLabelsMap(OwnedSelector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", Labels: sel,
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}},
+		Spec:   corev1.PodSpec{NodeName: "n", Containers: []corev1.Container{{Name: "flink-main-container", Args: []string{"jobmanager"}}}},
+		Status: corev1.PodStatus{PodIP: "10.0.0.1", ContainerStatuses: []corev1.ContainerStatus{{Name: "flink-main-container", RestartCount: 3}}},
+	}
+	inf := NewInformers(kubefake.NewSimpleClientset(pod), flinkfake.NewSimpleClientset(), nil, 0)
+	pods := inf.Kube[""].Core().V1().Pods().Lister()
+	ctx, cancel := context.WithCancel(context.Background())
+	inf.Start(ctx.Done())
+	defer func() {
+		cancel()
+		inf.Shutdown()
+	}()
+	if err := inf.WaitForCacheSync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err := pods.Pods("ns").Get("p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Spec.Containers) != 0 || got.Spec.NodeName != "n" || got.ManagedFields != nil {
+		t.Errorf("cached pod spec %+v, managedFields %v", got.Spec, got.ManagedFields)
+	}
+	if got.Status.PodIP != "10.0.0.1" || got.Status.ContainerStatuses[0].RestartCount != 3 || got.Labels[cluster.LabelType] == "" {
+		t.Errorf("cached pod lost its status or labels: %+v %v", got.Status, got.Labels)
 	}
 }

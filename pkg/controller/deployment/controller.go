@@ -40,12 +40,18 @@ type Controller struct {
 	owned       *ownedCache
 	queue       workqueue.TypedRateLimitingInterface[string]
 	jobManagers jobmanager.Dialer
-	engine      *jobengine.Engine[*v1beta1.FlinkDeployment, v1beta1.FlinkDeploymentSpec]
+	// podLogs reads the tail of a container's log (tests replace it).
+	podLogs func(ctx context.Context, namespace, pod, container string, previous bool) (string, error)
+	// runLines caches the explaining line of failed container runs.
+	runLines lineCache
+	// exceptions: the job exceptions reported (exceptions.go).
+	exceptions exceptionMarks
+	engine     *jobengine.Engine[*v1beta1.FlinkDeployment, v1beta1.FlinkDeploymentSpec]
 }
 
 // New creates the controller and registers its event handlers: on the
-// FlinkDeployment informers of caches, and on the Deployment, Service and
-// ConfigMap informers of kubeFactories (keyed by namespace like the flink
+// FlinkDeployment informers of caches, and on the Deployment, Service,
+// ConfigMap and Pod informers of kubeFactories (keyed by namespace like the flink
 // factories, "" = all), which the operator filters to the objects it builds.
 func New(cc controllerctx.Context, kubeFactories map[string]kubeinformers.SharedInformerFactory, opts Options) (*Controller, error) {
 	cc = cc.WithDefaults()
@@ -56,6 +62,7 @@ func New(cc controllerctx.Context, kubeFactories map[string]kubeinformers.Shared
 		queue:       cc.NewQueue(QueueName),
 		jobManagers: cc.Dialer(),
 	}
+	c.podLogs = c.podLogTail
 	c.engine = &jobengine.Engine[*v1beta1.FlinkDeployment, v1beta1.FlinkDeploymentSpec]{
 		Client: cc.Client, Recorder: cc.Recorder, Caches: caches, Operator: cc.Config, Clock: cc.Clock,
 		SnapshotCRDMissing: cc.SnapshotCRDMissing, NewTriggerID: cc.NewTriggerID,
@@ -77,6 +84,10 @@ func New(cc controllerctx.Context, kubeFactories map[string]kubeinformers.Shared
 		UpdateFunc: func(_, newObj any) { c.enqueueOwner(newObj) },
 		DeleteFunc: c.enqueueOwner,
 	}); err != nil {
+		return nil, err
+	}
+	// A pod that fails or recovers is seen at once (pods.go).
+	if err := c.owned.addPodEventHandler(c.podHandler()); err != nil {
 		return nil, err
 	}
 	return c, nil

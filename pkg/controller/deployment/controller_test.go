@@ -15,6 +15,7 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	flinkcache "github.com/flinkops/flink-operator/pkg/cache"
 	"github.com/flinkops/flink-operator/pkg/cluster"
+	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/controller/controllerctx"
 	"github.com/flinkops/flink-operator/pkg/controller/controllertest"
 	"github.com/flinkops/flink-operator/pkg/generated/clientset/versioned/fake"
@@ -37,7 +38,12 @@ func TestRunWiresHandlers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctrl, err := New(controllerctx.Context{Client: client, Kube: kube, Caches: caches, Recorder: record.NewFakeRecorder(100)},
+	// No per-resource rate limiter: the burst of syncs a deploy causes (one
+	// per object created, coalesced or not depending on timing) must not
+	// delay the sync this test waits for by a refresh period.
+	cfg := config.Defaults()
+	cfg[config.KeyRateLimiterLimit] = "0"
+	ctrl, err := New(controllerctx.Context{Client: client, Kube: kube, Caches: caches, Recorder: record.NewFakeRecorder(100), Config: cfg},
 		map[string]kubeinformers.SharedInformerFactory{"": kfactory}, Options{})
 	if err != nil {
 		t.Fatal(err)

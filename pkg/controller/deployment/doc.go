@@ -16,13 +16,17 @@
 // commits: idempotent pre-writes (snapshot resources), at most one status
 // write, events, then the writes and Flink calls the new status announces
 // (create/update/delete objects, POST /stop, PATCH cancel). No worker waits
-// on Flink or Kubernetes: progress is polled with AddAfter (the progress
-// check interval, 10 s, while something changes; the reconcile interval,
-// 60 s, when the job runs; 1–30 s while a stop-with-savepoint is in flight).
+// on Flink or Kubernetes (but for the log tail of a failed container run,
+// read once per run within 5 s, pods.go): progress is polled with AddAfter
+// (the progress check interval, 10 s, while something changes; the
+// reconcile interval, 60 s, when the job runs; 1–30 s while a
+// stop-with-savepoint is in flight).
 // Owned ConfigMaps, Deployments and Services, from informers filtered on
 // type=flink-standalone-kubernetes, enqueue their controlling
 // FlinkDeployment, so a JobManager becoming ready or a deleted Service is
-// acted on at once; so does a FlinkStateSnapshot of the job that turns
+// acted on at once; the cluster's pods (same filter) enqueue theirs by the
+// app label, so a crash-looping or unschedulable pod is reported at once
+// (pods.go); so does a FlinkStateSnapshot of the job that turns
 // terminal (a periodic slot may have waited for it, history cleanup may have
 // work). The controller's own status writes do not wake it.
 //

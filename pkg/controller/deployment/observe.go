@@ -35,9 +35,19 @@ func (c *Controller) observe(ctx context.Context, sc *syncState) error {
 		st.JobManagerDeploymentStatus = v1beta1.JobManagerMissing
 		return nil
 	}
-	jobs, info, err := c.observeJobManager(ctx, sc)
+	pods, err := c.podFailuresOf(ctx, sc)
 	if err != nil {
 		return err
+	}
+	jobs, info, err := c.observeJobManager(ctx, sc, pods.jobManager)
+	if err != nil {
+		return err
+	}
+	if f := pods.taskManager; f != nil && sc.owned.taskManager != nil && sc.owned.taskManager.DeletionTimestamp == nil {
+		// Upstream does not look at TaskManager pods; the JobManager's
+		// status stays what it is.
+		sc.Fail(f.reason, "%s", f.message)
+		sc.RequeueWithin(recheckIn(sc, f))
 	}
 	if info != nil {
 		if st.ClusterInfo == nil {
@@ -56,11 +66,17 @@ func (c *Controller) observe(ctx context.Context, sc *syncState) error {
 
 // observeJobManager derives jobManagerDeploymentStatus, as upstream:
 // MISSING (no Deployment), DEPLOYING (pods not ready yet), ERROR (the
-// Deployment cannot progress, or is not ready within
-// kubernetes.operator.deployment.readiness.timeout), DEPLOYED_NOT_READY
-// (pods ready, REST API not answering yet), READY. When READY it returns the
-// jobs overview (applications) and, once per deployment, /config.
-func (c *Controller) observeJobManager(ctx context.Context, sc *syncState) ([]flink.JobOverview, *flink.DashboardConfig, error) {
+// Deployment cannot progress, a JobManager container waits for one of
+// upstream's container error reasons (pods.go), or the Deployment is not
+// ready within kubernetes.operator.deployment.readiness.timeout),
+// DEPLOYED_NOT_READY (pods ready, REST API not answering yet), READY. When
+// READY it returns the jobs overview (applications) and, once per
+// deployment, /config. pod is the failing JobManager pod, if any.
+//
+// jobStatus.state is left as it was (upstream sets RECONCILING on ERROR): a
+// job seen running must not look as if it never ran (neverRan), which would
+// let an upgrade redeploy it from the state it was deployed from.
+func (c *Controller) observeJobManager(ctx context.Context, sc *syncState, pod *podFailure) ([]flink.JobOverview, *flink.DashboardConfig, error) {
 	st := &sc.Obj.Status
 	jm := sc.owned.jobManager
 	set := func(s v1beta1.JobManagerDeploymentStatus) { st.JobManagerDeploymentStatus = s }
@@ -78,6 +94,17 @@ func (c *Controller) observeJobManager(ctx context.Context, sc *syncState) ([]fl
 			set(v1beta1.JobManagerError)
 			sc.Fail(ReasonDeploymentError, "JobManager deployment failed: %s", msg)
 			sc.RequeueWithin(sc.ProgressInterval())
+			return nil, nil, nil
+		}
+		if pod != nil {
+			// ERROR for upstream's container errors; an unschedulable pod
+			// is still DEPLOYING (upstream), with the reason in status.error.
+			set(v1beta1.JobManagerDeploying)
+			if pod.jmError {
+				set(v1beta1.JobManagerError)
+			}
+			sc.Fail(pod.reason, "%s", pod.message)
+			sc.RequeueWithin(recheckIn(sc, pod))
 			return nil, nil, nil
 		}
 		timeout, _ := sc.Cfg.Duration(config.KeyDeploymentReadinessTimeout)
@@ -176,4 +203,15 @@ func (c *Controller) observeJob(ctx context.Context, sc *syncState, jobs []flink
 		return
 	}
 	sc.ObserveJob(ctx)
+	c.observeExceptions(ctx, sc)
+}
+
+// recheckIn is how soon to look at a failing pod again: when its verdict
+// expires, at the latest after the progress interval.
+func recheckIn(sc *syncState, f *podFailure) time.Duration {
+	d := sc.ProgressInterval()
+	if f.recheck > 0 && f.recheck < d {
+		d = f.recheck
+	}
+	return d
 }

@@ -27,17 +27,21 @@ type ownedInformers struct {
 	services    corelisters.ServiceLister
 	configMaps  corelisters.ConfigMapLister
 	informers   []cache.SharedIndexInformer
+	// pods are the Flink clusters' pods (pods.go), with their own handler.
+	pods        corelisters.PodLister
+	podInformer cache.SharedIndexInformer
 }
 
-// newOwnedCache requests the Deployment, Service and ConfigMap informers
-// from the factories; call it before they are started.
+// newOwnedCache requests the Deployment, Service, ConfigMap and Pod
+// informers from the factories; call it before they are started.
 func newOwnedCache(factories map[string]kubeinformers.SharedInformerFactory) *ownedCache {
 	c := &ownedCache{byNamespace: map[string]*ownedInformers{}}
 	for ns, f := range factories {
-		d, s, m := f.Apps().V1().Deployments(), f.Core().V1().Services(), f.Core().V1().ConfigMaps()
+		d, s, m, p := f.Apps().V1().Deployments(), f.Core().V1().Services(), f.Core().V1().ConfigMaps(), f.Core().V1().Pods()
 		inf := &ownedInformers{
 			deployments: d.Lister(), services: s.Lister(), configMaps: m.Lister(),
 			informers: []cache.SharedIndexInformer{d.Informer(), s.Informer(), m.Informer()},
+			pods:      p.Lister(), podInformer: p.Informer(),
 		}
 		if ns == metav1.NamespaceAll {
 			c.all = inf
@@ -70,9 +74,19 @@ func (c *ownedCache) addEventHandler(h cache.ResourceEventHandler) error {
 	return nil
 }
 
+// addPodEventHandler registers h on the pod informers.
+func (c *ownedCache) addPodEventHandler(h cache.ResourceEventHandler) error {
+	for _, inf := range c.each() {
+		if _, err := inf.podInformer.AddEventHandler(h); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (c *ownedCache) hasSynced() bool {
 	for _, inf := range c.each() {
-		for _, i := range inf.informers {
+		for _, i := range append([]cache.SharedIndexInformer{inf.podInformer}, inf.informers...) {
 			if !i.HasSynced() {
 				return false
 			}
