@@ -33,8 +33,10 @@ const DefaultNodeName = "local-node"
 // Config configures an Agent.
 type Config struct {
 	// RESTConfig reaches the API server as a user that may manage nodes,
-	// leases, pods (binding, status, delete) and read services, configmaps
-	// and secrets (the local cluster's admin). Required.
+	// leases, pods (binding, status, delete), read services, configmaps
+	// and secrets and create service-account tokens (the local cluster's
+	// admin). Required. Its Host is what containers get as
+	// KUBERNETES_SERVICE_HOST/PORT.
 	RESTConfig *rest.Config
 	// NodeName is the node to register; default DefaultNodeName.
 	NodeName string
@@ -69,6 +71,16 @@ type Config struct {
 	JavaOpts []string
 	// Log receives one line per pod and container event; default discarded.
 	Log io.Writer
+	// NoMountNamespaces runs containers without their private mount
+	// namespaces (which need root): volumes are then not at their mount
+	// paths (Flink still finds them through its configuration and
+	// arguments) and hostPath sources are as with mount namespaces. By
+	// default a container fails to start, saying so, when the agent is not
+	// allowed to create mount namespaces.
+	NoMountNamespaces bool
+	// HostCommands runs containers of image HostCommandImage (their command
+	// and args, in their mount namespace); for tests.
+	HostCommands bool
 	// TLSCertFile and TLSKeyFile are the serving certificate of the agent's
 	// kubelet API (GET /containerLogs, where the API server sends
 	// `kubectl logs`), for HostIP; ClientCAFile is the CA whose client
@@ -87,6 +99,9 @@ type Agent struct {
 
 	nodeUID    types.UID
 	readySince metav1.Time
+
+	// serviceEnv: the API server's Service variables for every container.
+	serviceEnv []EnvVar
 
 	kubeletTLS  *kubeletTLS // nil: no kubelet API
 	kubeletPort int32       // published in the Node's status
@@ -168,6 +183,7 @@ func New(cfg Config) (*Agent, error) {
 		dnsDirty:   make(chan struct{}, 1),
 		fakeBin:    cfg.FakeJobManager,
 		kubeletTLS: kt,
+		serviceEnv: serviceEnv(cfg.RESTConfig.Host),
 	}
 	a.hostname, _ = os.Hostname()
 	return a, nil
@@ -212,6 +228,9 @@ func (a *Agent) Run(ctx context.Context, ready func()) error {
 		return fmt.Errorf("register node %s: %w", a.cfg.NodeName, err)
 	}
 	a.logf("node %s registered; pod IPs from %s", a.cfg.NodeName, prefix)
+	if !a.cfg.NoMountNamespaces && os.Geteuid() != 0 {
+		a.logf("warning: not root: containers will fail to start unless this user may create mount namespaces; see --no-mount-namespaces")
+	}
 
 	factory := informers.NewSharedInformerFactory(a.client, 0)
 	pods := factory.Core().V1().Pods()

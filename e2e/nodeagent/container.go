@@ -55,6 +55,8 @@ type container struct {
 	restURL string
 	// logDir holds a log file per run, <n>.log (see runlog.go).
 	logDir string
+	// mounts are the container's volumes at their mount paths.
+	mounts []mountSpec
 
 	ctx       context.Context
 	cancel    context.CancelFunc
@@ -77,7 +79,7 @@ type container struct {
 
 // newContainer works out how to run spec (env, expanded command and args,
 // mounts) without starting anything.
-func (w *podWorker) newContainer(spec *corev1.Container, volumes map[string]string, f podFields) (*container, error) {
+func (w *podWorker) newContainer(spec *corev1.Container, volumes map[string]volume, f podFields) (*container, error) {
 	c := w.baseContainer(spec)
 	env, err := containerEnv(spec, f, w.a)
 	if err != nil {
@@ -91,17 +93,23 @@ func (w *podWorker) newContainer(spec *corev1.Container, volumes map[string]stri
 	command := expandAll(spec.Command, lookup)
 	args := expandAll(spec.Args, lookup)
 	c.class = Classify(spec, command, args)
-	mounts, err := mountPaths(spec, volumes)
+	if w.a.cfg.HostCommands && spec.Image == HostCommandImage {
+		c.class = Classification{Kind: HostCommand}
+	}
+	c.mounts, err = containerMounts(spec, volumes)
 	if err != nil {
 		return nil, configError{fmt.Errorf("container %s: %w", spec.Name, err)}
 	}
+	mounts := mountPaths(c.mounts)
 	switch c.class.Kind {
 	case Unsupported:
 		c.waitReason, c.waitMessage = ReasonImageNotSupported, c.class.Message
 	case Flink:
 		err = c.prepareFlink(env, values, mounts, f)
 	case FakeJobManager:
-		err = c.prepareFake(values, mounts, f)
+		err = c.prepareFake(envList(env), values, mounts, f)
+	case HostCommand:
+		err = c.prepareHostCommand(envList(env), command, args)
 	}
 	if err != nil {
 		return nil, err
@@ -110,6 +118,44 @@ func (w *podWorker) newContainer(spec *corev1.Container, volumes map[string]stri
 		c.state = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: c.waitReason, Message: c.waitMessage}}
 	}
 	return c, nil
+}
+
+func envList(env []EnvVar) []string {
+	out := make([]string, len(env))
+	for i, e := range env {
+		out[i] = e.Name + "=" + e.Value
+	}
+	return out
+}
+
+// inPod makes cmd run as the container: in its mount namespace with its
+// volumes (and extra mounts, before them) at their paths, unless the agent
+// runs without mount namespaces.
+func (c *container) inPod(cmd *exec.Cmd, extra ...mountSpec) (*exec.Cmd, error) {
+	if c.w.a.cfg.NoMountNamespaces {
+		return cmd, nil
+	}
+	return inMountNamespace(cmd, filepath.Join(c.w.dir, "containers", c.spec.Name), append(extra, c.mounts...))
+}
+
+// prepareHostCommand runs the container's command and args (a test's
+// `sh -c ...`) with the agent's environment and the container's, in
+// workingDir or /.
+func (c *container) prepareHostCommand(env, command, args []string) error {
+	argv := append(append([]string{}, command...), args...)
+	if len(argv) == 0 {
+		return configError{fmt.Errorf("container %s: image %s needs a command", c.spec.Name, HostCommandImage)}
+	}
+	c.command = func(ctx context.Context) (*exec.Cmd, error) {
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Env = append(os.Environ(), env...)
+		cmd.Dir = c.spec.WorkingDir
+		if c.w.a.cfg.NoMountNamespaces && cmd.Dir == "" {
+			cmd.Dir = "/"
+		}
+		return c.inPod(cmd)
+	}
+	return nil
 }
 
 // baseContainer is a container of w with nothing to run yet (command nil).
@@ -210,7 +256,11 @@ func (c *container) prepareFlink(env []EnvVar, values, mounts map[string]string,
 		if err != nil {
 			return nil, err
 		}
-		return l.Cmd, nil
+		// The private /opt/flink at the image's path too, under the
+		// volumes mounted there (the configuration, pod templates):
+		// paths that reach Flink at run time (REST requests, its
+		// Kubernetes client's pod templates) mean what they mean in a pod.
+		return c.inPod(l.Cmd, mountSpec{Source: l.Home, Target: flinkjvm.ImageFlinkHome})
 	}
 	c.w.logf("container %s: Flink %s %s (image %s)", c.spec.Name, version, c.class.Mode, c.spec.Image)
 	return nil
@@ -250,13 +300,15 @@ func mapPath(p string, mounts map[string]string) (string, bool) {
 // the configured savepoint and checkpoint directories; a TaskManager pod is
 // an idle process. Otherwise the args are fake-jobmanager flags, with
 // --listen forced to the pod IP (a --listen in them only picks the port).
-func (c *container) prepareFake(values, mounts map[string]string, f podFields) error {
+func (c *container) prepareFake(env []string, values, mounts map[string]string, f podFields) error {
 	var args []string
 	port := 8081
 	switch {
 	case c.class.Mode == flinkjvm.TaskManager:
 		c.command = func(ctx context.Context) (*exec.Cmd, error) {
-			return exec.Command("sleep", "infinity"), nil
+			cmd := exec.Command("sleep", "infinity")
+			cmd.Env = append(os.Environ(), env...)
+			return c.inPod(cmd)
 		}
 		return nil
 	case c.class.Mode != "":
@@ -322,7 +374,9 @@ func (c *container) prepareFake(values, mounts map[string]string, f podFields) e
 		if err != nil {
 			return nil, err
 		}
-		return exec.Command(bin, args...), nil
+		cmd := exec.Command(bin, args...)
+		cmd.Env = append(os.Environ(), env...)
+		return c.inPod(cmd)
 	}
 	return nil
 }
@@ -453,6 +507,7 @@ func (c *container) launch() (*proc, error) {
 	}
 	p, err := startProc(cmd, out)
 	if err != nil {
+		err = startError(err)
 		out.Close()
 		os.Remove(rl.path) // the next attempt is this run again
 		return nil, err

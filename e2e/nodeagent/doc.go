@@ -13,8 +13,12 @@
 //     ImageNotSupportedByLocalAgent.
 //
 // Each pod gets a loopback IP of its own, its volumes as directories, its
-// environment as the kubelet computes it, and (for JVMs) a hosts file that
-// stands in for cluster DNS, kept in step with Services and pods. Pod status
+// environment as the kubelet computes it (with KUBERNETES_SERVICE_HOST/PORT
+// leading to the API server), service-account tokens from the TokenRequest
+// API (refreshed), and (for JVMs) a hosts file that stands in for cluster
+// DNS, kept in step with Services and pods. Each container runs in a private
+// mount namespace with its volumes at their mount paths; mount points are
+// never created on the machine (see mountns.go). Pod status
 // (phase, podIP, container states, Ready) is written through the status
 // subresource; readiness of JobManagers is their REST API answering. Deleted
 // pods' processes get SIGTERM, then SIGKILL after the (capped) grace period,

@@ -44,10 +44,12 @@ func Expand(s string, lookup func(string) (string, bool)) string {
 	return b.String()
 }
 
-// objectSource reads the ConfigMaps and Secrets that env and volumes refer to.
+// objectSource reads the ConfigMaps and Secrets that env and volumes refer
+// to, and requests service-account tokens for projected volumes.
 type objectSource interface {
 	configMap(namespace, name string) (*corev1.ConfigMap, error)
 	secret(namespace, name string) (*corev1.Secret, error)
+	serviceAccountToken(pod *corev1.Pod, p *corev1.ServiceAccountTokenProjection) (serviceAccountToken, error)
 }
 
 // podFields are the values of the downward API that the agent knows.
@@ -57,6 +59,8 @@ type podFields struct {
 	hostIP string
 	// capacity stands in for unset resource limits (the node's allocatable).
 	capacity corev1.ResourceList
+	// serviceEnv are the `kubernetes` Service's variables (see serviceEnv).
+	serviceEnv []EnvVar
 }
 
 // EnvVar is one entry of a container's environment, in order.
@@ -64,7 +68,9 @@ type EnvVar struct{ Name, Value string }
 
 // containerEnv computes the environment of c as the kubelet would (envFrom
 // first, then env in order, each value expanded against what is defined
-// before it; later entries win). Service-link variables are not added.
+// before it; later entries win), then the API server's Service variables
+// (f.serviceEnv) where the container defines no such name; they count in
+// the expansion too. Other service-link variables are not added.
 // A missing ConfigMap/Secret or key that is not optional is an error.
 func containerEnv(c *corev1.Container, f podFields, src objectSource) ([]EnvVar, error) {
 	ns := f.pod.Namespace
@@ -102,7 +108,17 @@ func containerEnv(c *corev1.Container, f podFields, src objectSource) ([]EnvVar,
 			}
 		}
 	}
-	lookup := func(name string) (string, bool) { v, ok := values[name]; return v, ok }
+	lookup := func(name string) (string, bool) {
+		if v, ok := values[name]; ok {
+			return v, ok
+		}
+		for _, e := range f.serviceEnv {
+			if e.Name == name {
+				return e.Value, true
+			}
+		}
+		return "", false
+	}
 	for _, e := range c.Env {
 		if e.ValueFrom == nil {
 			set(e.Name, Expand(e.Value, lookup))
@@ -114,6 +130,11 @@ func containerEnv(c *corev1.Container, f podFields, src objectSource) ([]EnvVar,
 		}
 		if ok {
 			set(e.Name, v)
+		}
+	}
+	for _, e := range f.serviceEnv {
+		if _, ok := values[e.Name]; !ok {
+			set(e.Name, e.Value)
 		}
 	}
 	out := make([]EnvVar, len(order))

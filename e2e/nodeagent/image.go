@@ -23,7 +23,16 @@ const (
 	// FakeJobManager containers run cmd/fake-jobmanager (or, for a
 	// TaskManager of a fake cluster, an idle process).
 	FakeJobManager
+	// HostCommand containers (image HostCommandImage, with
+	// Config.HostCommands only) run their command and args as they are.
+	HostCommand
 )
+
+// HostCommandImage is the image of containers that run their command and
+// args as a process of this machine (in the container's mount namespace),
+// when the agent has Config.HostCommands (tests: `sh -c` containers). Off by
+// default: it lets whoever may create pods run any command as the agent.
+const HostCommandImage = "nodeagent.flinkops.io/host-command"
 
 func (k Kind) String() string {
 	switch k {
@@ -31,6 +40,8 @@ func (k Kind) String() string {
 		return "flink"
 	case FakeJobManager:
 		return "fake-jobmanager"
+	case HostCommand:
+		return "host-command"
 	}
 	return "unsupported"
 }

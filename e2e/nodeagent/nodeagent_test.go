@@ -1,13 +1,17 @@
 package nodeagent
 
 import (
+	"errors"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -147,11 +151,15 @@ func (f fakeObjects) secret(ns, name string) (*corev1.Secret, error) {
 	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "secrets"}, name)
 }
 
+func (f fakeObjects) serviceAccountToken(pod *corev1.Pod, p *corev1.ServiceAccountTokenProjection) (serviceAccountToken, error) {
+	return serviceAccountToken{Token: "token-of-" + pod.Name + "-for-" + p.Audience, RefreshAt: time.Now().Add(time.Hour)}, nil
+}
+
 func testObjects() fakeObjects {
 	return fakeObjects{
 		cms: map[string]*corev1.ConfigMap{"ns/conf": {Data: map[string]string{
 			"config.yaml": "rest.port: 8081\n", "log4j-console.properties": "x", "mode": "fast",
-		}}},
+		}}, "ns/kube-root-ca.crt": {Data: map[string]string{"ca.crt": "CA"}}},
 		secrets: map[string]*corev1.Secret{"ns/creds": {Data: map[string][]byte{"password": []byte("s3cret")}}},
 	}
 }
@@ -184,7 +192,10 @@ func TestContainerEnv(t *testing.T) {
 		},
 		Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("768Mi")}},
 	}
-	got, err := containerEnv(c, podFields{pod: pod, podIP: "127.100.0.9", hostIP: HostIP}, testObjects())
+	c.Env = append(c.Env, corev1.EnvVar{Name: "API", Value: "$(KUBERNETES_SERVICE_HOST):$(KUBERNETES_SERVICE_PORT)"},
+		corev1.EnvVar{Name: "KUBERNETES_SERVICE_PORT_HTTPS", Value: "mine"})
+	f := podFields{pod: pod, podIP: "127.100.0.9", hostIP: HostIP, serviceEnv: serviceEnv("https://127.0.0.1:6443")}
+	got, err := containerEnv(c, f, testObjects())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,6 +203,10 @@ func TestContainerEnv(t *testing.T) {
 		{"CM_config.yaml", "rest.port: 8081\n"}, {"CM_log4j-console.properties", "x"}, {"CM_mode", "fast"},
 		{"_POD_IP_ADDRESS", "127.100.0.9"}, {"POD_NAME", "jm-0"}, {"NS", "ns"}, {"APP", "demo"},
 		{"MODE", "override-fast"}, {"PASSWORD", "s3cret"}, {"MEM_MB", "768"}, {"ADDR", "127.100.0.9:6123 $(UNDEFINED)"},
+		{"API", "127.0.0.1:6443"}, {"KUBERNETES_SERVICE_PORT_HTTPS", "mine"},
+		{"KUBERNETES_SERVICE_HOST", "127.0.0.1"}, {"KUBERNETES_SERVICE_PORT", "6443"},
+		{"KUBERNETES_PORT", "tcp://127.0.0.1:6443"}, {"KUBERNETES_PORT_6443_TCP", "tcp://127.0.0.1:6443"},
+		{"KUBERNETES_PORT_6443_TCP_PROTO", "tcp"}, {"KUBERNETES_PORT_6443_TCP_PORT", "6443"}, {"KUBERNETES_PORT_6443_TCP_ADDR", "127.0.0.1"},
 	}
 	// envFrom keys come in map order; compare as sets for them.
 	gotMap, wantMap := map[string]string{}, map[string]string{}
@@ -214,7 +229,13 @@ func TestContainerEnv(t *testing.T) {
 
 func TestPrepareVolumes(t *testing.T) {
 	dir := t.TempDir()
-	hostDir := filepath.Join(dir, "host")
+	hostDir := filepath.Join(dir, "host") // exists: the hostPath is the machine's path
+	if err := os.Mkdir(hostDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// A hostPath that does not exist on the machine: created below the
+	// agent's hostpath directory, never at its own path.
+	missingHost := "/nodeagent-test-" + strconv.Itoa(os.Getpid()) + "/data"
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", Labels: map[string]string{"a": "b"}},
 		Spec: corev1.PodSpec{
@@ -231,26 +252,50 @@ func TestPrepareVolumes(t *testing.T) {
 				{Name: "info", VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{
 					{Path: "labels", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.labels"}}}}}},
 				{Name: "token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
-					{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}},
+					{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", Audience: "vault"}},
 					{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"}}},
+					{DownwardAPI: &corev1.DownwardAPIProjection{Items: []corev1.DownwardAPIVolumeFile{
+						{Path: "namespace", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}}}},
 				}}}},
+				{Name: "missing", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: missingHost}}},
 			},
 			Containers: []corev1.Container{{Name: "main", VolumeMounts: []corev1.VolumeMount{
 				{Name: "flink-config-volume", MountPath: "/opt/flink/conf"},
 				{Name: "data", MountPath: "/flink-data/"},
 				{Name: "creds", MountPath: "/etc/pw", SubPath: "password"},
+				{Name: "scratch", MountPath: "/scratch", SubPath: "a/b", ReadOnly: true},
 			}}},
 		},
 	}
-	vols, err := prepareVolumes(pod, filepath.Join(dir, "pod"), filepath.Join(dir, "claims"), podFields{pod: pod}, testObjects())
+	hostPathDir := filepath.Join(dir, "hostpath")
+	volumes, tokens, err := prepareVolumes(pod, filepath.Join(dir, "pod"), filepath.Join(dir, "claims"), hostPathDir, podFields{pod: pod}, testObjects())
 	if err != nil {
 		t.Fatal(err)
+	}
+	vols := map[string]string{}
+	for name, v := range volumes {
+		vols[name] = v.Path
+		if want := name == "flink-config-volume" || name == "creds" || name == "info" || name == "token"; v.APIData != want {
+			t.Errorf("volume %s: APIData %v", name, v.APIData)
+		}
+	}
+	if _, err := os.Stat(filepath.Dir(missingHost)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the missing hostPath was created on the machine: %v", err)
+	}
+	if want := filepath.Join(hostPathDir, missingHost); vols["missing"] != want {
+		t.Errorf("missing hostPath at %s, want %s", vols["missing"], want)
+	}
+	wantTokens := []tokenFile{{Path: filepath.Join(vols["token"], "token"), Source: corev1.ServiceAccountTokenProjection{Path: "token", Audience: "vault"}}}
+	if diff := cmp.Diff(wantTokens, tokens, cmpopts.IgnoreFields(tokenFile{}, "RefreshAt")); diff != "" {
+		t.Errorf("tokens (-want +got):\n%s", diff)
 	}
 	for file, want := range map[string]string{
 		filepath.Join(vols["flink-config-volume"], "config.yaml"): "rest.port: 8081\n",
 		filepath.Join(vols["creds"], "password"):                  "s3cret",
 		filepath.Join(vols["info"], "labels"):                     `a="b"`,
-		filepath.Join(vols["token"], "token"):                     placeholderToken,
+		filepath.Join(vols["token"], "token"):                     "token-of-p-for-vault",
+		filepath.Join(vols["token"], "ca.crt"):                    "CA",
+		filepath.Join(vols["token"], "namespace"):                 "ns",
 	} {
 		if got, err := os.ReadFile(file); err != nil || string(got) != want {
 			t.Errorf("%s = %q, %v; want %q", file, got, err, want)
@@ -267,14 +312,23 @@ func TestPrepareVolumes(t *testing.T) {
 			t.Errorf("%s: %v", d, err)
 		}
 	}
-	mounts, err := mountPaths(&pod.Spec.Containers[0], vols)
+	specs, err := containerMounts(&pod.Spec.Containers[0], volumes)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{"/opt/flink/conf": vols["flink-config-volume"], "/flink-data": hostDir, "/etc/pw": filepath.Join(vols["creds"], "password")}
-	if diff := cmp.Diff(want, mounts); diff != "" {
+	wantSpecs := []mountSpec{
+		{Source: vols["flink-config-volume"], Target: "/opt/flink/conf", ReadOnly: true},
+		{Source: hostDir, Target: "/flink-data"},
+		{Source: filepath.Join(vols["creds"], "password"), Target: "/etc/pw", ReadOnly: true},
+		{Source: filepath.Join(vols["scratch"], "a", "b"), Target: "/scratch", ReadOnly: true},
+	}
+	if diff := cmp.Diff(wantSpecs, specs); diff != "" {
 		t.Errorf("mounts (-want +got):\n%s", diff)
 	}
+	if st, err := os.Stat(filepath.Join(vols["scratch"], "a", "b")); err != nil || !st.IsDir() {
+		t.Errorf("subPath a/b not created in the volume: %v", err)
+	}
+	mounts := mountPaths(specs)
 	if p, ok := mapPath("file:///flink-data/savepoints", mounts); !ok || p != hostDir+"/savepoints" {
 		t.Errorf("mapPath = %q, %v", p, ok)
 	}
@@ -283,8 +337,49 @@ func TestPrepareVolumes(t *testing.T) {
 	}
 
 	pod.Spec.Volumes[1].Secret.SecretName = "absent"
-	if _, err := prepareVolumes(pod, filepath.Join(dir, "pod2"), filepath.Join(dir, "claims"), podFields{pod: pod}, testObjects()); err == nil {
+	if _, _, err := prepareVolumes(pod, filepath.Join(dir, "pod2"), filepath.Join(dir, "claims"), hostPathDir, podFields{pod: pod}, testObjects()); err == nil {
 		t.Error("missing secret: no error")
+	}
+	pod.Spec.Volumes[1].Secret.SecretName = "creds"
+	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "must-exist", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
+		Path: "/nodeagent-test-absent", Type: ptr.To(corev1.HostPathDirectory)}}})
+	if _, _, err := prepareVolumes(pod, filepath.Join(dir, "pod3"), filepath.Join(dir, "claims"), hostPathDir, podFields{pod: pod}, testObjects()); err == nil ||
+		!strings.Contains(err.Error(), "does not exist") {
+		t.Errorf("hostPath of type Directory that does not exist: err = %v", err)
+	}
+}
+
+func TestRefreshAt(t *testing.T) {
+	issued := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		requested int64
+		expires   time.Time
+		want      time.Duration
+	}{
+		{3607, issued.Add(365 * 24 * time.Hour), 3607 * time.Second * 8 / 10}, // extended by the API server
+		{3600, issued.Add(time.Hour), 48 * time.Minute},
+		{3600, issued.Add(10 * time.Minute), 8 * time.Minute}, // issued for less
+	} {
+		if got := refreshAt(issued, tc.requested, tc.expires).Sub(issued); got != tc.want {
+			t.Errorf("refreshAt(%d s, expires %s) = +%s, want +%s", tc.requested, tc.expires, got, tc.want)
+		}
+	}
+}
+
+func TestServiceEnv(t *testing.T) {
+	for host, want := range map[string]string{
+		"https://127.0.0.1:38211": "127.0.0.1 38211",
+		"127.0.0.1:6443":          "127.0.0.1 6443",
+		"https://[::1]:6443":      "::1 6443",
+		"https://api.example":     "api.example 443",
+	} {
+		env := map[string]string{}
+		for _, e := range serviceEnv(host) {
+			env[e.Name] = e.Value
+		}
+		if got := env["KUBERNETES_SERVICE_HOST"] + " " + env["KUBERNETES_SERVICE_PORT"]; got != want {
+			t.Errorf("serviceEnv(%q) = %q, want %q", host, got, want)
+		}
 	}
 }
 

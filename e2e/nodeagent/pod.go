@@ -44,7 +44,8 @@ type podWorker struct {
 	// created yet (volumes, environment).
 	setupReason, setupMessage string
 	terminating               bool
-	needsHosts                bool // a container runs a JVM, which reads <dir>/hosts
+	needsHosts                bool        // a container runs a JVM, which reads <dir>/hosts
+	tokens                    []tokenFile // projected service-account tokens, once set up
 	conditions                map[corev1.PodConditionType]corev1.PodCondition
 	written                   *corev1.PodStatus // last status written
 }
@@ -158,6 +159,10 @@ func (w *podWorker) run() {
 		}
 	}
 	w.syncHostsNow()
+	w.mu.Lock()
+	tokens := w.tokens
+	w.mu.Unlock()
+	go w.refreshTokens(ctx, tokens)
 	for _, c := range w.containerList() {
 		c.start()
 	}

@@ -15,9 +15,9 @@ func (w *podWorker) setup() error {
 		return configError{errors.New("init containers are not supported by the local node agent")}
 	}
 	w.mu.Lock()
-	f := podFields{pod: pod, podIP: w.ip, hostIP: HostIP, capacity: w.a.cfg.Capacity}
+	f := podFields{pod: pod, podIP: w.ip, hostIP: HostIP, capacity: w.a.cfg.Capacity, serviceEnv: w.a.serviceEnv}
 	w.mu.Unlock()
-	volumes, err := prepareVolumes(pod, w.dir, filepath.Join(w.a.cfg.Dir, "claims"), f, w.a)
+	volumes, tokens, err := prepareVolumes(pod, w.dir, filepath.Join(w.a.cfg.Dir, "claims"), filepath.Join(w.a.cfg.Dir, "hostpath"), f, w.a)
 	if err != nil {
 		return err
 	}
@@ -31,6 +31,7 @@ func (w *podWorker) setup() error {
 	}
 	w.mu.Lock()
 	w.containers = containers
+	w.tokens = tokens
 	w.mu.Unlock()
 	return nil
 }

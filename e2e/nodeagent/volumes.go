@@ -1,6 +1,7 @@
 package nodeagent
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -10,36 +11,47 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// placeholderToken is what a projected service-account token file holds:
-// the agent requests no tokens (nothing in the pods calls the API server).
-const placeholderToken = "local-node-agent-issues-no-service-account-tokens"
+// volume is a prepared volume of a pod.
+type volume struct {
+	// Path is the host directory (or, for a hostPath, file) of the volume.
+	Path string
+	// APIData: a configMap, secret, downwardAPI or projected volume, which
+	// the kubelet mounts read-only.
+	APIData bool
+}
 
 // prepareVolumes writes the pod's volumes below podDir/volumes and returns
-// the host directory (or, for hostPath, path) of each volume by name:
+// them by name, with the projected service-account tokens to keep fresh:
 //
 //   - configMap, secret, downwardAPI, projected: the keys as files (items
-//     and paths honoured), written once when the pod starts;
+//     and paths honoured), written once when the pod starts; a projected
+//     serviceAccountToken is a token from the TokenRequest API bound to the
+//     pod, refreshed by the pod worker (see refreshTokens);
 //   - emptyDir: an empty directory of the pod;
-//   - hostPath: the host path itself (created for DirectoryOrCreate);
+//   - hostPath: the host path itself when it exists (the node is this
+//     machine); a missing one is never created on the machine: it is
+//     hostPathDir/<path> (created for DirectoryOrCreate, FileOrCreate and
+//     an unset type, else the pod waits as with a kubelet's type check);
 //   - persistentVolumeClaim: claimDir/<namespace>/<claim>, which outlives
 //     the pod (so a new pod of the same claim sees the data).
 //
 // Other volume types get an empty directory. A missing ConfigMap or Secret
 // that is not optional is an error (the pod waits, as with a kubelet).
-func prepareVolumes(pod *corev1.Pod, podDir, claimDir string, f podFields, src objectSource) (map[string]string, error) {
-	out := map[string]string{}
+func prepareVolumes(pod *corev1.Pod, podDir, claimDir, hostPathDir string, f podFields, src objectSource) (map[string]volume, []tokenFile, error) {
+	out := map[string]volume{}
+	var tokens []tokenFile
 	for _, v := range pod.Spec.Volumes {
 		dir := filepath.Join(podDir, "volumes", v.Name)
 		var files map[string][]byte
+		var toks []tokenFile
 		var err error
 		switch {
 		case v.HostPath != nil:
-			if t := v.HostPath.Type; t != nil && *t == corev1.HostPathDirectoryOrCreate {
-				if err := os.MkdirAll(v.HostPath.Path, 0o755); err != nil {
-					return nil, err
-				}
+			p, err := hostPathSource(v.HostPath, hostPathDir)
+			if err != nil {
+				return nil, nil, configError{fmt.Errorf("volume %s: %w", v.Name, err)}
 			}
-			out[v.Name] = v.HostPath.Path
+			out[v.Name] = volume{Path: p}
 			continue
 		case v.PersistentVolumeClaim != nil:
 			dir = filepath.Join(claimDir, pod.Namespace, v.PersistentVolumeClaim.ClaimName)
@@ -50,26 +62,62 @@ func prepareVolumes(pod *corev1.Pod, podDir, claimDir string, f podFields, src o
 		case v.DownwardAPI != nil:
 			files, err = downwardFiles(v.DownwardAPI.Items, f)
 		case v.Projected != nil:
-			files, err = projectedFiles(pod.Namespace, v.Projected.Sources, f, src)
+			files, toks, err = projectedFiles(pod, v.Projected.Sources, f, src)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("volume %s: %w", v.Name, err)
+			return nil, nil, fmt.Errorf("volume %s: %w", v.Name, err)
 		}
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, name := range sortedKeys(files) {
 			p := filepath.Join(dir, filepath.FromSlash(name))
 			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			if err := os.WriteFile(p, files[name], 0o644); err != nil {
-				return nil, err
+			if err := writeFileAtomic(p, files[name], 0o644); err != nil {
+				return nil, nil, err
 			}
 		}
-		out[v.Name] = dir
+		for _, t := range toks {
+			t.Path = filepath.Join(dir, filepath.FromSlash(t.Path))
+			tokens = append(tokens, t)
+		}
+		out[v.Name] = volume{Path: dir, APIData: v.ConfigMap != nil || v.Secret != nil || v.DownwardAPI != nil || v.Projected != nil}
 	}
-	return out, nil
+	return out, tokens, nil
+}
+
+// hostPathSource is where a hostPath volume's files are: the path itself if
+// it exists on this machine, else below hostPathDir (see prepareVolumes).
+func hostPathSource(hp *corev1.HostPathVolumeSource, hostPathDir string) (string, error) {
+	p := filepath.Clean(hp.Path)
+	if !filepath.IsAbs(p) {
+		return "", fmt.Errorf("hostPath %q is not absolute", hp.Path)
+	}
+	if _, err := os.Stat(p); err == nil {
+		return p, nil
+	}
+	local := filepath.Join(hostPathDir, p)
+	typ := corev1.HostPathUnset
+	if hp.Type != nil {
+		typ = *hp.Type
+	}
+	fi, err := os.Stat(local)
+	switch {
+	case err == nil && typ == corev1.HostPathDirectory && !fi.IsDir():
+		return "", fmt.Errorf("hostPath %s is not a directory", p)
+	case err == nil:
+		return local, nil
+	case typ == corev1.HostPathUnset, typ == corev1.HostPathDirectoryOrCreate:
+		return local, os.MkdirAll(local, 0o755)
+	case typ == corev1.HostPathFileOrCreate:
+		if err := os.MkdirAll(filepath.Dir(local), 0o755); err != nil {
+			return "", err
+		}
+		return local, placeholder(local, false)
+	}
+	return "", fmt.Errorf("hostPath %s (type %s) does not exist on this machine nor in %s", p, typ, hostPathDir)
 }
 
 // keyFiles selects the files of a ConfigMap or Secret volume: every key, or
@@ -144,34 +192,36 @@ func downwardFiles(items []corev1.DownwardAPIVolumeFile, f podFields) (map[strin
 	return out, nil
 }
 
-func projectedFiles(ns string, sources []corev1.VolumeProjection, f podFields, src objectSource) (map[string][]byte, error) {
+func projectedFiles(pod *corev1.Pod, sources []corev1.VolumeProjection, f podFields, src objectSource) (map[string][]byte, []tokenFile, error) {
+	ns := pod.Namespace
 	out := map[string][]byte{}
+	var tokens []tokenFile
 	for _, s := range sources {
 		var files map[string][]byte
 		var err error
 		switch {
 		case s.ConfigMap != nil:
 			files, err = configMapFiles(ns, s.ConfigMap.Name, s.ConfigMap.Items, s.ConfigMap.Optional, src)
-			if err != nil && isNotFound(err) && s.ConfigMap.Name == "kube-root-ca.crt" {
-				// The local control plane runs no root-ca-cert-publisher; the
-				// default token volume must not block every pod.
-				files, err = nil, nil
-			}
 		case s.Secret != nil:
 			files, err = secretFiles(ns, s.Secret.Name, s.Secret.Items, s.Secret.Optional, src)
 		case s.DownwardAPI != nil:
 			files, err = downwardFiles(s.DownwardAPI.Items, f)
 		case s.ServiceAccountToken != nil:
-			files = map[string][]byte{cleanRel(s.ServiceAccountToken.Path): []byte(placeholderToken)}
+			var tok serviceAccountToken
+			if tok, err = src.serviceAccountToken(pod, s.ServiceAccountToken); err == nil {
+				p := cleanRel(s.ServiceAccountToken.Path)
+				files = map[string][]byte{p: []byte(tok.Token)}
+				tokens = append(tokens, tokenFile{Path: p, Source: *s.ServiceAccountToken, RefreshAt: tok.RefreshAt})
+			}
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for k, v := range files {
 			out[k] = v
 		}
 	}
-	return out, nil
+	return out, tokens, nil
 }
 
 // cleanRel keeps a volume file path inside its volume.
@@ -191,19 +241,36 @@ func containerByName(pod *corev1.Pod, name string) *corev1.Container {
 	return nil
 }
 
-// mountPaths maps the container's mount points to host paths (the volume
-// directory, or a file or directory in it for a subPath).
-func mountPaths(c *corev1.Container, volumes map[string]string) (map[string]string, error) {
-	out := map[string]string{}
+// containerMounts are the container's volume mounts: the host path of each
+// (the volume, or a file or directory in it for a subPath, created in the
+// volume as a directory when missing, as the kubelet does) at its mount
+// path. API data volumes are read-only, as the kubelet mounts them.
+func containerMounts(c *corev1.Container, volumes map[string]volume) ([]mountSpec, error) {
+	var out []mountSpec
 	for _, m := range c.VolumeMounts {
-		host, ok := volumes[m.Name]
+		v, ok := volumes[m.Name]
 		if !ok {
 			return nil, fmt.Errorf("volumeMount %s: no volume %q", m.MountPath, m.Name)
 		}
+		host := v.Path
 		if m.SubPath != "" {
 			host = filepath.Join(host, cleanRel(m.SubPath))
+			if _, err := os.Stat(host); errors.Is(err, os.ErrNotExist) {
+				if err := os.MkdirAll(host, 0o755); err != nil {
+					return nil, err
+				}
+			}
 		}
-		out[path.Clean(m.MountPath)] = host
+		out = append(out, mountSpec{Source: host, Target: path.Clean("/" + m.MountPath), ReadOnly: m.ReadOnly || v.APIData})
 	}
 	return out, nil
+}
+
+// mountPaths maps the container's mount points to host paths.
+func mountPaths(mounts []mountSpec) map[string]string {
+	out := map[string]string{}
+	for _, m := range mounts {
+		out[m.Target] = m.Source
+	}
+	return out
 }

@@ -5,7 +5,7 @@
 //
 //	node-agent --kubeconfig admin.kubeconfig --dir /tmp/agent [--node-name local-node]
 //	           [--record state.json] [--ready-file f] [--fake-jobmanager bin] [--max-grace 10s]
-//	           [--tls-cert-file crt --tls-private-key-file key --client-ca-file ca.crt]
+//	           [--tls-cert-file crt --tls-private-key-file key --client-ca-file ca.crt] [--no-mount-namespaces]
 //
 // With the TLS flags (the kubelet's names) it serves the kubelet API's
 // GET /containerLogs on 127.0.0.1 and a free port, for `kubectl logs`.
@@ -48,6 +48,7 @@ func run() error {
 	tlsCert := flag.String("tls-cert-file", "", "serving certificate of the kubelet API (containerLogs) for 127.0.0.1; with --tls-private-key-file and --client-ca-file")
 	tlsKey := flag.String("tls-private-key-file", "", "key of --tls-cert-file")
 	clientCA := flag.String("client-ca-file", "", "CA whose client certificates the kubelet API accepts (the API server's --kubelet-client-certificate)")
+	noMountNS := flag.Bool("no-mount-namespaces", false, "run containers without private mount namespaces (for an agent that is not root): volumes are then not at their mount paths")
 	flag.Parse()
 	if *kubeconfig == "" || *dir == "" {
 		flag.Usage()
@@ -58,15 +59,16 @@ func run() error {
 		return err
 	}
 	cfg := nodeagent.Config{
-		RESTConfig:     rc,
-		NodeName:       *nodeName,
-		Dir:            *dir,
-		FakeJobManager: *fakeJM,
-		MaxGracePeriod: *maxGrace,
-		Log:            os.Stderr,
-		TLSCertFile:    *tlsCert,
-		TLSKeyFile:     *tlsKey,
-		ClientCAFile:   *clientCA,
+		RESTConfig:        rc,
+		NodeName:          *nodeName,
+		Dir:               *dir,
+		FakeJobManager:    *fakeJM,
+		MaxGracePeriod:    *maxGrace,
+		Log:               os.Stderr,
+		TLSCertFile:       *tlsCert,
+		TLSKeyFile:        *tlsKey,
+		ClientCAFile:      *clientCA,
+		NoMountNamespaces: *noMountNS,
 	}
 	if *podRange != "" {
 		if cfg.PodRange, err = netip.ParsePrefix(*podRange); err != nil {
