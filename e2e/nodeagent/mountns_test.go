@@ -119,12 +119,15 @@ func TestResolveInRoot(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for link, target := range map[string]string{"var": "", "var/run": "/run", "lib": "usr/lib", "etc/up": "../../../.."} {
-		if target == "" {
-			os.Mkdir(filepath.Join(root, link), 0o755)
+	// In order: var/run needs var first (a map's order is random).
+	for _, l := range []struct{ link, target string }{{"var", ""}, {"var/run", "/run"}, {"lib", "usr/lib"}, {"etc/up", "../../../.."}} {
+		if l.target == "" {
+			if err := os.Mkdir(filepath.Join(root, l.link), 0o755); err != nil {
+				t.Fatal(err)
+			}
 			continue
 		}
-		if err := os.Symlink(target, filepath.Join(root, link)); err != nil {
+		if err := os.Symlink(l.target, filepath.Join(root, l.link)); err != nil {
 			t.Fatal(err)
 		}
 	}
