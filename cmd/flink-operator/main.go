@@ -43,6 +43,7 @@ func newFlags() (*pflag.FlagSet, *settings) {
 	fs.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader-election Lease. Empty: $POD_NAMESPACE, else \"default\".")
 	fs.StringVar(&opts.LeaderElectionID, "leader-election-id", opts.LeaderElectionID, "Name of the leader-election Lease (default from kubernetes.operator.leader-election.lease-name when set).")
 	fs.StringVar(&opts.MetricsAddr, "metrics-bind-address", opts.MetricsAddr, "Address serving Prometheus /metrics. \"0\" disables it.")
+	fs.BoolVar(&opts.Profiling, "profiling", false, "Serve Go's profiles at /debug/pprof/ on the metrics address (heap, CPU, goroutines); off by default, as the profiles show the operator's internals.")
 	fs.StringVar(&opts.ProbeAddr, "health-probe-bind-address", opts.ProbeAddr, "Address serving /healthz and /readyz. \"0\" disables it.")
 	fs.StringVar(&s.configFile, "config", "", "YAML file of kubernetes.operator.* defaults (flat or nested keys), as upstream's operator config.")
 	fs.StringVar(&opts.FlinkEndpoint, "flink-endpoint", operator.EndpointService, "How to reach Flink JobManager REST endpoints: \"service\" (the <name>-rest Service, for an operator in the cluster) or \"pod-ip\" (a ready JobManager pod's IP, for an operator outside it).")

@@ -81,7 +81,7 @@ func run(ctx context.Context, cancel context.CancelCauseFunc, opts Options) erro
 	if err != nil {
 		return err
 	}
-	metricsSrv, err := listen("metrics", opts.MetricsAddr, metricsMux())
+	metricsSrv, err := listen("metrics", opts.MetricsAddr, metricsMux(opts.Profiling))
 	if err != nil {
 		closeListeners(probes)
 		return err

@@ -25,6 +25,8 @@ type Options struct {
 	LeaderElectionID string
 	// MetricsAddr serves /metrics; empty or "0" disables it.
 	MetricsAddr string
+	// Profiling adds Go's /debug/pprof/ handlers to the metrics server.
+	Profiling bool
 	// ProbeAddr serves /healthz and /readyz; empty or "0" disables it.
 	ProbeAddr string
 	// Config is the operator-wide configuration (defaults plus --config file).

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -42,9 +43,19 @@ func probeMux(ready *readiness) *http.ServeMux {
 	return mux
 }
 
-func metricsMux() *http.ServeMux {
+// metricsMux serves /metrics and, with profiling, Go's /debug/pprof/ (as
+// the Kubernetes components' --profiling does): heap and CPU profiles of a
+// running operator, for the scale benchmark and for users chasing memory.
+func metricsMux(profiling bool) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{}))
+	if profiling {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	return mux
 }
 
