@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -74,7 +76,11 @@ type Result struct {
 type ProcFigures struct {
 	RSSMiB     float64 `json:"rssMiB"`
 	PeakRSSMiB float64 `json:"peakRssMiB"`
-	CPUSeconds float64 `json:"cpuSeconds"`
+	// HeapMiB is the Go heap in use (go_memstats_heap_inuse_bytes);
+	// PeakHeapMiB the largest sampled (once a second while settling).
+	HeapMiB     float64 `json:"heapMiB,omitempty"`
+	PeakHeapMiB float64 `json:"peakHeapMiB,omitempty"`
+	CPUSeconds  float64 `json:"cpuSeconds"`
 }
 
 // Phase is one load: created, then waited for until settled.
@@ -147,6 +153,7 @@ type bench struct {
 	node     *fakeNode // running scenario
 	firstOp  *framework.Operator
 	peak     int64 // the first operator process's peak RSS seen
+	peakHeap int64 // and its peak heap in use
 
 	mu      sync.Mutex
 	created map[string]time.Time // ns/name of a snapshot → create returned
@@ -653,9 +660,15 @@ func (b *bench) proc() procStats {
 	}
 	// The kernel updates VmHWM lazily: a reading of VmRSS can exceed it.
 	st.HWM = max(st.HWM, st.RSS)
+	if _, heap, err := scrapeMetrics(b.ctx, b.metrics); err == nil {
+		st.Heap = int64(heap)
+	}
+	st.PeakHeap = st.Heap
 	if b.op == b.firstOp {
 		b.peak = max(b.peak, st.HWM)
 		st.HWM = b.peak
+		b.peakHeap = max(b.peakHeap, st.Heap)
+		st.PeakHeap = b.peakHeap
 	}
 	return st
 }
@@ -731,10 +744,43 @@ func (b *bench) settle(pr *phaseRun, what string, done func() (bool, string)) {
 	}
 	b.logf("%s: settled=%v in %.1f s from the first create (%.1f s after the last); %s", what, p.Settled, p.SettleSeconds, p.AfterLastCreateSeconds, progress)
 	b.res.Phases = append(b.res.Phases, p)
+	b.heapProfile("heap-" + strings.ReplaceAll(what, " ", "-") + ".pb.gz")
+}
+
+// heapProfile saves the operator's heap profile into the run's directory
+// when it serves one (--profiling among the operator's flags), for `go tool
+// pprof`.
+func (b *bench) heapProfile(name string) {
+	if !slices.Contains(b.opArgs, "--profiling") {
+		return
+	}
+	url := strings.TrimSuffix(b.metrics, "/metrics") + "/debug/pprof/heap"
+	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		b.logf("heap profile: %v", err)
+		return
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("HTTP %d", resp.StatusCode)
+	}
+	if err == nil {
+		err = os.WriteFile(filepath.Join(b.dir, name), data, 0o644)
+	}
+	if err != nil {
+		b.logf("heap profile: %v", err)
+		return
+	}
+	b.logf("heap profile: %s", filepath.Join(b.dir, name))
 }
 
 func figures(st procStats) ProcFigures {
-	return ProcFigures{RSSMiB: round(mib(st.RSS)), PeakRSSMiB: round(mib(st.HWM)), CPUSeconds: st.CPU}
+	return ProcFigures{RSSMiB: round(mib(st.RSS)), PeakRSSMiB: round(mib(st.HWM)), CPUSeconds: st.CPU,
+		HeapMiB: round(mib(st.Heap)), PeakHeapMiB: round(mib(st.PeakHeap))}
 }
 
 func round(f float64) float64 { return math.Round(f*10) / 10 }
@@ -953,7 +999,7 @@ func Report(r *Result) string {
 			f("  create→result:  p50 %.3f s, p99 %.3f s, max %.3f s (n=%d)", p.CreateToResult.P50, p.CreateToResult.P99, p.CreateToResult.Max, p.CreateToResult.N)
 		}
 		f("  Flink REST calls: %.0f (%.2f per snapshot) %v", p.RESTTotal, p.RESTPerSnapshot, p.REST)
-		f("  operator at the end: RSS %.1f MiB, peak %.1f MiB, CPU %.1f s (%.2f ms per object)", p.Operator.RSSMiB, p.Operator.PeakRSSMiB, p.Operator.CPUSeconds, p.CPUSecondsPerObject*1000)
+		f("  operator at the end: RSS %.1f MiB, peak %.1f MiB; heap in use %.1f MiB, peak %.1f MiB; CPU %.1f s (%.2f ms per object)", p.Operator.RSSMiB, p.Operator.PeakRSSMiB, p.Operator.HeapMiB, p.Operator.PeakHeapMiB, p.Operator.CPUSeconds, p.CPUSecondsPerObject*1000)
 	}
 	for _, w := range []struct {
 		name string
@@ -962,13 +1008,13 @@ func Report(r *Result) string {
 		if w.w == nil {
 			continue
 		}
-		f("--- %s (%.0f s): %d writes, %.0f Flink REST calls %v; operator RSS %.1f MiB, peak %.1f MiB, CPU %.1f s",
-			w.name, w.w.Seconds, w.w.WritesTotal, w.w.RESTTotal, w.w.REST, w.w.Operator.RSSMiB, w.w.Operator.PeakRSSMiB, w.w.Operator.CPUSeconds)
+		f("--- %s (%.0f s): %d writes, %.0f Flink REST calls %v; operator RSS %.1f MiB, peak %.1f MiB, heap in use %.1f MiB, CPU %.1f s",
+			w.name, w.w.Seconds, w.w.WritesTotal, w.w.RESTTotal, w.w.REST, w.w.Operator.RSSMiB, w.w.Operator.PeakRSSMiB, w.w.Operator.HeapMiB, w.w.Operator.CPUSeconds)
 		for _, x := range w.w.Writes {
 			f("    %-20s %-32s %-7s %7d", x.Object, x.Resource, x.Verb, x.Count)
 		}
 	}
-	f("--- operator (first process, up to the restart): RSS %.1f MiB, peak %.1f MiB, CPU %.1f s", r.Operator.RSSMiB, r.Operator.PeakRSSMiB, r.Operator.CPUSeconds)
+	f("--- operator (first process, up to the restart): RSS %.1f MiB, peak %.1f MiB; heap in use %.1f MiB, peak %.1f MiB; CPU %.1f s", r.Operator.RSSMiB, r.Operator.PeakRSSMiB, r.Operator.HeapMiB, r.Operator.PeakHeapMiB, r.Operator.CPUSeconds)
 	for _, n := range r.Notes {
 		f("  note: %s", n)
 	}

@@ -16,25 +16,42 @@ const restMetric = "flink_operator_flink_rest_requests_total"
 
 var labelRE = regexp.MustCompile(`(\w+)="([^"]*)"`)
 
+// heapMetric is the Go runtime's heap in use (spans with objects), from
+// the operator's Go collector.
+const heapMetric = "go_memstats_heap_inuse_bytes"
+
 // restCalls scrapes the operator's /metrics: Flink REST calls by
 // "METHOD endpoint", summed over result codes.
 func restCalls(ctx context.Context, url string) (map[string]float64, error) {
+	m, _, err := scrapeMetrics(ctx, url)
+	return m, err
+}
+
+// scrapeMetrics scrapes the operator's /metrics: Flink REST calls by
+// "METHOD endpoint" (summed over result codes), and the heap in use in
+// bytes (0 when not exposed).
+func scrapeMetrics(ctx context.Context, url string) (map[string]float64, float64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s: HTTP %d", url, resp.StatusCode)
+		return nil, 0, fmt.Errorf("%s: HTTP %d", url, resp.StatusCode)
 	}
 	out := map[string]float64{}
+	var heap float64
 	s := bufio.NewScanner(resp.Body)
 	s.Buffer(make([]byte, 1<<20), 1<<20)
 	for s.Scan() {
 		line := s.Text()
+		if v, ok := strings.CutPrefix(line, heapMetric+" "); ok {
+			heap, _ = strconv.ParseFloat(strings.TrimSpace(v), 64)
+			continue
+		}
 		rest, ok := strings.CutPrefix(line, restMetric+"{")
 		if !ok {
 			continue
@@ -53,7 +70,7 @@ func restCalls(ctx context.Context, url string) (map[string]float64, error) {
 		}
 		out[labels["method"]+" "+labels["endpoint"]] += v
 	}
-	return out, s.Err()
+	return out, heap, s.Err()
 }
 
 // restDelta is b - a, endpoint by endpoint, and its total.

@@ -12,6 +12,8 @@ import (
 // procStats are a process's memory and CPU figures from /proc.
 type procStats struct {
 	RSS, HWM int64   // bytes: VmRSS, VmHWM (peak RSS)
+	Heap     int64   // bytes: the Go heap in use (from /metrics; 0 if unknown)
+	PeakHeap int64   // bytes: the largest Heap sampled
 	CPU      float64 // seconds: utime + stime
 }
 

@@ -102,6 +102,8 @@ flink_operator_flink_rest_requests_total{code="200",endpoint="/jobs/:id/savepoin
 flink_operator_flink_rest_requests_total{code="error",endpoint="/jobs/:id/savepoints",method="POST"} 1
 flink_operator_flink_rest_requests_total{code="200",endpoint="/jobs/overview",method="GET"} 7
 flink_operator_flink_rest_request_duration_seconds_count{endpoint="/jobs/overview",method="GET"} 7
+# TYPE go_memstats_heap_inuse_bytes gauge
+go_memstats_heap_inuse_bytes 3.3554432e+07
 `
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, body) }))
 	defer srv.Close()
@@ -111,6 +113,9 @@ flink_operator_flink_rest_request_duration_seconds_count{endpoint="/jobs/overvie
 	}
 	if len(m) != 2 || m["POST /jobs/:id/savepoints"] != 4 || m["GET /jobs/overview"] != 7 {
 		t.Errorf("restCalls = %v", m)
+	}
+	if _, heap, err := scrapeMetrics(context.Background(), srv.URL); err != nil || heap != 32<<20 {
+		t.Errorf("heap in use = %v, %v; want 32 MiB", heap, err)
 	}
 	d, total := restDelta(map[string]float64{"GET /jobs/overview": 5}, m)
 	if total != 6 || d["GET /jobs/overview"] != 2 {
