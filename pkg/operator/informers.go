@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 
@@ -23,8 +22,8 @@ import (
 // let the operator run with namespaced RBAC only.
 //
 // The Kubernetes factories only see objects labelled
-// type=flink-standalone-kubernetes: the ConfigMaps, Deployments, Services and
-// pods of the Flink clusters the operator builds. The operator never needs
+// type=flink-standalone-kubernetes or flink-native-kubernetes: the
+// ConfigMaps, Deployments, Services and pods of the Flink clusters. The operator never needs
 // the rest, and caching every Deployment and ConfigMap of a busy cluster
 // would cost memory for nothing.
 type Informers struct {
@@ -32,9 +31,11 @@ type Informers struct {
 	Kube  map[string]kubeinformers.SharedInformerFactory
 }
 
-// OwnedSelector selects the Kubernetes objects of the Flink clusters the
-// operator builds (pkg/cluster labels every one of them).
-var OwnedSelector = labels.SelectorFromSet(labels.Set{cluster.LabelType: cluster.TypeStandalone}).String()
+// OwnedSelector selects the Kubernetes objects of the Flink clusters: the
+// ones the operator builds (pkg/cluster labels every one of them) and, in
+// native mode, the TaskManager pods and HA ConfigMaps Flink creates with
+// the same type label.
+var OwnedSelector = cluster.LabelType + " in (" + cluster.TypeStandalone + "," + cluster.TypeNative + ")"
 
 // NewInformers creates the factories for the given namespaces.
 func NewInformers(kube kubernetes.Interface, flink clientset.Interface, namespaces []string, resync time.Duration) *Informers {

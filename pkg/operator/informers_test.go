@@ -22,10 +22,7 @@ func TestInformersDropManagedFields(t *testing.T) {
 	managed := []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply, FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{}}`)}}}
 	applied := map[string]string{"kubectl.kubernetes.io/last-applied-configuration": `{"spec":{}}`}
 	snap := &v1beta1.FlinkStateSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s", ManagedFields: managed, Annotations: applied}}
-	sel, err := labels.ConvertSelectorToLabelsMap(OwnedSelector)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sel := labels.Set{cluster.LabelType: cluster.TypeStandalone}
 	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "d", ManagedFields: managed, Labels: sel}}
 	kube := kubefake.NewSimpleClientset(dep)
 	flink := flinkfake.NewSimpleClientset(snap)
@@ -65,10 +62,7 @@ func TestInformersDropManagedFields(t *testing.T) {
 // Cached pods keep their metadata and status, not their spec (most of a
 // Flink pod's size, read by nobody).
 func TestInformersTrimPods(t *testing.T) {
-	sel, err := labels.ConvertSelectorToLabelsMap(OwnedSelector)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sel := labels.Set{cluster.LabelType: cluster.TypeStandalone}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", Labels: sel,
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}},
@@ -95,5 +89,24 @@ func TestInformersTrimPods(t *testing.T) {
 	}
 	if got.Status.PodIP != "10.0.0.1" || got.Status.ContainerStatuses[0].RestartCount != 3 || got.Labels[cluster.LabelType] == "" {
 		t.Errorf("cached pod lost its status or labels: %+v %v", got.Status, got.Labels)
+	}
+}
+
+// The Kubernetes caches hold the objects of standalone and native Flink
+// clusters (Flink labels its TaskManager pods and HA ConfigMaps
+// flink-native-kubernetes), nothing else.
+func TestOwnedSelector(t *testing.T) {
+	sel, err := labels.Parse(OwnedSelector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for typ, want := range map[string]bool{cluster.TypeStandalone: true, cluster.TypeNative: true, "other": false, "": false} {
+		set := labels.Set{"app": "x"}
+		if typ != "" {
+			set[cluster.LabelType] = typ
+		}
+		if got := sel.Matches(set); got != want {
+			t.Errorf("type=%q: matches %v, want %v", typ, got, want)
+		}
 	}
 }
