@@ -7,6 +7,7 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 
+	"github.com/flinkops/flink-operator/pkg/controller/workers"
 	clientset "github.com/flinkops/flink-operator/pkg/generated/clientset/versioned"
 )
 
@@ -27,10 +28,14 @@ type clients struct {
 func newClients(cfg *rest.Config, opts Options) (clients, error) {
 	var cl clients
 	var err error
-	if cl.kube, err = kubernetes.NewForConfig(withBudget(cfg, opts.KubeAPIQPS, opts.KubeAPIBurst)); err != nil {
+	// Writes through these two mark the sync making them (the per-resource
+	// rate limit counts only syncs that change something).
+	writes := withBudget(cfg, opts.KubeAPIQPS, opts.KubeAPIBurst)
+	writes.Wrap(workers.MarkingTransport)
+	if cl.kube, err = kubernetes.NewForConfig(writes); err != nil {
 		return cl, fmt.Errorf("creating Kubernetes client: %w", err)
 	}
-	if cl.flink, err = clientset.NewForConfig(withBudget(cfg, opts.KubeAPIQPS, opts.KubeAPIBurst)); err != nil {
+	if cl.flink, err = clientset.NewForConfig(writes); err != nil {
 		return cl, fmt.Errorf("creating flink.apache.org client: %w", err)
 	}
 	events, err := kubernetes.NewForConfig(withBudget(cfg, opts.EventsQPS, opts.EventsBurst))

@@ -22,6 +22,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/controller/jobmanager"
 	"github.com/flinkops/flink-operator/pkg/controller/sessionjob"
 	"github.com/flinkops/flink-operator/pkg/controller/snapshot"
+	"github.com/flinkops/flink-operator/pkg/controller/workers"
 	"github.com/flinkops/flink-operator/pkg/metrics"
 )
 
@@ -49,7 +50,7 @@ func newControllers(ctx context.Context, cl clients, inf *Informers, opts Option
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cl.events.Events("")})
 	recorder := broadcaster.NewRecorder(scheme, corev1.EventSource{Component: "flink-operator"})
 
-	workers, err := opts.Config.Int(config.KeyReconcileParallelism)
+	parallelism, err := opts.Config.Int(config.KeyReconcileParallelism)
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +58,7 @@ func newControllers(ctx context.Context, cl clients, inf *Informers, opts Option
 	if err != nil {
 		return nil, err
 	}
-	flinkTransport := metrics.InstrumentFlinkREST(http.DefaultTransport)
+	flinkTransport := workers.MarkingTransport(metrics.InstrumentFlinkREST(http.DefaultTransport))
 	if opts.fenceFlinkREST != nil {
 		flinkTransport = opts.fenceFlinkREST(flinkTransport)
 	}
@@ -83,7 +84,7 @@ func newControllers(ctx context.Context, cl clients, inf *Informers, opts Option
 	if err != nil {
 		return nil, err
 	}
-	c := &controllers{broadcaster: broadcaster, workers: workers}
+	c := &controllers{broadcaster: broadcaster, workers: parallelism}
 	if opts.snapshotCRDMissing {
 		// No FlinkStateSnapshot CRD: nothing to reconcile, and no informer
 		// to read it from (see snapshotcrd.go).

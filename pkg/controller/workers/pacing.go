@@ -12,11 +12,11 @@ import (
 
 // Pacing is how often a controller syncs one key, from upstream's options
 // (docs/operations.md): kubernetes.operator.rate-limiter.* bounds the syncs
-// of one resource per period, kubernetes.operator.retry.* spaces the
-// retries of a failing one.
+// of one resource per period that change something (changes.go),
+// kubernetes.operator.retry.* spaces the retries of a failing one.
 type Pacing struct {
-	// Limit syncs of one key per Period; more wait for the next period.
-	// Limit <= 0: no limit.
+	// Limit syncs of one key that change something per Period; once
+	// reached, syncs wait for the next period. Limit <= 0: no limit.
 	Limit  int
 	Period time.Duration
 	// MaxAttempts rate-limited retries of a failing key; then it is synced
@@ -53,8 +53,8 @@ func (p *Pacing) start() {
 	p.mu, p.windows, p.sweepAt = &sync.Mutex{}, map[string]window{}, 1024
 }
 
-// wait counts a sync of key about to start and says how long it must wait
-// instead (0: go ahead).
+// wait says how long a sync of key must wait because key already changed
+// something Limit times in this period (0: go ahead).
 func (p *Pacing) wait(key string) time.Duration {
 	if p.Limit <= 0 || p.Period <= 0 || p.mu == nil {
 		return 0
@@ -63,11 +63,23 @@ func (p *Pacing) wait(key string) time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	w := p.windows[key]
+	if now.Sub(w.start) >= p.Period || w.syncs < p.Limit {
+		return 0
+	}
+	return w.start.Add(p.Period).Sub(now)
+}
+
+// count records a sync of key that changed something (changes.go).
+func (p *Pacing) count(key string) {
+	if p.Limit <= 0 || p.Period <= 0 || p.mu == nil {
+		return
+	}
+	now := p.Clock.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	w := p.windows[key]
 	if now.Sub(w.start) >= p.Period {
 		w = window{start: now}
-	}
-	if w.syncs >= p.Limit {
-		return w.start.Add(p.Period).Sub(now)
 	}
 	w.syncs++
 	p.windows[key] = w
@@ -80,7 +92,6 @@ func (p *Pacing) wait(key string) time.Duration {
 		}
 		p.sweepAt = max(1024, 2*len(p.windows))
 	}
-	return 0
 }
 
 // RetryLimiter spaces the retries of a failing key: initial, then

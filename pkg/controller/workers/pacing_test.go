@@ -61,15 +61,18 @@ func equal(a, b []time.Duration) bool {
 	return true
 }
 
-// At most rate-limiter.limit syncs of one key per refresh period; the next
-// waits for the period's end. Other keys are not affected; a limit of 0
-// disables it.
+// At most rate-limiter.limit syncs of one key that change something per
+// refresh period; the next waits for the period's end. Other keys are not
+// affected; a limit of 0 disables it.
 func TestPacingLimitsSyncsPerKey(t *testing.T) {
 	clk := testingclock.NewFakePassiveClock(time.Unix(1000, 0))
 	p := PacingFrom(config.Config{config.KeyRateLimiterLimit: "2", config.KeyRateLimiterRefreshPeriod: "10 s"}, clk)
 	p.start()
-	if p.wait("a") != 0 || p.wait("a") != 0 {
-		t.Fatal("the first two syncs were delayed")
+	for range 2 {
+		if d := p.wait("a"); d != 0 {
+			t.Fatalf("sync %v delayed before the limit", d)
+		}
+		p.count("a")
 	}
 	clk.SetTime(clk.Now().Add(4 * time.Second))
 	if d := p.wait("a"); d != 6*time.Second {
@@ -86,6 +89,7 @@ func TestPacingLimitsSyncsPerKey(t *testing.T) {
 	off := PacingFrom(config.Config{config.KeyRateLimiterLimit: "0", config.KeyRateLimiterRefreshPeriod: "10 s"}, clk)
 	off.start()
 	for range 100 {
+		off.count("a")
 		if d := off.wait("a"); d != 0 {
 			t.Fatalf("limit 0 delayed a sync by %v", d)
 		}
@@ -99,7 +103,7 @@ func TestPacingForgetsExpiredWindows(t *testing.T) {
 	p.start()
 	for i := range 5000 {
 		clk.SetTime(clk.Now().Add(time.Millisecond))
-		p.wait(string(rune('a'+i%26)) + time.Duration(i).String())
+		p.count(string(rune('a'+i%26)) + time.Duration(i).String())
 	}
 	if n := len(p.windows); n > 2048 {
 		t.Errorf("%d windows kept for 5000 keys seen over 5 s with a 1 s period", n)
@@ -107,18 +111,22 @@ func TestPacingForgetsExpiredWindows(t *testing.T) {
 }
 
 // A key failing retry.max.attempts times in a row is retried no more with
-// growing delays but synced again after the reconcile interval; a key over
-// its rate limit waits for the next period.
+// growing delays but synced again after the reconcile interval; a key that
+// changed something as often as its rate limit allows waits for the next
+// period; one that changes nothing is not limited.
 func TestLoopGivesUpAndLimits(t *testing.T) {
 	q := workqueue.NewTypedRateLimitingQueue[string](NewRetryLimiter(config.Config{config.KeyRetryInitialInterval: "1 ms", config.KeyRetryIntervalMultiplier: "1"}))
 	var mu sync.Mutex
 	calls := map[string]int{}
-	syncFn := func(_ context.Context, key string) (time.Duration, error) {
+	syncFn := func(ctx context.Context, key string) (time.Duration, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		calls[key]++
-		if key == "failing" {
+		switch key {
+		case "failing":
 			return 0, errors.New("boom")
+		case "busy":
+			MarkChange(ctx)
 		}
 		return time.Millisecond, nil
 	}
@@ -128,6 +136,7 @@ func TestLoopGivesUpAndLimits(t *testing.T) {
 		Pacing: Pacing{Limit: 3, Period: time.Hour, MaxAttempts: 2, GiveUpDelay: time.Hour}}.Run(ctx, 2)
 	q.Add("failing")
 	q.Add("busy")
+	q.Add("quiet")
 	time.Sleep(300 * time.Millisecond)
 	mu.Lock()
 	defer mu.Unlock()
@@ -138,6 +147,11 @@ func TestLoopGivesUpAndLimits(t *testing.T) {
 		t.Errorf("failing key still has %d retries counted after giving up", n)
 	}
 	if calls["busy"] != 3 {
-		t.Errorf("key asking for 1 ms requeues synced %d times in 300 ms, want the limit 3", calls["busy"])
+		t.Errorf("key writing and asking for 1 ms requeues synced %d times in 300 ms, want the limit 3", calls["busy"])
+	}
+	// Syncs that change nothing (the echo of a resource's own write, a
+	// poll) are not limited.
+	if calls["quiet"] <= 3 {
+		t.Errorf("key changing nothing synced %d times in 300 ms, want more than the limit 3", calls["quiet"])
 	}
 }

@@ -75,7 +75,11 @@ func (l *Loop) processNext(ctx context.Context) bool {
 		l.Queue.AddAfter(key, wait)
 		return true
 	}
-	requeueAfter, err := l.Sync(klog.NewContext(ctx, logger), key)
+	syncCtx, mark := withChangeMark(klog.NewContext(ctx, logger))
+	requeueAfter, err := l.Sync(syncCtx, key)
+	if mark.changed.Load() {
+		l.Pacing.count(key)
+	}
 	switch {
 	case err != nil && l.Pacing.MaxAttempts > 0 && l.Queue.NumRequeues(key) >= l.Pacing.MaxAttempts:
 		logger.Error(err, "Sync failed; retries exhausted, syncing again after the reconcile interval",
