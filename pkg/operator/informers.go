@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -95,14 +96,31 @@ func (i *Informers) Shutdown() {
 	}
 }
 
-// trimKubeObject is dropManagedFields, and for a pod also drops its spec:
-// the operator reads pods' metadata and status only (the failure
-// classification of pkg/controller/deployment/pods.go, the pod-ip endpoint
-// resolver), and a Flink pod's spec (containers, env, volumes, arguments)
-// is most of its size, once per TaskManager.
+// trimKubeObject is dropManagedFields, and drops what the operator never
+// reads of the Flink clusters' objects, most of their size, once per
+// cluster or TaskManager:
+//   - a pod's spec (containers, env, volumes, arguments): pods are read for
+//     their metadata and status only (the failure classification of
+//     pkg/controller/deployment/pods.go, the pod-ip endpoint resolver);
+//   - a Deployment's pod template: Deployments are read for their metadata
+//     (the spec-hash and Flink-version annotations), replicas and status;
+//   - a ConfigMap's data, except the HA ConfigMaps Flink writes (their
+//     checkpoint pointers are read): the operator's own ConfigMaps are
+//     compared by their spec-hash annotation.
+//
+// An update built from a cached copy must therefore set the whole spec or
+// data it writes (pkg/controller/deployment/reconcile.go does), never patch
+// a field of a trimmed copy.
 func trimKubeObject(obj any) (any, error) {
-	if pod, ok := obj.(*corev1.Pod); ok {
-		pod.Spec = corev1.PodSpec{NodeName: pod.Spec.NodeName}
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		o.Spec = corev1.PodSpec{NodeName: o.Spec.NodeName}
+	case *appsv1.Deployment:
+		o.Spec.Template = corev1.PodTemplateSpec{}
+	case *corev1.ConfigMap:
+		if o.Labels[cluster.LabelConfigMapType] != cluster.ConfigMapTypeHA {
+			o.Data, o.BinaryData = nil, nil
+		}
 	}
 	return dropManagedFields(obj)
 }

@@ -110,3 +110,55 @@ func TestOwnedSelector(t *testing.T) {
 		}
 	}
 }
+
+// Cached Deployments keep metadata, replicas and status, not their pod
+// template; cached ConfigMaps keep no data unless they are Flink's HA
+// ConfigMaps (checkpoint pointers, read on last-state upgrades).
+func TestInformersTrimDeploymentsAndConfigMaps(t *testing.T) {
+	std := labels.Set{cluster.LabelType: cluster.TypeStandalone}
+	ha := labels.Set{cluster.LabelType: cluster.TypeNative, cluster.LabelConfigMapType: cluster.ConfigMapTypeHA}
+	replicas := int32(2)
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "d", Labels: std, Annotations: map[string]string{"hash": "h1"}},
+		Spec: appsv1.DeploymentSpec{Replicas: &replicas, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "flink-main-container", Args: []string{"taskmanager"}}}}}},
+		Status: appsv1.DeploymentStatus{ReadyReplicas: 2},
+	}
+	conf := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "flink-config-x", Labels: std, Annotations: map[string]string{"hash": "h2"}},
+		Data: map[string]string{"config.yaml": "a: b"}}
+	haMap := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "x-cluster-config-map", Labels: ha},
+		Data: map[string]string{"checkpointID-0000000000000000007": "pointer"}}
+	inf := NewInformers(kubefake.NewSimpleClientset(dep, conf, haMap), flinkfake.NewSimpleClientset(), nil, 0)
+	deps := inf.Kube[""].Apps().V1().Deployments().Lister()
+	cms := inf.Kube[""].Core().V1().ConfigMaps().Lister()
+	ctx, cancel := context.WithCancel(context.Background())
+	inf.Start(ctx.Done())
+	defer func() {
+		cancel()
+		inf.Shutdown()
+	}()
+	if err := inf.WaitForCacheSync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	gotDep, err := deps.Deployments("ns").Get("d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(gotDep.Spec.Template.Spec.Containers) != 0 || *gotDep.Spec.Replicas != 2 || gotDep.Status.ReadyReplicas != 2 || gotDep.Annotations["hash"] != "h1" {
+		t.Errorf("cached Deployment: spec %+v, status %+v, annotations %v", gotDep.Spec, gotDep.Status, gotDep.Annotations)
+	}
+	gotConf, err := cms.ConfigMaps("ns").Get("flink-config-x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gotConf.Data != nil || gotConf.Annotations["hash"] != "h2" {
+		t.Errorf("cached ConfigMap: data %v, annotations %v", gotConf.Data, gotConf.Annotations)
+	}
+	gotHA, err := cms.ConfigMaps("ns").Get("x-cluster-config-map")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gotHA.Data["checkpointID-0000000000000000007"] != "pointer" {
+		t.Errorf("cached HA ConfigMap lost its data: %v", gotHA.Data)
+	}
+}
