@@ -25,6 +25,13 @@
 //   - kubernetes.operator.reconcile.parallelism is the number of workers per
 //     controller, default 5, not upstream's 200 blocking threads.
 //
+// Every option of upstream's configuration reference (operator and metric
+// options) has a status here (UpstreamKeys: implemented, different, not
+// applicable, not yet, with the reason); TestUpstreamParity checks the list
+// against upstream's reference (pkg/upstreamtest), ParityTable renders it
+// into docs/compatibility.md, and setting an upstream option that has no
+// effect here gives a warning saying why.
+//
 // The package does no I/O besides LoadFile reading the file it is given, so
 // everything else is tested with tables. Quartz cron parsing of the periodic
 // snapshot intervals lives with the snapshot rules, not here: this package

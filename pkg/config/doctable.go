@@ -5,13 +5,14 @@ import (
 )
 
 // DocTable renders every registered key as a Markdown table (key, type,
-// default, whether a resource may override it, description), sorted by
-// name. It is generated from the registry so the documentation cannot drift
-// from the code; deprecated names are listed with the key they belong to.
+// default, whether a resource may override it, its status against upstream's
+// configuration reference, description), sorted by name. It is generated
+// from the registry so the documentation cannot drift from the code;
+// deprecated names are listed with the key they belong to.
 func DocTable() string {
 	var b strings.Builder
-	b.WriteString("| Key | Type | Default | Per resource | Description |\n")
-	b.WriteString("| --- | --- | --- | --- | --- |\n")
+	b.WriteString("| Key | Type | Default | Per resource | Status | Description |\n")
+	b.WriteString("| --- | --- | --- | --- | --- | --- |\n")
 	for _, k := range Keys() {
 		name := "`" + k.Name + "`"
 		if len(k.Deprecated) > 0 {
@@ -35,11 +36,23 @@ func DocTable() string {
 		case k.Overridable:
 			override = "yes"
 		}
-		cells := []string{name, typ, def, override, k.Description}
-		for i, c := range cells {
-			cells[i] = strings.ReplaceAll(c, "|", `\|`)
-		}
-		b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
+		writeRow(&b, name, typ, def, override, registeredStatus(k), k.Description)
 	}
 	return b.String()
+}
+
+// registeredStatus is a registered key's Status cell: upstream's status
+// when the key is upstream's (the reasons are in ParityTable), "ours" for
+// the operator's own keys, "Flink" for Flink's options.
+func registeredStatus(k Key) string {
+	if u, ok := upstreamByKey[k.Name]; ok {
+		if u.Status == StatusImplemented {
+			return "upstream"
+		}
+		return u.statusText()
+	}
+	if k.Flink {
+		return "Flink"
+	}
+	return "ours"
 }

@@ -6,14 +6,12 @@ import (
 	"testing"
 )
 
-// TestOperationsDocListsEveryKey keeps the configuration table in
-// docs/operations.md equal to DocTable(), so the documentation cannot drift
-// from the registry. Regenerate it with
-//
-//	UPDATE_DOCS=1 go test ./pkg/config -run TestOperationsDocListsEveryKey
-func TestOperationsDocListsEveryKey(t *testing.T) {
-	const path = "../../docs/operations.md"
-	const begin, end = "<!-- config-table:begin -->\n", "<!-- config-table:end -->"
+// checkGeneratedBlock keeps the text between <!-- name:begin --> and
+// <!-- name:end --> in a doc equal to want, so the documentation cannot
+// drift from the code. With UPDATE_DOCS set it rewrites the block instead.
+func checkGeneratedBlock(t *testing.T, path, name, want string) {
+	t.Helper()
+	begin, end := "<!-- "+name+":begin -->\n", "<!-- "+name+":end -->"
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -24,7 +22,7 @@ func TestOperationsDocListsEveryKey(t *testing.T) {
 		t.Fatalf("%s has no %q … %q markers", path, strings.TrimSpace(begin), end)
 	}
 	got := strings.TrimSpace(doc[i+len(begin) : j])
-	want := strings.TrimSpace(DocTable())
+	want = strings.TrimSpace(want)
 	if got == want {
 		return
 	}
@@ -34,5 +32,24 @@ func TestOperationsDocListsEveryKey(t *testing.T) {
 		}
 		return
 	}
-	t.Errorf("the configuration table in %s differs from config.DocTable(); regenerate it with UPDATE_DOCS=1 go test ./pkg/config -run %s", path, t.Name())
+	t.Errorf("the %s block in %s is not what the code generates; regenerate it with UPDATE_DOCS=1 go test ./pkg/config -run %s", name, path, t.Name())
+}
+
+// TestOperationsDocListsEveryKey keeps the configuration table in
+// docs/operations.md equal to DocTable(), and the list of upstream keys not
+// registered here equal to GapTable(). Regenerate them with
+//
+//	UPDATE_DOCS=1 go test ./pkg/config -run TestOperationsDocListsEveryKey
+func TestOperationsDocListsEveryKey(t *testing.T) {
+	checkGeneratedBlock(t, "../../docs/operations.md", "config-table", DocTable())
+	checkGeneratedBlock(t, "../../docs/operations.md", "upstream-gaps", GapTable())
+}
+
+// TestCompatibilityDocListsUpstreamKeys keeps the table of upstream's
+// configuration keys in docs/compatibility.md equal to ParityTable().
+// Regenerate it with
+//
+//	UPDATE_DOCS=1 go test ./pkg/config -run TestCompatibilityDocListsUpstreamKeys
+func TestCompatibilityDocListsUpstreamKeys(t *testing.T) {
+	checkGeneratedBlock(t, "../../docs/compatibility.md", "upstream-keys", ParityTable())
 }

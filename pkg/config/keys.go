@@ -32,6 +32,9 @@ const (
 	KeyLeaderElectionRetryPeriod   = "kubernetes.operator.leader-election.retry-period"
 	KeyResourceMetricsEnabled      = "kubernetes.operator.resource.metrics.enabled"
 
+	KeyEventsExceptionsLimit           = "kubernetes.operator.events.exceptions.limit-per-reconciliation"
+	KeyEventsExceptionsStacktraceLines = "kubernetes.operator.events.exceptions.stacktrace-lines"
+
 	KeySavepointHistoryMaxCountThreshold = "kubernetes.operator.savepoint.history.max.count.threshold"
 	KeySavepointHistoryMaxAgeThreshold   = "kubernetes.operator.savepoint.history.max.age.threshold"
 
@@ -228,7 +231,7 @@ var registry = []Key{
 	{Name: KeyProgressCheckInterval, Type: TypeDuration, Default: "10 s", check: positive,
 		Description: "How often an in-flight operation (deploy, savepoint, stop) is polled. Operator-wide for the same reason as the reconcile interval."},
 	{Name: KeyReconcileParallelism, Type: TypeInt, Default: "5", check: atLeast(1),
-		Description: "Number of workers per controller. Upstream's option (default 200, -1 = unbounded) counts blocking reconcile threads; our workers never block on Flink for longer than the client timeout, so a few suffice and we default to 5 (the Kubernetes controller convention). Must be at least 1."},
+		Description: "Number of workers per controller. Upstream's option (default 50, -1 = unbounded) counts blocking reconcile threads; our workers never block on Flink for longer than the client timeout, so a few suffice and we default to 5 (the Kubernetes controller convention). Must be at least 1."},
 	{Name: KeyRateLimiterLimit, Type: TypeInt, Default: "5",
 		Description: "At most this many syncs of one resource per refresh period; more are delayed to the next period (upstream's per-resource limiter). At most 0 disables it."},
 	{Name: KeyRateLimiterRefreshPeriod, Type: TypeDuration, Default: "15 s", check: positive,
@@ -259,6 +262,10 @@ var registry = []Key{
 		Description: "Interval between attempts to acquire or renew the lease."},
 	{Name: KeyResourceMetricsEnabled, Type: TypeBool, Default: "true",
 		Description: "Register per-resource metrics (FlinkStateSnapshot counts by state). Operator-wide because metrics are registered once."},
+	{Name: KeyEventsExceptionsLimit, Type: TypeInt, Default: "10", check: atLeast(0),
+		Description: "At most this many of a job's new exceptions (Flink's exception history) become JobException events per sync, newest first; the rest are not reported."},
+	{Name: KeyEventsExceptionsStacktraceLines, Type: TypeInt, Default: "5", check: atLeast(0),
+		Description: "Lines of an exception's stack trace in its JobException event (then how many more there were)."},
 
 	// --- snapshots: operator-wide caps and guards ---
 	{Name: KeySavepointHistoryMaxCountThreshold, Type: TypeInt, DefaultDoc: "unset (no cap)",
@@ -317,9 +324,9 @@ var registry = []Key{
 	{Name: KeyJobDrainOnSavepointDeletion, Type: TypeBool, Default: "false", Overridable: true,
 		Description: "`drain` flag of the stop-with-savepoint on deletion."},
 	{Name: KeyJobRestartFailed, Type: TypeBool, Default: "false", Overridable: true,
-		Description: "Redeploy a job that reached FAILED (from its last state, per upgrade mode)."},
+		Description: "Not implemented yet (issue 18, item 2): accepted and validated, but a FAILED job stays FAILED. Upstream: redeploy a job that reached FAILED."},
 	{Name: KeyDeploymentReadinessTimeout, Type: TypeDuration, Default: "5 min", Overridable: true, check: positive,
-		Description: "How long a JobManager deployment may take to become ready before it is reported as an error."},
+		Description: "How long a JobManager deployment may take to become ready before it is reported as an error (upstream uses it to decide a rollback, not implemented yet: issue 18, item 3)."},
 
 	// --- Flink options the operator reads ---
 	{Name: FlinkSavepointDir, Type: TypeString, Flink: true, Overridable: true, DefaultDoc: "unset",

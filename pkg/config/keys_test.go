@@ -41,6 +41,8 @@ func TestOperatorWideKeys(t *testing.T) {
 		}
 	}
 	want := []string{
+		KeyEventsExceptionsLimit,
+		KeyEventsExceptionsStacktraceLines,
 		KeyFlinkClientCancelTimeout,
 		KeyFlinkClientTimeout,
 		KeyLeaderElectionEnabled,
@@ -109,7 +111,7 @@ func TestDocTable(t *testing.T) {
 	if len(lines) != len(registry)+2 {
 		t.Fatalf("want a header, a separator and %d rows, got %d lines", len(registry), len(lines))
 	}
-	if lines[0] != "| Key | Type | Default | Per resource | Description |" {
+	if lines[0] != "| Key | Type | Default | Per resource | Status | Description |" {
 		t.Errorf("header = %q", lines[0])
 	}
 	for _, k := range Keys() {
@@ -123,9 +125,9 @@ func TestDocTable(t *testing.T) {
 			t.Errorf("no row for %s", k.Name)
 			continue
 		}
-		// 6 unescaped pipes = 5 cells: descriptions must not break the table.
-		if n := strings.Count(row, "|") - strings.Count(row, `\|`); n != 6 {
-			t.Errorf("row for %s has %d cell separators, want 6: %s", k.Name, n, row)
+		// 7 unescaped pipes = 6 cells: descriptions must not break the table.
+		if n := strings.Count(row, "|") - strings.Count(row, `\|`); n != 7 {
+			t.Errorf("row for %s has %d cell separators, want 7: %s", k.Name, n, row)
 		}
 		for _, d := range k.Deprecated {
 			if !strings.Contains(row, d) {

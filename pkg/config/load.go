@@ -196,10 +196,13 @@ func nameWarning(name string) (Warning, bool) {
 			// Flink 1.18/1.19 understand.
 			return Warning{Key: name, Message: "deprecated name, use " + k.Name}, true
 		}
-		return Warning{}, false
+		return upstreamWarning(name) // registered, but not implemented yet
 	}
 	if !strings.HasPrefix(name, OperatorPrefix) {
 		return Warning{}, false
+	}
+	if w, ok := upstreamWarning(name); ok {
+		return w, true
 	}
 	msg := "unknown operator key, it has no effect"
 	if s := suggest(name); s != "" {

@@ -29,6 +29,8 @@ func TestDefaultsMatchSpec(t *testing.T) {
 		KeyLeaderElectionRenewDeadline:             "10 s",
 		KeyLeaderElectionRetryPeriod:               "2 s",
 		KeyResourceMetricsEnabled:                  "true",
+		KeyEventsExceptionsLimit:                   "10",
+		KeyEventsExceptionsStacktraceLines:         "5",
 		KeySnapshotDisposeTimeout:                  "10 min",
 		KeySnapshotCrossNamespaceReferencesEnabled: "false",
 		KeySnapshotNormalEventsEnabled:             "false",

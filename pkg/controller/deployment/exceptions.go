@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/flink"
 )
 
@@ -28,14 +29,6 @@ import (
 
 // ReasonJobException is upstream's event reason for a job exception.
 const ReasonJobException = "JobException"
-
-// Upstream's options (KubernetesOperatorConfigOptions) and their defaults.
-const (
-	KeyEventsExceptionsLimit          = "kubernetes.operator.events.exceptions.limit-per-reconciliation"
-	KeyEventsExceptionsStacktraceLine = "kubernetes.operator.events.exceptions.stacktrace-lines"
-	defaultExceptionsLimit            = 10
-	defaultStacktraceLines            = 5
-)
 
 // AnnotationExceptionTimestamp on a JobException event is the exception's
 // time (upstream's EXCEPTION_TIMESTAMP), as an RFC 3339 instant.
@@ -99,8 +92,8 @@ func (c *Controller) observeExceptions(ctx context.Context, sc *syncState) {
 		c.exceptions.m.Store(key, exceptionMark{jobID: jobID, last: last, lastMod: lastMod})
 		return
 	}
-	limit := configInt(sc, KeyEventsExceptionsLimit, defaultExceptionsLimit)
-	lines := configInt(sc, KeyEventsExceptionsStacktraceLine, defaultStacktraceLines)
+	limit := exceptionOption(sc, config.KeyEventsExceptionsLimit)
+	lines := exceptionOption(sc, config.KeyEventsExceptionsStacktraceLines)
 	count := 0
 	for _, e := range entries {
 		at := time.UnixMilli(e.Timestamp)
@@ -196,12 +189,14 @@ func exceptionAnnotations(e flink.RootException, at time.Time) map[string]string
 	return a
 }
 
-// configInt reads an operator option that pkg/config does not register,
-// with its default; a bad value counts as the default.
-func configInt(sc *syncState, key string, def int) int {
-	n, ok, err := sc.Cfg.OptionalInt(key)
-	if !ok || err != nil || n < 0 {
-		return def
+// exceptionOption reads one of the operator-wide events.exceptions.*
+// options (upstream's names and defaults, registered in pkg/config, which
+// validated them at start: at least 0). The registered default stands in
+// for a value that does not parse, which the operator's start refuses.
+func exceptionOption(sc *syncState, key string) int {
+	n, err := sc.Cfg.Int(key)
+	if err != nil || n < 0 {
+		n, _ = config.Config{}.Int(key)
 	}
 	return n
 }

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/config"
 )
 
 func jobExceptionEvents(events []string) []string {
@@ -73,7 +74,7 @@ func TestJobExceptionEvents(t *testing.T) {
 	}
 
 	// The next failure is reported, with stacktrace-lines lines.
-	f.Config[KeyEventsExceptionsStacktraceLine] = "2"
+	f.Config[config.KeyEventsExceptionsStacktraceLines] = "2"
 	f.Restart()
 	f.MustSync("app") // reads the events again: nothing new
 	f.Events()
@@ -91,7 +92,7 @@ func TestJobExceptionEvents(t *testing.T) {
 // At most limit-per-reconciliation events per sync, newest first.
 func TestJobExceptionEventsLimit(t *testing.T) {
 	f := newFixture(t)
-	f.Config[KeyEventsExceptionsLimit] = "3"
+	f.Config[config.KeyEventsExceptionsLimit] = "3"
 	f.Restart()
 	f.Deploy(f.application("app", v1beta1.UpgradeModeSavepoint))
 	f.Events()
@@ -106,5 +107,34 @@ func TestJobExceptionEventsLimit(t *testing.T) {
 	got := jobExceptionEvents(f.Events())
 	if len(got) != 3 || !strings.Contains(got[0], "failure e") || !strings.Contains(got[2], "failure c") {
 		t.Errorf("events %q, want failures e, d, c", got)
+	}
+}
+
+// Upstream's default limit, 10 per sync, applies without configuration; a
+// value that does not parse (only possible when a test bypasses the
+// operator's start-up validation) counts as the default too.
+func TestJobExceptionEventsDefaultLimit(t *testing.T) {
+	for _, value := range []string{"", "many"} {
+		t.Run("value="+value, func(t *testing.T) {
+			f := newFixture(t)
+			if value != "" {
+				f.Config[config.KeyEventsExceptionsLimit] = value
+				f.Restart()
+			}
+			f.Deploy(f.application("app", v1beta1.UpgradeModeSavepoint))
+			f.Events()
+			p := f.jm("app")
+			for i := range 12 {
+				f.Clock.Step(time.Second)
+				if err := p.FailJob(p.jobID, "java.lang.RuntimeException", "failure "+string(rune('a'+i))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			f.MustSync("app")
+			got := jobExceptionEvents(f.Events())
+			if len(got) != 10 || !strings.Contains(got[0], "failure l") || !strings.Contains(got[9], "failure c") {
+				t.Errorf("%d events, want failures l … c (10): %q", len(got), got)
+			}
+		})
 	}
 }

@@ -1,0 +1,310 @@
+package config
+
+import (
+	"slices"
+	"strings"
+)
+
+// Status says how an option of the Apache Flink Kubernetes Operator's
+// configuration reference (operator and metric options) stands here.
+type Status string
+
+// The statuses of upstream options.
+const (
+	// StatusImplemented: registered under the same name, with upstream's
+	// meaning and default.
+	StatusImplemented Status = "implemented"
+	// StatusDifferent: deliberately different (a default, a meaning, or
+	// fixed to upstream's default and not configurable); the reason says
+	// how and why. The key may or may not be registered.
+	StatusDifferent Status = "different"
+	// StatusNotApplicable: the option configures something this operator
+	// does not have (JOSDK, the JVM, Flink's metric reporters, Java
+	// plugins); the reason names the equivalent here, if any.
+	StatusNotApplicable Status = "not-applicable"
+	// StatusNotYet: a known gap; the reason names the issue that tracks it.
+	StatusNotYet Status = "not-yet"
+)
+
+// UpstreamKey is one option of upstream's configuration reference and its
+// status here. The list is checked against upstream's reference (a copy in
+// pkg/upstreamtest/testdata/config) by TestUpstreamParity, and rendered
+// into the docs (ParityTable, DocTable), so code, docs and the comparison
+// cannot drift.
+type UpstreamKey struct {
+	Key    string
+	Status Status
+	// Reason explains a status other than implemented (and may add a note
+	// to an implemented one). Markdown.
+	Reason string
+}
+
+// Reasons used by several keys.
+const (
+	reasonJOSDK         = "configures upstream's Java Operator SDK (JOSDK), which this operator does not use"
+	reasonScope         = "scope format of Flink's metric reporters; metrics here are Prometheus series with labels (`namespace`, `type`, …), see [Metrics](operations.md#metrics)"
+	reasonHealth        = "issue 18, item 2: health checks and restarts"
+	reasonRollback      = "issue 18, item 3: rollback"
+	reasonIngress       = "issue 18, item 4: ingress"
+	reasonParity        = "issue 18, item 5"
+	reasonExceptionJSON = "issue 18, item 1: `status.error` here is a plain message (the reason, the pod and container, Flink's exception line), not upstream's JSON-serialized Java exception, so upstream's limits on its fields do not apply yet; Flink's job exceptions are reported as `JobException` events (see `events.exceptions.*`)"
+)
+
+// upstreamKeys lists every option of upstream's operator configuration
+// reference (kubernetes_operator_config_configuration.html) and metric
+// configuration reference (kubernetes_operator_metric_configuration.html),
+// release 1.15.0, sorted by name.
+var upstreamKeys = []UpstreamKey{
+	// --- operator configuration ---
+	{Key: KeyCheckpointTriggerGracePeriod, Status: StatusImplemented},
+	{Key: KeyCheckpointType, Status: StatusImplemented},
+	{Key: "kubernetes.operator.cluster.health-check.checkpoint-progress.enabled", Status: StatusNotYet, Reason: reasonHealth},
+	{Key: "kubernetes.operator.cluster.health-check.checkpoint-progress.window", Status: StatusNotYet, Reason: reasonHealth},
+	{Key: "kubernetes.operator.cluster.health-check.enabled", Status: StatusNotYet, Reason: reasonHealth},
+	{Key: "kubernetes.operator.cluster.health-check.restarts.threshold", Status: StatusNotYet, Reason: reasonHealth},
+	{Key: "kubernetes.operator.cluster.health-check.restarts.window", Status: StatusNotYet, Reason: reasonHealth},
+	{Key: "kubernetes.operator.cluster.resource-view.refresh-interval", Status: StatusNotApplicable,
+		Reason: "feeds upstream's autoscaler (cluster capacity before scaling up; off by default there), which this operator does not have"},
+	{Key: "kubernetes.operator.config.cache.size", Status: StatusNotApplicable,
+		Reason: "upstream caches the Flink configurations it builds per resource; here a resource's effective configuration is a merge of two string maps, rebuilt on each sync, with nothing to cache"},
+	{Key: "kubernetes.operator.config.cache.timeout", Status: StatusNotApplicable,
+		Reason: "see `config.cache.size`"},
+	{Key: KeyDeploymentReadinessTimeout, Status: StatusDifferent,
+		Reason: "same default; upstream uses it only to decide a rollback (not yet: " + reasonRollback + "); here it also bounds how long a JobManager may take to become ready before `DeploymentError`, and a session job's stop"},
+	{Key: "kubernetes.operator.deployment.rollback.enabled", Status: StatusNotYet, Reason: reasonRollback},
+	{Key: "kubernetes.operator.dynamic.config.check.interval", Status: StatusNotYet, Reason: reasonParity},
+	{Key: "kubernetes.operator.dynamic.config.enabled", Status: StatusNotYet,
+		Reason: reasonParity + "; upstream's default is `true`: here a changed operator ConfigMap applies at the operator's next start"},
+	{Key: "kubernetes.operator.dynamic.namespaces.enabled", Status: StatusNotYet, Reason: reasonParity},
+	{Key: KeyEventsExceptionsLimit, Status: StatusImplemented},
+	{Key: KeyEventsExceptionsStacktraceLines, Status: StatusImplemented},
+	{Key: "kubernetes.operator.exception.field.max.length", Status: StatusNotYet, Reason: reasonExceptionJSON},
+	{Key: "kubernetes.operator.exception.label.mapper", Status: StatusNotYet, Reason: "issue 18, item 1; see `exception.field.max.length`"},
+	{Key: "kubernetes.operator.exception.stacktrace.enabled", Status: StatusNotYet, Reason: "issue 18, item 1; see `exception.field.max.length`"},
+	{Key: "kubernetes.operator.exception.stacktrace.max.length", Status: StatusNotYet, Reason: "issue 18, item 1; see `exception.field.max.length`"},
+	{Key: "kubernetes.operator.exception.throwable.list.max.count", Status: StatusNotYet, Reason: "issue 18, item 1; see `exception.field.max.length`"},
+	{Key: KeyFlinkClientCancelTimeout, Status: StatusImplemented},
+	{Key: KeyFlinkClientTimeout, Status: StatusImplemented},
+	{Key: "kubernetes.operator.health.canary.resource.timeout", Status: StatusNotYet, Reason: reasonParity},
+	{Key: "kubernetes.operator.health.probe.enabled", Status: StatusNotYet,
+		Reason: reasonParity + ", with canary resources; the operator serves `/healthz` and `/readyz` on `--health-probe-bind-address` (`:8081`), ready once its caches synced"},
+	{Key: "kubernetes.operator.health.probe.port", Status: StatusDifferent,
+		Reason: "the probe address is the flag `--health-probe-bind-address` (default `:8081`), as in Kubernetes controllers"},
+	{Key: "kubernetes.operator.ingress.manage", Status: StatusNotYet, Reason: reasonIngress},
+	{Key: "kubernetes.operator.jm-deployment-recovery.enabled", Status: StatusNotYet,
+		Reason: reasonHealth + "; today a JobManager Deployment deleted by someone else is recreated only when that cannot lose state, else \"Manual restore required\""},
+	{Key: "kubernetes.operator.jm-deployment.shutdown-ttl", Status: StatusNotYet,
+		Reason: reasonParity},
+	{Key: "kubernetes.operator.jm-deployment.startup.probe.enabled", Status: StatusNotYet, Reason: reasonParity},
+	{Key: KeyJobDrainOnSavepointDeletion, Status: StatusImplemented},
+	{Key: KeyJobRestartFailed, Status: StatusNotYet,
+		Reason: reasonHealth + "; the key is accepted and validated, but a FAILED job stays FAILED"},
+	{Key: KeyJobSavepointOnDeletion, Status: StatusImplemented},
+	{Key: "kubernetes.operator.job.submission.timeout", Status: StatusNotYet,
+		Reason: reasonParity},
+	{Key: KeyJobUpgradeIgnorePendingSavepoint, Status: StatusImplemented},
+	{Key: "kubernetes.operator.job.upgrade.inplace-scaling.enabled", Status: StatusNotYet,
+		Reason: reasonParity + "; a parallelism change is an upgrade (stop with the upgrade mode's state, start again)"},
+	{Key: KeyJobUpgradeLastStateFallbackEnabled, Status: StatusImplemented},
+	{Key: "kubernetes.operator.job.upgrade.last-state.job-cancel.enabled", Status: StatusNotYet, Reason: reasonParity},
+	{Key: KeyJobUpgradeLastStateMaxAllowedCheckpointAge, Status: StatusImplemented},
+	{Key: "kubernetes.operator.label.selector", Status: StatusNotYet,
+		Reason: reasonParity + ". Not simply the informers' label selector: the FlinkStateSnapshots the operator creates carry no user labels (upstream's neither), so filtering snapshots would hide the operator's own snapshots, and not filtering them would let operators sharded by label act on each other's snapshots; it needs snapshots labelled like their job first"},
+	{Key: KeyLeaderElectionEnabled, Status: StatusImplemented, Reason: "also the flag `--leader-elect`, which wins"},
+	{Key: KeyLeaderElectionLeaseDuration, Status: StatusImplemented},
+	{Key: KeyLeaderElectionLeaseName, Status: StatusImplemented, Reason: "also the flag `--leader-election-id`, which wins"},
+	{Key: KeyLeaderElectionRenewDeadline, Status: StatusImplemented},
+	{Key: KeyLeaderElectionRetryPeriod, Status: StatusImplemented},
+	{Key: KeyProgressCheckInterval, Status: StatusImplemented},
+	{Key: "kubernetes.operator.observer.rest-ready.delay", Status: StatusNotApplicable,
+		Reason: "upstream waits this long after the REST Service exists before calling it; here the REST API is called at once, and while it does not answer the JobManager is `DEPLOYED_NOT_READY` and asked again after `observer.progress-check.interval`"},
+	{Key: KeyPeriodicCheckpointInterval, Status: StatusImplemented},
+	{Key: KeyPeriodicSavepointInterval, Status: StatusImplemented},
+	{Key: "kubernetes.operator.plugins.listeners.<listener-name>.class", Status: StatusNotApplicable,
+		Reason: "Java listener plugins (`FlinkResourceListener`) loaded into upstream's JVM; here watch the resources' status and events through the Kubernetes API instead"},
+	{Key: "kubernetes.operator.pod-template.merge-arrays-by-name", Status: StatusNotYet, Reason: reasonParity},
+	{Key: KeyRateLimiterLimit, Status: StatusImplemented},
+	{Key: KeyRateLimiterRefreshPeriod, Status: StatusImplemented},
+	{Key: KeyReconcileInterval, Status: StatusImplemented},
+	{Key: KeyReconcileParallelism, Status: StatusDifferent,
+		Reason: "workers per controller, default 5: upstream's 50 count reconcile threads that block on Flink; here no worker blocks on Flink beyond one REST call's timeout"},
+	{Key: "kubernetes.operator.resource.cleanup.timeout", Status: StatusDifferent,
+		Reason: "not configurable yet (" + reasonParity + "): deletion is bounded by the operator's own fixed timeouts (the savepoint on deletion by the job's `execution.checkpointing.timeout`) so that it never hangs; a cluster's objects go with the resource through their owner references"},
+	{Key: "kubernetes.operator.resource.deletion.propagation", Status: StatusDifferent,
+		Reason: "not configurable yet (" + reasonParity + "): a cluster's objects go with the resource through their owner references; where the operator deletes a JobManager Deployment itself, it does so in the `Foreground`, upstream's default"},
+	{Key: KeyRetryInitialInterval, Status: StatusImplemented},
+	{Key: KeyRetryIntervalMultiplier, Status: StatusImplemented},
+	{Key: KeyRetryMaxAttempts, Status: StatusDifferent,
+		Reason: "same default; after the last attempt the resource is synced again after `reconcile.interval` with the delays starting over, where upstream waits for the resource's next change"},
+	{Key: KeyRetryMaxInterval, Status: StatusImplemented},
+	{Key: KeySavepointCleanupEnabled, Status: StatusImplemented},
+	{Key: KeySavepointDisposeOnDelete, Status: StatusImplemented},
+	{Key: KeySavepointFormatType, Status: StatusImplemented},
+	{Key: KeySavepointHistoryMaxAge, Status: StatusImplemented},
+	{Key: KeySavepointHistoryMaxAgeThreshold, Status: StatusImplemented},
+	{Key: KeySavepointHistoryMaxCount, Status: StatusImplemented},
+	{Key: KeySavepointHistoryMaxCountThreshold, Status: StatusImplemented},
+	{Key: KeySavepointTriggerGracePeriod, Status: StatusImplemented},
+	{Key: "kubernetes.operator.session.deletion.block-on-session-jobs", Status: StatusDifferent,
+		Reason: "not configurable: always `true`, upstream's default (a session cluster is kept while FlinkSessionJobs run on it)"},
+	{Key: "kubernetes.operator.session.deletion.block-on-unmanaged-jobs", Status: StatusNotYet,
+		Reason: reasonParity + "; today jobs submitted to a session cluster by other means do not hold its deletion"},
+	{Key: KeySnapshotResourceEnabled, Status: StatusImplemented},
+	{Key: "kubernetes.operator.startup.stop-on-informer-error", Status: StatusNotApplicable,
+		Reason: reasonJOSDK + "; here the operator stays not ready (`/readyz`) and keeps retrying until its caches sync"},
+	{Key: "kubernetes.operator.termination.timeout", Status: StatusNotApplicable,
+		Reason: reasonJOSDK + " (how long it waits for running reconciliations at shutdown); here the operator's HTTP servers get a fixed 10 s to shut down"},
+	{Key: "kubernetes.operator.user.artifacts.allowed-schemes", Status: StatusNotYet,
+		Reason: reasonParity + "; a session job's `jarURI` may be `http://`, `https://` or `file://` (see [sessionjobs.md](sessionjobs.md))"},
+	{Key: "kubernetes.operator.user.artifacts.base.dir", Status: StatusNotYet, Reason: reasonParity},
+	{Key: "kubernetes.operator.user.artifacts.disallow-restricted-hosts", Status: StatusNotYet, Reason: reasonParity},
+	{Key: "kubernetes.operator.user.artifacts.http.header", Status: StatusNotYet, Reason: reasonParity},
+	{Key: KeyWatchedNamespaces, Status: StatusImplemented,
+		Reason: "unset means all namespaces, and upstream's default `JOSDK_ALL_NAMESPACES` is accepted with the same meaning; the flag `--namespaces` wins"},
+
+	// --- metric configuration ---
+	{Key: "kubernetes.operator.josdk.metrics.enabled", Status: StatusNotApplicable,
+		Reason: reasonJOSDK + "; the equivalent, the `workqueue_*` series, is always on"},
+	{Key: "kubernetes.operator.jvm.metrics.enabled", Status: StatusNotApplicable,
+		Reason: "no JVM; the Go runtime and process series (`go_*`, `process_*`) are always on"},
+	{Key: "kubernetes.operator.kubernetes.client.metrics.enabled", Status: StatusNotApplicable,
+		Reason: "metrics of upstream's fabric8 Kubernetes client; client-go's request metrics are not exported yet (" + reasonParity + ")"},
+	{Key: "kubernetes.operator.kubernetes.client.metrics.http.response.code.groups.enabled", Status: StatusNotApplicable,
+		Reason: "see `kubernetes.client.metrics.enabled`"},
+	{Key: "kubernetes.operator.kubernetes.client.metrics.slow.request.threshold", Status: StatusNotApplicable,
+		Reason: "see `kubernetes.client.metrics.enabled`"},
+	{Key: "kubernetes.operator.metrics.histogram.sample.size", Status: StatusNotApplicable,
+		Reason: "Flink's histograms keep a sample; Prometheus histograms here have fixed buckets"},
+	{Key: "kubernetes.operator.metrics.scope.k8soperator.resource", Status: StatusNotApplicable, Reason: reasonScope},
+	{Key: "kubernetes.operator.metrics.scope.k8soperator.resourcens", Status: StatusNotApplicable, Reason: reasonScope},
+	{Key: "kubernetes.operator.metrics.scope.k8soperator.system", Status: StatusNotApplicable, Reason: reasonScope},
+	{Key: "kubernetes.operator.resource.lifecycle.metrics.enabled", Status: StatusNotYet,
+		Reason: reasonParity + ": time spent in each lifecycle state; snapshot durations are exported (`flink_operator_snapshot_duration_seconds`)"},
+	{Key: "kubernetes.operator.resource.lifecycle.namespace.histograms.enabled", Status: StatusNotYet,
+		Reason: reasonParity + "; see `resource.lifecycle.metrics.enabled`"},
+	{Key: KeyResourceMetricsEnabled, Status: StatusImplemented,
+		Reason: "counts of FlinkStateSnapshots by state; upstream's per-resource counts of FlinkDeployments and FlinkSessionJobs are not exported yet (" + reasonParity + ")"},
+}
+
+// upstreamByKey indexes upstreamKeys.
+var upstreamByKey = func() map[string]*UpstreamKey {
+	m := make(map[string]*UpstreamKey, len(upstreamKeys))
+	for i := range upstreamKeys {
+		if _, dup := m[upstreamKeys[i].Key]; dup {
+			panic("config: upstream key listed twice: " + upstreamKeys[i].Key)
+		}
+		m[upstreamKeys[i].Key] = &upstreamKeys[i]
+	}
+	return m
+}()
+
+// UpstreamKeys returns every option of upstream's configuration reference
+// with its status here, sorted by name.
+func UpstreamKeys() []UpstreamKey {
+	out := slices.Clone(upstreamKeys)
+	slices.SortFunc(out, func(a, b UpstreamKey) int { return strings.Compare(a.Key, b.Key) })
+	return out
+}
+
+// LookupUpstream finds an option of upstream's configuration reference.
+func LookupUpstream(name string) (UpstreamKey, bool) {
+	u, ok := upstreamByKey[name]
+	if !ok {
+		return UpstreamKey{}, false
+	}
+	return *u, true
+}
+
+// statusText is the status as the docs show it.
+func (u UpstreamKey) statusText() string {
+	switch u.Status {
+	case StatusImplemented:
+		return "implemented"
+	case StatusDifferent:
+		return "**different**"
+	case StatusNotApplicable:
+		return "not applicable"
+	case StatusNotYet:
+		return "**not yet**"
+	}
+	return string(u.Status)
+}
+
+// ParityTable renders every option of upstream's configuration reference
+// with its status here and the reason, as a Markdown table sorted by name,
+// for docs/compatibility.md.
+func ParityTable() string {
+	var b strings.Builder
+	b.WriteString("| upstream key | here | notes |\n")
+	b.WriteString("| --- | --- | --- |\n")
+	for _, u := range UpstreamKeys() {
+		writeRow(&b, "`"+u.Key+"`", u.statusText(), u.Reason)
+	}
+	return b.String()
+}
+
+// GapTable renders the options of upstream's reference that are not
+// registered here (not yet, not applicable, or fixed to upstream's
+// default), for docs/operations.md beside DocTable.
+func GapTable() string {
+	var b strings.Builder
+	b.WriteString("| upstream key | here | notes |\n")
+	b.WriteString("| --- | --- | --- |\n")
+	for _, u := range UpstreamKeys() {
+		if _, registered := byName[u.Key]; registered {
+			continue
+		}
+		writeRow(&b, "`"+u.Key+"`", u.statusText(), u.Reason)
+	}
+	return b.String()
+}
+
+// writeRow writes one Markdown table row, escaping pipes in the cells.
+func writeRow(b *strings.Builder, cells ...string) {
+	for i, c := range cells {
+		cells[i] = strings.ReplaceAll(c, "|", `\|`)
+	}
+	b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
+}
+
+// upstreamWarning is the load-time warning for an upstream option that has
+// no effect here (not yet, not applicable, or not configurable), so an
+// upstream configuration file shows at once what it does not get.
+func upstreamWarning(name string) (Warning, bool) {
+	u, ok := upstreamByKey[name]
+	if !ok {
+		return Warning{}, false
+	}
+	switch u.Status {
+	case StatusNotYet:
+		return Warning{Key: name, Message: "upstream option not implemented yet, it has no effect (" + plain(u.Reason) + ")"}, true
+	case StatusNotApplicable:
+		return Warning{Key: name, Message: "upstream option with no effect here: " + plain(u.Reason)}, true
+	case StatusDifferent:
+		if _, registered := byName[name]; !registered {
+			return Warning{Key: name, Message: "upstream option, not configurable here: " + plain(u.Reason)}, true
+		}
+	}
+	return Warning{}, false
+}
+
+// plain drops Markdown's backquotes and links' targets from a reason, for
+// log lines and events.
+func plain(s string) string {
+	s = strings.ReplaceAll(s, "`", "")
+	for {
+		i := strings.Index(s, "](")
+		if i < 0 {
+			return s
+		}
+		j := strings.Index(s[i:], ")")
+		if j < 0 {
+			return s
+		}
+		k := strings.LastIndex(s[:i], "[")
+		if k < 0 {
+			return s
+		}
+		s = s[:k] + s[k+1:i] + s[i+j+1:]
+	}
+}
