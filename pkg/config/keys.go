@@ -233,7 +233,7 @@ var registry = []Key{
 	{Name: KeyReconcileParallelism, Type: TypeInt, Default: "5", check: atLeast(1),
 		Description: "Number of workers per controller. Upstream's option (default 50, -1 = unbounded) counts blocking reconcile threads; our workers never block on Flink for longer than the client timeout, so a few suffice and we default to 5 (the Kubernetes controller convention). Must be at least 1."},
 	{Name: KeyRateLimiterLimit, Type: TypeInt, Default: "5",
-		Description: "At most this many syncs of one resource per refresh period; more are delayed to the next period (upstream's per-resource limiter). At most 0 disables it."},
+		Description: "At most this many syncs of one resource that change something (an API write or a state-changing Flink REST call) per refresh period; once reached, its syncs wait for the next period (upstream's per-resource limiter). At most 0 disables it."},
 	{Name: KeyRateLimiterRefreshPeriod, Type: TypeDuration, Default: "15 s", check: positive,
 		Description: "The period of the per-resource rate limiter."},
 	{Name: KeyRetryInitialInterval, Type: TypeDuration, Default: "5 s", check: positive,
