@@ -24,9 +24,8 @@ func TestDeploymentSpec(t *testing.T) {
 	}{
 		{name: "valid application", change: func(*v1beta1.FlinkDeploymentSpec) {}},
 		{name: "valid session", change: func(s *v1beta1.FlinkDeploymentSpec) { s.Job = nil }},
-		{name: "native mode", change: func(s *v1beta1.FlinkDeploymentSpec) { s.Mode = v1beta1.DeploymentModeNative },
-			want: "spec.mode native is not supported yet: use mode: standalone"},
-		{name: "unknown mode", change: func(s *v1beta1.FlinkDeploymentSpec) { s.Mode = "yarn" }, want: `spec.mode "yarn": want standalone`},
+		{name: "native mode", change: func(s *v1beta1.FlinkDeploymentSpec) { s.Mode = v1beta1.DeploymentModeNative }},
+		{name: "unknown mode", change: func(s *v1beta1.FlinkDeploymentSpec) { s.Mode = "yarn" }, want: `spec.mode "yarn": want native or standalone`},
 		{name: "no image", change: func(s *v1beta1.FlinkDeploymentSpec) { s.Image = " " }, want: "spec.image is required"},
 		{name: "no version", change: func(s *v1beta1.FlinkDeploymentSpec) { s.FlinkVersion = "" }, want: "spec.flinkVersion is required"},
 		{name: "bad version", change: func(s *v1beta1.FlinkDeploymentSpec) { s.FlinkVersion = "latest" },
@@ -202,6 +201,17 @@ func TestCrossNamespaceSnapshotRef(t *testing.T) {
 		ref, cross := CrossNamespaceSnapshotRef("ns", tc.job)
 		if cross != tc.cross || (cross && (ref.Name != "sp" || ref.Namespace != "other")) {
 			t.Errorf("%+v: %+v, %v", tc.job, ref, cross)
+		}
+	}
+}
+
+// Only mode native runs natively for now; unset stays standalone.
+func TestNativeMode(t *testing.T) {
+	for mode, want := range map[v1beta1.KubernetesDeploymentMode]bool{
+		v1beta1.DeploymentModeNative: true, v1beta1.DeploymentModeStandalone: false, "": false,
+	} {
+		if got := NativeMode(&v1beta1.FlinkDeploymentSpec{Mode: mode}); got != want {
+			t.Errorf("mode %q: native %v, want %v", mode, got, want)
 		}
 	}
 }

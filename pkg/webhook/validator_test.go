@@ -153,6 +153,7 @@ func TestDeploymentAdmission(t *testing.T) {
 		{"cluster build refuses", func(d *v1beta1.FlinkDeployment) {
 			d.Spec.FlinkConfiguration = conf(config.FlinkSavepointDir, spDir, config.FlinkCheckpointDir, cpDir, "taskmanager.numberOfTaskSlots", "many")
 		}, deniedMentioning("taskmanager.numberOfTaskSlots")},
+		{"native mode", func(d *v1beta1.FlinkDeployment) { d.Spec.Mode = v1beta1.DeploymentModeNative }, allowed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := application("ns", "job")
