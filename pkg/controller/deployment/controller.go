@@ -33,7 +33,7 @@ type Options struct {
 	FaultPoint func(key, point string)
 }
 
-// Controller reconciles FlinkDeployments in standalone mode.
+// Controller reconciles FlinkDeployments, in standalone and native mode.
 type Controller struct {
 	controllerctx.Context // clients, caches, recorder, clock, configuration
 

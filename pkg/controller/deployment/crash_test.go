@@ -2,11 +2,13 @@ package deployment
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/cluster"
 	"github.com/flinkops/flink-operator/pkg/controller/controllertest"
 	"github.com/flinkops/flink-operator/pkg/flink"
 	"github.com/flinkops/flink-operator/pkg/flink/fakejm"
@@ -160,5 +162,116 @@ func TestFinishedStopWithLostSavepointNeedsManualRestore(t *testing.T) {
 	got := f.Get("job")
 	if !strings.Contains(got.Status.Error, "Manual restore required") || f.jmDeployment("job").UID != jmUID {
 		t.Fatalf("status %s", statusString(got))
+	}
+}
+
+// nativeCrashRun deploys a native application with Kubernetes HA and
+// upgrades it in mode, crashing the operator at the crashAt-th fault point
+// counted from the creation (-1: never), pause being how long it stays
+// down. A checkpoint completes while the upgrade is under way (before the
+// old JobManager is gone). It checks that the cluster is native
+// throughout (one JobManager Deployment, no TaskManager Deployment, no
+// TaskManager pod of an old JobManager), that the new job comes back from
+// the right state (savepoint: the stop's savepoint, after exactly one
+// stop; last-state: the newest checkpoint, through the HA metadata,
+// without a cancel), and returns the fault points passed.
+func nativeCrashRun(t *testing.T, mode v1beta1.UpgradeMode, crashAt int, pause time.Duration) []string {
+	f := newNativeFixture(t)
+	var points []string
+	f.Fault = func(_, point string) {
+		points = append(points, point)
+		if len(points)-1 == crashAt {
+			f.Clock.Step(pause)
+			panic(controllertest.Crash{})
+		}
+	}
+	crashes := 0
+	step := func(what string, done func(*v1beta1.FlinkDeployment) bool) *v1beta1.FlinkDeployment {
+		for range 60 {
+			if f.StepCrashing("job") {
+				crashes++
+			}
+			if d := f.Get("job"); done(d) {
+				return d
+			}
+		}
+		t.Fatalf("%s did not finish: %s", what, statusString(f.Get("job")))
+		return nil
+	}
+	f.Create(withHA(native(f.application("job", mode))))
+	before := step("deploy", running)
+	if d := f.jmDeployment("job"); d.Labels[cluster.LabelType] != cluster.TypeNative {
+		t.Fatalf("JobManager Deployment %v", d.Labels)
+	}
+	oldJob, oldJM := before.Status.JobStatus.JobID, f.jm("job")
+	oldUID := f.jmDeployment("job").UID
+	older := f.haCheckpoint("job")
+
+	f.edit("job", newArgs)
+	latest := ""
+	after := step("upgrade", func(d *v1beta1.FlinkDeployment) bool {
+		if p := f.jms["job"]; latest == "" && p != nil && p.deploy == oldUID {
+			if st, ok := p.JobState(oldJob); ok && st == "RUNNING" {
+				latest = f.haCheckpoint("job")
+			}
+		}
+		return upgradedTo(2)(d)
+	})
+	if crashAt >= 0 && crashes != 1 {
+		t.Fatalf("%d crashes, want 1", crashes)
+	}
+	if deps := f.deploymentNames(); !slices.Equal(deps, []string{cluster.JobManagerDeploymentName("job")}) {
+		t.Errorf("Deployments %v", deps)
+	}
+	for _, p := range f.tmPodsOf("job") {
+		if p.OwnerReferences[0].UID == oldUID {
+			t.Errorf("TaskManager pod %s of the old JobManager left", p.Name)
+		}
+	}
+	restored, meta := f.restoredFrom("job")
+	switch mode {
+	case v1beta1.UpgradeModeSavepoint:
+		path := after.Status.JobStatus.UpgradeSavepointPath
+		if restored == "" || restored != path || !meta.Savepoint || meta.JobID != oldJob {
+			t.Errorf("new job restored from %q (%+v), want the stop savepoint %s of job %s", restored, meta, path, oldJob)
+		}
+		if n := f.stops(); n != 1 {
+			t.Errorf("%d stop-with-savepoint operations, want 1", n)
+		}
+	case v1beta1.UpgradeModeLastState:
+		want := latest
+		if want == "" {
+			want = older
+		}
+		if restored != want {
+			t.Errorf("new job restored from %q, want the newest checkpoint %s (older: %s)", restored, want, older)
+		}
+		if after.Status.JobStatus.JobID != oldJob {
+			t.Errorf("last-state upgrade changed the job id")
+		}
+		if st, _ := oldJM.JobState(oldJob); st == "CANCELED" {
+			t.Errorf("the job was cancelled (its HA data deleted)")
+		}
+	}
+	return points
+}
+
+// TestNativeSurvivesCrashAtEveryStep: the native deploy and its savepoint
+// and last-state (Kubernetes HA) upgrades survive the operator being
+// killed at each of their fault points, right away and after a pause.
+func TestNativeSurvivesCrashAtEveryStep(t *testing.T) {
+	for _, mode := range []v1beta1.UpgradeMode{v1beta1.UpgradeModeSavepoint, v1beta1.UpgradeModeLastState} {
+		points := nativeCrashRun(t, mode, -1, 0)
+		t.Logf("fault points of a native deploy and %s upgrade: %s", mode, strings.Join(points, ", "))
+		if len(points) < 5 {
+			t.Fatalf("only %d fault points: %v", len(points), points)
+		}
+		for _, pause := range []time.Duration{0, 6 * time.Minute} {
+			for i, p := range points {
+				t.Run(fmt.Sprintf("%s pause %s crash %d at %s", mode, pause, i, p), func(t *testing.T) {
+					nativeCrashRun(t, mode, i, pause)
+				})
+			}
+		}
 	}
 }

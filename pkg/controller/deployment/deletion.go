@@ -7,6 +7,10 @@ import (
 	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
@@ -61,11 +65,132 @@ func (c *Controller) syncDeletion(ctx context.Context, key string, cached *v1bet
 			}
 		}
 	}
+	if done && c.shutdownOnDeletion(sc, onDeletion && stoppable) {
+		sc.RequeueWithin(teardownPoll)
+		return c.commit(ctx, sc)
+	}
 	if done {
+		// Upstream deletes the HA metadata on deletion (deleteHaData true),
+		// after the JobManagers are gone so none writes it again. In order:
+		// a failed delete keeps the finalizer, and the next sync retries.
+		c.deleteHAConfigMaps(sc)
 		sc.Event(corev1.EventTypeNormal, jobengine.ReasonCleanup, "Cleaning up FlinkDeployment")
 		c.engine.RemoveFinalizer(sc.State, Finalizer)
 	}
 	return c.commit(ctx, sc)
+}
+
+// shutdownTimeout bounds how long a deleted native cluster's finalizer
+// waits for the JobManager Deployment and the TaskManager pods to go (after
+// the savepoint on deletion, if any); then it goes anyway, with a Warning
+// event, and the garbage collector finishes through the owner references.
+const shutdownTimeout = time.Minute
+
+// shutdownOnDeletion stops a native cluster before its finalizer goes, as
+// upstream's deleteClusterDeployment: the JobManager Deployment is deleted
+// in the foreground, and it reports while it or any TaskManager pod Flink
+// created is left (shutDownCluster). A standalone cluster is left to
+// the garbage collector (its TaskManagers are a Deployment the operator
+// owns). Never longer than shutdownTimeout.
+func (c *Controller) shutdownOnDeletion(sc *syncState, savepointOnDeletion bool) bool {
+	if !sc.native() {
+		return false
+	}
+	deadline := sc.Obj.DeletionTimestamp.Add(shutdownTimeout)
+	if savepointOnDeletion {
+		deadline = deadline.Add(lifecycle.StopTimeout(sc.Cfg))
+	}
+	pending, err := c.shutDownCluster(sc)
+	if err != nil {
+		sc.Log.Error(err, "Cannot list the TaskManager pods")
+	}
+	if !pending {
+		return false
+	}
+	if !sc.Now.Before(deadline) {
+		sc.Event(corev1.EventTypeWarning, jobengine.ReasonCleanup, "The JobManager Deployment or TaskManager pods of %s are still there %s after the deletion; "+
+			"removing the finalizer, the garbage collector deletes them through their owner references", sc.Obj.Name, sc.Now.Sub(sc.Obj.DeletionTimestamp.Time).Round(time.Second))
+		return false
+	}
+	return true
+}
+
+// shutDownCluster queues the deletes that stop a cluster's JobManager and
+// TaskManagers: the JobManager and TaskManager Deployments it owns,
+// foreground. In native mode the TaskManager pods Flink created are owned
+// by the JobManager Deployment (Flink's owner reference, with
+// blockOwnerDeletion), so the garbage collector deletes them before the
+// Deployment goes; the operator, which may not delete pods, waits for them
+// too (also those of a native cluster being switched to standalone). A pod
+// without an owner reference, which the garbage collector would never
+// delete, is not waited for. It reports whether anything is left.
+func (c *Controller) shutDownCluster(sc *syncState) (bool, error) {
+	pending := false
+	for _, d := range []*appsv1.Deployment{sc.owned.jobManager, sc.owned.taskManager} {
+		if d == nil || !ownedBy(d, sc.Obj) {
+			continue
+		}
+		pending = true
+		if d.DeletionTimestamp == nil {
+			c.deleteDeployment(sc, d.Name)
+		}
+	}
+	pods, err := c.owned.nativeTaskManagerPods(sc.Obj)
+	if err != nil {
+		return pending, err
+	}
+	for _, p := range pods {
+		if len(p.OwnerReferences) > 0 {
+			pending = true
+		}
+	}
+	return pending, nil
+}
+
+// deleteDeployment queues a foreground delete of an owned Deployment, so it
+// is gone with its pods (and, for the JobManager of a native cluster, the
+// TaskManager pods Flink created with blockOwnerDeletion) before anything
+// new is created.
+func (c *Controller) deleteDeployment(sc *syncState, name string) {
+	ns := sc.Obj.Namespace
+	sc.AfterStatusWrite("delete Deployment "+name, func(ctx context.Context) error {
+		policy := metav1.DeletePropagationForeground
+		err := c.Kube.AppsV1().Deployments(ns).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &policy})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting Deployment %s/%s: %w", ns, name, err)
+		}
+		return nil
+	})
+}
+
+// deleteHAConfigMaps queues the deletion of the cluster's Kubernetes-HA
+// ConfigMaps (<name>-cluster-config-map, <name>-<job id>-config-map: labels
+// app=<name>, type=flink-native-kubernetes,
+// configmap-type=high-availability) the cache holds, by name and UID, and
+// reports whether there are any. Upstream selects them by Flink's common
+// labels; the narrower selector keeps the operator's own
+// flink-config-<name>, which carries those too in native mode.
+func (c *Controller) deleteHAConfigMaps(sc *syncState) bool {
+	cms, err := c.owned.haConfigMaps(sc.Obj)
+	if err != nil {
+		sc.Log.Error(err, "Cannot list the HA ConfigMaps")
+		return false
+	}
+	ns := sc.Obj.Namespace
+	for _, cm := range cms {
+		if cm.DeletionTimestamp != nil {
+			continue
+		}
+		name, uid := cm.Name, cm.UID
+		sc.AfterStatusWrite("delete HA ConfigMap "+name, func(ctx context.Context) error {
+			err := c.Kube.CoreV1().ConfigMaps(ns).Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+				return fmt.Errorf("deleting HA ConfigMap %s/%s: %w", ns, name, err)
+			}
+			return nil
+		})
+	}
+	return len(cms) > 0
 }
 
 // stopOnDeletion takes one step of the savepoint on deletion; done reports

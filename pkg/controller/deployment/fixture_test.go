@@ -47,6 +47,11 @@ type fixture struct {
 
 	// reviewKeys verify cross-namespace review stamps (nil: none loaded).
 	reviewKeys review.Keys
+
+	// haRestore, when set, is the checkpoint a native JobManager with
+	// Kubernetes HA recovers its job from ("" = none), before the
+	// configured restore path, as Flink does.
+	haRestore func(name, jobID string) string
 }
 
 // jmProcess is a running JobManager: the fake server and what it runs.
@@ -158,6 +163,22 @@ func (f *fixture) jobOf(name string, jm *appsv1.Deployment) (jobID, restore stri
 	conf, err := config.FlattenYAML([]byte(file))
 	if err != nil {
 		f.T.Fatal(err)
+	}
+	switch conf["execution.target"] {
+	case cluster.TargetSession: // native mode: everything is in the configuration
+		return "", ""
+	case cluster.TargetApplication:
+		jobID = conf["$internal.pipeline.job-id"]
+		if f.haRestore != nil && conf["high-availability.type"] == "kubernetes" {
+			if p := f.haRestore(name, jobID); p != "" {
+				return jobID, p
+			}
+		}
+		restore = conf["execution.state-recovery.path"]
+		if restore == "" {
+			restore = conf["execution.savepoint.path"]
+		}
+		return jobID, restore
 	}
 	args := jmArgs(f.T, jm)
 	if i := slices.Index(args, "--fromSavepoint"); i >= 0 {

@@ -25,8 +25,23 @@ const AnnotationFlinkVersion = jobmanager.AnnotationFlinkVersion
 // answers, the job.
 func (c *Controller) observe(ctx context.Context, sc *syncState) error {
 	st := &sc.Obj.Status
+	native := sc.native()
 	tm := &v1beta1.TaskManagerInfo{LabelSelector: cluster.TaskManagerSelector(sc.Obj.Name)}
-	if d := sc.owned.taskManager; d != nil && d.DeletionTimestamp == nil {
+	if native {
+		// Flink's resource manager creates the TaskManager pods: count the
+		// live ones (the scale subresource reads this; the operator never
+		// scales them).
+		tm.LabelSelector = cluster.NativeTaskManagerSelector(sc.Obj.Name)
+		pods, err := c.owned.nativeTaskManagerPods(sc.Obj)
+		if err != nil {
+			return err
+		}
+		for _, p := range pods {
+			if p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+				tm.Replicas++
+			}
+		}
+	} else if d := sc.owned.taskManager; d != nil && d.DeletionTimestamp == nil {
 		tm.Replicas = d.Status.Replicas
 	}
 	st.TaskManager = tm
@@ -43,7 +58,13 @@ func (c *Controller) observe(ctx context.Context, sc *syncState) error {
 	if err != nil {
 		return err
 	}
-	if f := pods.taskManager; f != nil && sc.owned.taskManager != nil && sc.owned.taskManager.DeletionTimestamp == nil {
+	// The TaskManagers' owner: their Deployment, or in native mode the
+	// JobManager Deployment (Flink's owner reference on the pods it creates).
+	tmOwner := sc.owned.taskManager
+	if native {
+		tmOwner = sc.owned.jobManager
+	}
+	if f := pods.taskManager; f != nil && tmOwner != nil && tmOwner.DeletionTimestamp == nil {
 		// Upstream does not look at TaskManager pods; the JobManager's
 		// status stays what it is.
 		sc.Fail(f.reason, "%s", f.message)

@@ -5,6 +5,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	kubeinformers "k8s.io/client-go/informers"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -104,7 +105,10 @@ func (c *ownedCache) forNamespace(ns string) *ownedInformers {
 
 // ownedObjects are the live objects of one Flink cluster (nil = absent).
 type ownedObjects struct {
-	configMap   *corev1.ConfigMap
+	configMap *corev1.ConfigMap
+	// podTemplate is pod-template-<name>, the TaskManager pod template of
+	// a native cluster.
+	podTemplate *corev1.ConfigMap
 	jobManager  *appsv1.Deployment
 	taskManager *appsv1.Deployment
 	rpcService  *corev1.Service
@@ -123,6 +127,9 @@ func (c *ownedCache) objectsOf(dep *v1beta1.FlinkDeployment) (ownedObjects, erro
 	ns, name := dep.Namespace, dep.Name
 	var err error
 	if o.configMap, err = absentIsNil(inf.configMaps.ConfigMaps(ns).Get(cluster.ConfigMapName(name))); err != nil {
+		return o, err
+	}
+	if o.podTemplate, err = absentIsNil(inf.configMaps.ConfigMaps(ns).Get(cluster.PodTemplateConfigMapName(name))); err != nil {
 		return o, err
 	}
 	if o.jobManager, err = absentIsNil(inf.deployments.Deployments(ns).Get(cluster.JobManagerDeploymentName(name))); err != nil {
@@ -152,4 +159,26 @@ func ownedBy(obj metav1.Object, dep *v1beta1.FlinkDeployment) bool {
 	ref := metav1.GetControllerOf(obj)
 	return ref != nil && ref.Kind == "FlinkDeployment" && ref.Name == dep.Name && isFlinkGroup(ref.APIVersion) &&
 		(dep.UID == "" || ref.UID == dep.UID)
+}
+
+// nativeTaskManagerPods are the TaskManager pods Flink created for dep's
+// native cluster (type=flink-native-kubernetes, component=taskmanager),
+// from the pod informer.
+func (c *ownedCache) nativeTaskManagerPods(dep *v1beta1.FlinkDeployment) ([]*corev1.Pod, error) {
+	inf := c.forNamespace(dep.Namespace)
+	if inf == nil || inf.pods == nil {
+		return nil, nil
+	}
+	return inf.pods.Pods(dep.Namespace).List(labels.SelectorFromSet(cluster.NativeLabels(dep.Name, cluster.ComponentTaskManager)))
+}
+
+// haConfigMaps are the HA ConfigMaps Flink's Kubernetes HA created for
+// dep's cluster (app=<name>, type=flink-native-kubernetes,
+// configmap-type=high-availability, in both modes), from the informer.
+func (c *ownedCache) haConfigMaps(dep *v1beta1.FlinkDeployment) ([]*corev1.ConfigMap, error) {
+	inf := c.forNamespace(dep.Namespace)
+	if inf == nil {
+		return nil, nil
+	}
+	return inf.configMaps.ConfigMaps(dep.Namespace).List(labels.SelectorFromSet(cluster.HAConfigMapLabels(dep.Name)))
 }

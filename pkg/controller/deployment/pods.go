@@ -19,7 +19,8 @@ import (
 
 // Pod failures: the pods of a Flink cluster (JobManager and TaskManagers)
 // are watched through a label-filtered informer (pkg/operator/informers.go:
-// type=flink-standalone-kubernetes), so a pod that cannot start shows in
+// type=flink-standalone-kubernetes, or flink-native-kubernetes for native
+// clusters and the TaskManager pods Flink creates), so a pod that cannot start shows in
 // status.error, with a Warning event, as soon as its status changes
 // instead of after the readiness timeout.
 //
@@ -367,7 +368,7 @@ func podSignature(p *corev1.Pod) string {
 // flinkPodTypes are the values of the type label on the pods of a Flink
 // cluster: standalone (pkg/cluster) and native (Flink's own
 // Constants.LABEL_TYPE_NATIVE_TYPE, on the TaskManager pods Flink creates).
-var flinkPodTypes = []string{cluster.TypeStandalone, "flink-native-kubernetes"}
+var flinkPodTypes = []string{cluster.TypeStandalone, cluster.TypeNative}
 
 // podsOf lists the pods of dep's cluster from the informer.
 func (c *ownedCache) podsOf(dep *v1beta1.FlinkDeployment) ([]*corev1.Pod, error) {

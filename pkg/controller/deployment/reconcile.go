@@ -15,6 +15,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/controller/snapshotref"
 	"github.com/flinkops/flink-operator/pkg/flink"
+	"github.com/flinkops/flink-operator/pkg/validation"
 )
 
 // The deployment's part of jobengine.Reconcile (the engine records the
@@ -60,13 +61,22 @@ func (k deploymentJob) NextJobID() string {
 }
 
 // Deploy creates the new cluster's objects once the status records it.
-func (k deploymentJob) Deploy(_ context.Context, jobID, restore string) bool {
+func (k deploymentJob) Deploy(ctx context.Context, jobID, restore string) bool {
 	sc, st := k.sc, &k.sc.Obj.Status
 	built, err := k.c.build(sc, sc.Recorded.Spec, jobID, restore)
 	if err != nil {
 		sc.Fail(jobengine.ReasonUpgradeFailed, "Cannot build the Flink cluster: %v", err)
 		sc.RequeueWithin(jobengine.RetryFailed)
 		return false
+	}
+	if built.Native {
+		// Flink creates the TaskManager pods as its ServiceAccount: say
+		// now, not after a silent wait, when it cannot (serviceaccount.go).
+		if msg := k.c.checkServiceAccount(ctx, sc, built); msg != "" {
+			sc.Fail(ReasonServiceAccount, "%s", msg)
+			sc.RequeueWithin(sc.ProgressInterval()) // soon after it is fixed
+			return false
+		}
 	}
 	st.ClusterInfo = nil
 	st.JobManagerDeploymentStatus = v1beta1.JobManagerDeploying
@@ -132,7 +142,7 @@ func (k deploymentJob) Steady(ctx context.Context) error {
 // build computes the cluster's objects; the JobManager also carries the
 // Flink version it was built for.
 func (c *Controller) build(sc *syncState, spec v1beta1.FlinkDeploymentSpec, jobID, restore string) (*cluster.Cluster, error) {
-	in := cluster.Input{Deployment: sc.Obj, Spec: spec, OperatorConfig: c.Config}
+	in := cluster.Input{Deployment: sc.Obj, Spec: spec, OperatorConfig: c.Config, Native: validation.NativeMode(&spec)}
 	if spec.Job != nil {
 		in.JobID, in.RestorePath = jobID, restore
 	}
@@ -185,15 +195,31 @@ func (c *Controller) ensureObjects(sc *syncState, built *cluster.Cluster, create
 				return err
 			}})
 	}
-	tm := built.TaskManager
-	sc.ensure(objectWrites{desired: tm, live: asObject(o.taskManager),
-		create: func(ctx context.Context) error { _, err := apps.Deployments(ns).Create(ctx, tm, create); return err },
-		update: func(ctx context.Context) error {
-			u := o.taskManager.DeepCopy()
-			u.Labels, u.Annotations, u.Spec = tm.Labels, mergeAnnotations(u.Annotations, tm.Annotations), tm.Spec
-			_, err := apps.Deployments(ns).Update(ctx, u, update)
-			return err
-		}})
+	if tmpl := built.PodTemplateConfigMap; tmpl != nil {
+		// Native mode: the TaskManager pod template Flink's resource manager
+		// reads (mounted into the JobManager, whose config hash covers it).
+		sc.ensure(objectWrites{desired: tmpl, live: asObject(o.podTemplate),
+			create: func(ctx context.Context) error { _, err := core.ConfigMaps(ns).Create(ctx, tmpl, create); return err },
+			update: func(ctx context.Context) error {
+				u := o.podTemplate.DeepCopy()
+				u.Labels, u.Annotations, u.Data, u.BinaryData = tmpl.Labels, mergeAnnotations(u.Annotations, tmpl.Annotations), tmpl.Data, tmpl.BinaryData
+				_, err := core.ConfigMaps(ns).Update(ctx, u, update)
+				return err
+			}})
+	}
+	// Native mode has no TaskManager Deployment: Flink creates (and scales)
+	// the TaskManager pods itself. A standalone one left from before a
+	// switch to native is deleted by the upgrade's teardown.
+	if tm := built.TaskManager; tm != nil {
+		sc.ensure(objectWrites{desired: tm, live: asObject(o.taskManager),
+			create: func(ctx context.Context) error { _, err := apps.Deployments(ns).Create(ctx, tm, create); return err },
+			update: func(ctx context.Context) error {
+				u := o.taskManager.DeepCopy()
+				u.Labels, u.Annotations, u.Spec = tm.Labels, mergeAnnotations(u.Annotations, tm.Annotations), tm.Spec
+				_, err := apps.Deployments(ns).Update(ctx, u, update)
+				return err
+			}})
+	}
 	if jm := built.JobManager; createJM || o.jobManager != nil {
 		sc.ensure(objectWrites{desired: jm, live: asObject(o.jobManager),
 			create: func(ctx context.Context) error { _, err := apps.Deployments(ns).Create(ctx, jm, create); return err }})

@@ -9,11 +9,15 @@ import (
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
+	"github.com/flinkops/flink-operator/pkg/validation"
 )
 
 // Event reasons of this controller alone (the shared ones are jobengine's).
 const (
 	ReasonDeploymentError = "DeploymentError"
+	// ReasonServiceAccount: Flink's ServiceAccount of a native cluster is
+	// missing or may not create the TaskManager pods.
+	ReasonServiceAccount = "ServiceAccountError"
 )
 
 // Requeue pacing. A worker never waits on Flink or on Kubernetes: it asks
@@ -105,4 +109,13 @@ func (c *Controller) commit(ctx context.Context, sc *syncState) (time.Duration, 
 	sc.Obj.Status.LifecycleState = lifecycleOf(sc.Obj, sc.Recorded, sc.NeedsManualRestore())
 	setRunningCondition(sc)
 	return c.engine.Commit(ctx, sc.State)
+}
+
+// native reports a cluster in native mode: the spec it runs (the current
+// one before the first deploy).
+func (sc *syncState) native() bool {
+	if sc.Recorded != nil {
+		return validation.NativeMode(&sc.Recorded.Spec)
+	}
+	return validation.NativeMode(&sc.Obj.Spec)
 }

@@ -1,17 +1,12 @@
 package deployment
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/cluster"
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/lifecycle"
@@ -26,15 +21,27 @@ type deploymentJob struct {
 	sc *syncState
 }
 
-func (k deploymentJob) Starting() bool            { return k.c.jobStarting(k.sc) }
-func (k deploymentJob) NeverRan() bool            { return neverRan(k.sc) }
-func (k deploymentJob) Describe() string          { return describeJob(k.sc) }
-func (k deploymentJob) Unreachable() (bool, bool) { return false, false }
+func (k deploymentJob) Starting() bool   { return k.c.jobStarting(k.sc) }
+func (k deploymentJob) NeverRan() bool   { return neverRan(k.sc) }
+func (k deploymentJob) Describe() string { return describeJob(k.sc) }
 
-// CancelKeepsState: a job whose checkpoints a cancel would delete is
-// stopped by tearing its cluster down instead.
+// Unreachable: a last-state upgrade of a job whose JobManager does not
+// answer goes on when Flink's HA metadata holds its latest checkpoint
+// (haRecovery), as upstream's; otherwise the common rules apply (manual
+// restore unless the last state is known).
+func (k deploymentJob) Unreachable() (bool, bool) {
+	if k.sc.Client == nil && k.c.haRecovery(k.sc) {
+		return true, true
+	}
+	return false, false
+}
+
+// CancelKeepsState: a job whose checkpoints a cancel would delete, or
+// whose new JobManager recovers it through Flink's HA metadata
+// (haRecovery: a cancel would delete that), is stopped by tearing its
+// cluster down instead.
 func (k deploymentJob) CancelKeepsState() bool {
-	return !jobengine.DeletesCheckpointsOnCancel(k.sc.Cfg)
+	return !jobengine.DeletesCheckpointsOnCancel(k.sc.Cfg) && !k.c.haRecovery(k.sc)
 }
 
 // neverRan: the job was never seen since its deploy and its JobManager has
@@ -86,41 +93,25 @@ func (c *Controller) jobStarting(sc *syncState) bool {
 }
 
 // teardown deletes the JobManager and TaskManager Deployments (foreground,
-// so they are gone with their pods before the new ones are created). The
-// ConfigMap and Services stay and are updated by the deploy. With Flink HA
-// on and a new job id coming, the HA ConfigMaps are deleted too, as
-// upstream does, or Flink would recover the old job from them. It reports
-// whether there is anything to wait for.
+// so they are gone with their pods before the new ones are created) and, in
+// native mode, waits for the TaskManager pods Flink created to be gone too
+// (shutDownCluster). The ConfigMap and Services stay and are
+// updated by the deploy. Unless the upgrade mode is last-state, the
+// cluster's Kubernetes-HA ConfigMaps are deleted too, as upstream does
+// (stateless and savepoint upgrades and suspends), or Flink would recover
+// the old job from them; last-state keeps them (the new JobManager recovers
+// the job from its latest checkpoint through them). It reports whether
+// there is anything to wait for.
 func (c *Controller) teardown(sc *syncState) bool {
-	waiting := false
-	ns := sc.Obj.Namespace
-	for _, d := range []*appsv1.Deployment{sc.owned.jobManager, sc.owned.taskManager} {
-		if d == nil || !ownedBy(d, sc.Obj) {
-			continue // absent, or not ours to delete (reported by the deploy)
-		}
+	waiting, err := c.shutDownCluster(sc)
+	if err != nil {
+		sc.Log.Error(err, "Cannot list the TaskManager pods")
 		waiting = true
-		if d.DeletionTimestamp != nil {
-			continue
-		}
-		name := d.Name
-		sc.AfterStatusWrite("delete Deployment "+name, func(ctx context.Context) error {
-			policy := metav1.DeletePropagationForeground
-			err := c.Kube.AppsV1().Deployments(ns).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &policy})
-			if err != nil && !apierrors.IsNotFound(err) {
-				return fmt.Errorf("deleting Deployment %s/%s: %w", ns, name, err)
-			}
-			return nil
-		})
 	}
-	if waiting && haEnabled(sc.Cfg) && jobengine.UpgradeMode(&sc.Recorded.Spec) != v1beta1.UpgradeModeLastState {
-		selector := labels.SelectorFromSet(labels.Set{"app": sc.Obj.Name, "configmap-type": "high-availability"}).String()
-		sc.AfterStatusWrite("delete HA ConfigMaps", func(ctx context.Context) error {
-			err := c.Kube.CoreV1().ConfigMaps(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: selector})
-			if err != nil && !apierrors.IsNotFound(err) {
-				return fmt.Errorf("deleting HA ConfigMaps of %s/%s: %w", ns, sc.Obj.Name, err)
-			}
-			return nil
-		})
+	if jobengine.UpgradeMode(&sc.Recorded.Spec) != v1beta1.UpgradeModeLastState && c.deleteHAConfigMaps(sc) {
+		// Until they are gone: the new cluster would recover the old job
+		// from them.
+		waiting = true
 	}
 	if waiting {
 		sc.Obj.Status.JobManagerDeploymentStatus = v1beta1.JobManagerMissing
@@ -135,4 +126,48 @@ func haEnabled(cfg map[string]string) bool {
 		t = strings.TrimSpace(cfg["high-availability"])
 	}
 	return t != "" && !strings.EqualFold(t, "NONE")
+}
+
+// haRecovery: the upgrade of a native cluster with Flink's Kubernetes HA in
+// last-state mode, whose job's HA ConfigMap (<name>-<job id>-config-map)
+// holds checkpoint pointers. As upstream, the job is then not cancelled
+// (which would make Flink clean its HA data): the teardown keeps the HA
+// ConfigMaps, and the new JobManager, with the same cluster id and job id,
+// recovers the job from the latest checkpoint they point to, whatever
+// completed after the operator last looked. The restore path the status
+// records is only what Flink falls back to without HA data.
+func (c *Controller) haRecovery(sc *syncState) bool {
+	js := sc.Obj.Status.JobStatus
+	if sc.Recorded == nil || sc.Recorded.Spec.Job == nil || !sc.native() || !kubernetesHA(sc.Cfg) ||
+		jobengine.UpgradeMode(&sc.Recorded.Spec) != v1beta1.UpgradeModeLastState || js.JobID == "" {
+		return false
+	}
+	inf := c.owned.forNamespace(sc.Obj.Namespace)
+	if inf == nil {
+		return false
+	}
+	cm, err := inf.configMaps.ConfigMaps(sc.Obj.Namespace).Get(cluster.HAJobConfigMapName(sc.Obj.Name, js.JobID))
+	if err != nil || cm.DeletionTimestamp != nil || cm.Labels[cluster.LabelConfigMapType] != cluster.ConfigMapTypeHA {
+		return false
+	}
+	for k := range cm.Data {
+		if strings.HasPrefix(k, haCheckpointKeyPrefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// haCheckpointKeyPrefix begins the keys of the completed checkpoints in a
+// job's HA ConfigMap (Flink's KubernetesCheckpointStoreUtil:
+// checkpointID-<19 digits>).
+const haCheckpointKeyPrefix = "checkpointID-"
+
+// kubernetesHA: Flink's Kubernetes HA services (by name or factory class).
+func kubernetesHA(cfg map[string]string) bool {
+	t := strings.TrimSpace(cfg["high-availability.type"])
+	if t == "" {
+		t = strings.TrimSpace(cfg["high-availability"])
+	}
+	return strings.EqualFold(t, "kubernetes") || t == "org.apache.flink.kubernetes.highavailability.KubernetesHaServicesFactory"
 }
