@@ -128,7 +128,7 @@ var upstreamKeys = []UpstreamKey{
 	{Key: KeyRateLimiterRefreshPeriod, Status: StatusImplemented},
 	{Key: KeyReconcileInterval, Status: StatusImplemented},
 	{Key: KeyReconcileParallelism, Status: StatusDifferent,
-		Reason: "workers per controller, default 5: upstream's 50 count reconcile threads that block on Flink; here no worker blocks on Flink beyond one REST call's timeout"},
+		Reason: "workers per controller, default 25: upstream's 50 count reconcile threads that block on Flink; here no worker blocks on Flink beyond one REST call's timeout, and 25 already keep the API server busy (docs/performance.md)"},
 	{Key: "kubernetes.operator.resource.cleanup.timeout", Status: StatusDifferent,
 		Reason: "not configurable yet (" + reasonParity + "): deletion is bounded by the operator's own fixed timeouts (the savepoint on deletion by the job's `execution.checkpointing.timeout`) so that it never hangs; a cluster's objects go with the resource through their owner references"},
 	{Key: "kubernetes.operator.resource.deletion.propagation", Status: StatusDifferent,
