@@ -14,7 +14,9 @@ import (
 	"syscall"
 )
 
-// Mode is the first container argument of the official image's entrypoint.
+// Mode is the first container argument of the official image's entrypoint
+// (standalone-job, jobmanager, taskmanager), or one of the native Kubernetes
+// modes that Flink runs through it (see NativeInvocation).
 type Mode string
 
 // The modes of docker-entrypoint.sh that run Flink processes.
@@ -27,6 +29,17 @@ const (
 	JobManager Mode = "jobmanager"
 	// TaskManager is a TaskManager (bin/taskmanager.sh, TaskManagerRunner).
 	TaskManager Mode = "taskmanager"
+
+	// The native Kubernetes modes: not arguments of the entrypoint but the
+	// scripts Flink's Kubernetes integration runs through it (see
+	// NativeInvocation). KubernetesApplication and KubernetesSession are the
+	// JobManager of an application or session cluster
+	// (bin/kubernetes-jobmanager.sh with that deployment target),
+	// KubernetesTaskManager a TaskManager pod created by Flink's resource
+	// manager (bin/kubernetes-taskmanager.sh).
+	KubernetesApplication Mode = "kubernetes-application"
+	KubernetesSession     Mode = "kubernetes-session"
+	KubernetesTaskManager Mode = "kubernetes-taskmanager"
 )
 
 // MainClass is the Java class the image's scripts run for m.
@@ -38,6 +51,12 @@ func (m Mode) MainClass() string {
 		return "org.apache.flink.runtime.entrypoint.StandaloneSessionClusterEntrypoint"
 	case TaskManager:
 		return "org.apache.flink.runtime.taskexecutor.TaskManagerRunner"
+	case KubernetesApplication:
+		return "org.apache.flink.kubernetes.entrypoint.KubernetesApplicationClusterEntrypoint"
+	case KubernetesSession:
+		return "org.apache.flink.kubernetes.entrypoint.KubernetesSessionClusterEntrypoint"
+	case KubernetesTaskManager:
+		return "org.apache.flink.kubernetes.taskmanager.KubernetesTaskExecutorRunner"
 	}
 	return ""
 }
@@ -49,12 +68,24 @@ func (m Mode) daemon() string {
 		return "standalonejob"
 	case JobManager:
 		return "standalonesession"
+	case KubernetesApplication, KubernetesSession, KubernetesTaskManager:
+		return string(m)
 	}
 	return "taskexecutor"
 }
 
 // IsJobManager reports whether m runs a JobManager.
-func (m Mode) IsJobManager() bool { return m == StandaloneJob || m == JobManager }
+func (m Mode) IsJobManager() bool {
+	return m == StandaloneJob || m == JobManager || m == KubernetesApplication || m == KubernetesSession
+}
+
+// IsNative reports whether m is one of Flink's native Kubernetes modes.
+func (m Mode) IsNative() bool {
+	return m == KubernetesApplication || m == KubernetesSession || m == KubernetesTaskManager
+}
+
+// IsApplication reports whether m runs an application cluster's JobManager.
+func (m Mode) IsApplication() bool { return m == StandaloneJob || m == KubernetesApplication }
 
 // java17Opts are the module flags of the distribution's env.java.opts.all (the
 // same in 1.18 to 2.x), braces expanded. Flink needs them on Java 17.
@@ -86,11 +117,14 @@ var java17Opts = []string{
 type LaunchOptions struct {
 	// FlinkVersion is a pinned version or anything VersionFor accepts ("v1_20").
 	FlinkVersion string
-	// Mode is the first container argument: standalone-job, jobmanager or taskmanager.
+	// Mode is the first container argument: standalone-job, jobmanager or
+	// taskmanager; or a native mode (NativeInvocation).
 	Mode Mode
 	// Args are the container arguments after the mode, e.g. for standalone-job
 	// "--job-classname X --fromSavepoint file:///p --allowNonRestoredState -D k=v
-	// <job args>". Image paths in them are mapped (see PathMap).
+	// <job args>"; for a native mode the script's arguments after the
+	// deployment target (kubernetes.jobmanager.entrypoint.args, or a native
+	// TaskManager's -D options). Image paths in them are mapped (see PathMap).
 	Args []string
 	// ConfDir holds the configuration as the operator's ConfigMap mounts it at
 	// /opt/flink/conf: config.yaml (or flink-conf.yaml) and log4j-console.properties.
@@ -178,7 +212,8 @@ func Command(ctx context.Context, opts LaunchOptions) (*exec.Cmd, error) {
 // image's scripts would exec for opts.Mode. ctx bounds only this preparation.
 func Prepare(ctx context.Context, opts LaunchOptions) (*Launch, error) {
 	if opts.Mode.MainClass() == "" {
-		return nil, fmt.Errorf("unsupported mode %q (want standalone-job, jobmanager or taskmanager)", opts.Mode)
+		return nil, fmt.Errorf("unsupported mode %q (want standalone-job, jobmanager, taskmanager or a native mode: %s, %s, %s)",
+			opts.Mode, KubernetesApplication, KubernetesSession, KubernetesTaskManager)
 	}
 	if net.ParseIP(opts.Host) == nil {
 		return nil, fmt.Errorf("Host %q is not an IP address", opts.Host)
@@ -235,6 +270,11 @@ func Prepare(ctx context.Context, opts LaunchOptions) (*Launch, error) {
 	for _, a := range opts.Args {
 		flinkArgs = append(flinkArgs, paths.Rewrite(a))
 	}
+	if opts.Mode == KubernetesApplication || opts.Mode == KubernetesSession {
+		// kubernetes-jobmanager.sh passes no --configDir: the native
+		// entrypoints parse -D options only and read $FLINK_CONF_DIR.
+		flinkArgs = flinkArgs[2:]
+	}
 
 	env := append(os.Environ(),
 		"FLINK_HOME="+l.Home,
@@ -249,16 +289,27 @@ func Prepare(ctx context.Context, opts LaunchOptions) (*Launch, error) {
 	java := javaBinary(opts.Java)
 	classpath := strings.Join(dist.Classpath, string(os.PathListSeparator))
 
-	l.MemoryJVMArgs, l.MemoryDynamicArgs, err = resourceParams(ctx, java, classpath, l.Home, env, opts.Mode, flinkArgs)
-	if err != nil {
-		return nil, err
+	if opts.Mode == KubernetesTaskManager {
+		// kubernetes-taskmanager.sh runs no BashJavaUtils: Flink's resource
+		// manager computed the memory, passing the JVM flags in the
+		// environment and the -D options in the arguments.
+		l.MemoryJVMArgs = strings.Fields(lookupEnv(env, TaskManagerJVMMemoryEnv))
+	} else {
+		utilsArgs := flinkArgs
+		if opts.Mode.IsNative() {
+			utilsArgs = append([]string{"--configDir", l.ConfDir}, flinkArgs...) // as runBashJavaUtilsCmd does
+		}
+		l.MemoryJVMArgs, l.MemoryDynamicArgs, err = resourceParams(ctx, java, classpath, l.Home, env, opts.Mode, utilsArgs)
+		if err != nil {
+			return nil, err
+		}
 	}
 
 	var jvm []string
 	jvm = append(jvm, l.MemoryJVMArgs...)
 	configured := javaOptsFromConfig(conf, opts.Mode)
-	if opts.Mode == TaskManager && len(configured) == 0 && len(opts.JavaOpts) == 0 {
-		jvm = append(jvm, "-XX:+UseG1GC") // taskmanager.sh does this when no java opts are set
+	if (opts.Mode == TaskManager || opts.Mode == KubernetesTaskManager) && len(configured) == 0 && len(opts.JavaOpts) == 0 {
+		jvm = append(jvm, "-XX:+UseG1GC") // taskmanager.sh and kubernetes-taskmanager.sh do this when no java opts are set
 	}
 	jvm = append(jvm, java17Opts...)
 	jvm = append(jvm, configured...)
@@ -283,10 +334,17 @@ func Prepare(ctx context.Context, opts LaunchOptions) (*Launch, error) {
 		"-classpath", classpath,
 		opts.Mode.MainClass(),
 	)
-	// The memory -D options go right after --configDir, as the scripts put them.
-	args := append(jvm, flinkArgs[:2]...)
-	args = append(args, l.MemoryDynamicArgs...)
-	args = append(args, flinkArgs[2:]...)
+	// The memory -D options go right after --configDir, as the scripts put
+	// them; kubernetes-jobmanager.sh puts them first.
+	args := jvm
+	if opts.Mode == KubernetesApplication || opts.Mode == KubernetesSession {
+		args = append(args, l.MemoryDynamicArgs...)
+		args = append(args, flinkArgs...)
+	} else {
+		args = append(args, flinkArgs[:2]...)
+		args = append(args, l.MemoryDynamicArgs...)
+		args = append(args, flinkArgs[2:]...)
+	}
 
 	l.Cmd = exec.Command(java, args...)
 	l.Cmd.Dir = l.Home
@@ -348,8 +406,8 @@ func javaBinary(java string) string {
 // defaultUsrLib is usrlib/ when LaunchOptions.UsrLib is nil: the test job jar,
 // as in the test image (the official image plus usrlib/testjob.jar), except in
 // a pod whose job is one of the image's own examples, i.e. whose configured
-// pipeline.classpaths (which the operator sets from jarURI) names a jar under
-// /opt/flink/examples. That pod gets the official image's empty usrlib/, so
+// pipeline.classpaths (which the operator sets from jarURI) or pipeline.jars
+// (native mode's jarURI) names a jar under /opt/flink/examples. That pod gets the official image's empty usrlib/, so
 // that the example runs without --job-classname (entryClass) as on the official
 // image: with the test job's jar beside it, the standalone entrypoint would find
 // two jars with an entry class in their manifests and refuse to choose
@@ -357,7 +415,8 @@ func javaBinary(java string) string {
 //
 // conf is the process's configuration, image paths already mapped onto home.
 func defaultUsrLib(dist *Dist, home string, conf map[string]string) []string {
-	if strings.Contains(conf["pipeline.classpaths"], filepath.Join(home, "examples")+"/") {
+	examples := filepath.Join(home, "examples") + "/"
+	if strings.Contains(conf["pipeline.classpaths"], examples) || strings.Contains(conf["pipeline.jars"], examples) {
 		return []string{}
 	}
 	return []string{dist.TestJobJar}
@@ -453,6 +512,17 @@ func writeHostsFile(path, ip string, extra map[string]string) error {
 		fmt.Fprintf(&b, "%s %s\n", extra[name], name)
 	}
 	return os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+// lookupEnv is the value of name in env (KEY=VALUE, the last one wins).
+func lookupEnv(env []string, name string) string {
+	v := ""
+	for _, kv := range env {
+		if k, val, ok := strings.Cut(kv, "="); ok && k == name {
+			v = val
+		}
+	}
+	return v
 }
 
 // resultPrefix marks BashJavaUtils' result lines.

@@ -9,12 +9,17 @@
 // [Ensure] runs it (a no-op when cached).
 //
 // [Prepare] (or [Command]) turns a container invocation of the image, i.e. the
-// mode ("standalone-job", "jobmanager" or "taskmanager") and its arguments, plus
-// the mounted configuration directory, into a java command line:
+// mode ("standalone-job", "jobmanager" or "taskmanager", or a native Kubernetes
+// mode that [NativeInvocation] finds in Flink's bash -c wrapper:
+// "kubernetes-application", "kubernetes-session", "kubernetes-taskmanager") and
+// its arguments, plus the mounted configuration directory, into a java command
+// line:
 //
 //   - the main class the image's scripts would run, with --configDir;
 //   - the JVM memory flags and memory -D options that the scripts compute with
-//     BashJavaUtils (GET_JM_RESOURCE_PARAMS / GET_TM_RESOURCE_PARAMS);
+//     BashJavaUtils (GET_JM_RESOURCE_PARAMS / GET_TM_RESOURCE_PARAMS), or, for a
+//     native TaskManager, the flags Flink's resource manager passes in
+//     FLINK_TM_JVM_MEM_OPTS;
 //   - the Java 17 --add-opens/--add-exports flags, and env.java.opts.* from the
 //     configuration;
 //   - every server socket bound to the pod's own loopback address, so several

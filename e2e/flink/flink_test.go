@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -62,6 +63,11 @@ func TestDefaultUsrLib(t *testing.T) {
 		got := defaultUsrLib(d, home, map[string]string{"pipeline.classpaths": classpaths})
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("pipeline.classpaths %q: usrlib %q, want %q", classpaths, got, want)
+		}
+		// Native mode names the jar in pipeline.jars (local:// scheme).
+		jars := strings.ReplaceAll(classpaths, "file://", "local://")
+		if got := defaultUsrLib(d, home, map[string]string{"pipeline.jars": jars}); !reflect.DeepEqual(got, want) {
+			t.Errorf("pipeline.jars %q: usrlib %q, want %q", jars, got, want)
 		}
 	}
 }
