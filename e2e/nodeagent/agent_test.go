@@ -356,19 +356,33 @@ func createCluster(t *testing.T, ctx context.Context, client kubernetes.Interfac
 	ns := objs.ConfigMap.Namespace
 	// No FlinkDeployment exists: drop the owner references, or the garbage
 	// collector would delete the objects of a missing owner.
-	for _, m := range []*metav1.ObjectMeta{&objs.ConfigMap.ObjectMeta, &objs.JobManager.ObjectMeta, &objs.TaskManager.ObjectMeta,
-		&objs.RPCService.ObjectMeta, &objs.RESTService.ObjectMeta} {
+	// A native cluster has no TaskManager Deployment, and a pod template
+	// ConfigMap only with a TaskManager pod template.
+	metas := []*metav1.ObjectMeta{&objs.ConfigMap.ObjectMeta, &objs.JobManager.ObjectMeta, &objs.RPCService.ObjectMeta, &objs.RESTService.ObjectMeta}
+	configMaps := []*corev1.ConfigMap{objs.ConfigMap}
+	deployments := []*appsv1.Deployment{objs.JobManager}
+	if objs.TaskManager != nil {
+		metas = append(metas, &objs.TaskManager.ObjectMeta)
+		deployments = append(deployments, objs.TaskManager)
+	}
+	if objs.PodTemplateConfigMap != nil {
+		metas = append(metas, &objs.PodTemplateConfigMap.ObjectMeta)
+		configMaps = append(configMaps, objs.PodTemplateConfigMap)
+	}
+	for _, m := range metas {
 		m.OwnerReferences = nil
 	}
-	if _, err := client.CoreV1().ConfigMaps(ns).Create(ctx, objs.ConfigMap, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	for _, cm := range configMaps {
+		if _, err := client.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, s := range objs.Services() {
 		if _, err := client.CoreV1().Services(ns).Create(ctx, s, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, d := range []*appsv1.Deployment{objs.JobManager, objs.TaskManager} {
+	for _, d := range deployments {
 		if _, err := client.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}

@@ -224,7 +224,12 @@ func (c *container) prepareFlink(env []EnvVar, values, mounts map[string]string,
 			logDir = host
 		}
 	}
-	var envList []string
+	// Flink's Kubernetes client (fabric8) would prefer a kubeconfig of the
+	// machine ($KUBECONFIG, ~/.kube/config: the JVM inherits the agent's
+	// environment and sees the machine's files) to the pod's service
+	// account, bypassing its RBAC; in a pod there is none. The container's
+	// own env may still set it.
+	envList := []string{"KUBERNETES_AUTH_TRYKUBECONFIG=false"}
 	for _, e := range env {
 		if !flinkEnvPaths[e.Name] {
 			envList = append(envList, e.Name+"="+e.Value)
@@ -296,7 +301,8 @@ func mapPath(p string, mounts map[string]string) (string, bool) {
 // prepareFake sets up the fake JobManager (cmd/fake-jobmanager) on
 // <podIP>:<port>. Started as the Flink image would be, a JobManager pod
 // serves rest.port from its mounted configuration, pre-creates the
-// application's job ($internal.pipeline.job-id) for standalone-job, and uses
+// application's job ($internal.pipeline.job-id) for standalone-job and
+// kubernetes-application, and uses
 // the configured savepoint and checkpoint directories; a TaskManager pod is
 // an idle process. Otherwise the args are fake-jobmanager flags, with
 // --listen forced to the pod IP (a --listen in them only picks the port).
@@ -304,7 +310,7 @@ func (c *container) prepareFake(env []string, values, mounts map[string]string, 
 	var args []string
 	port := 8081
 	switch {
-	case c.class.Mode == flinkjvm.TaskManager:
+	case c.class.Mode == flinkjvm.TaskManager || c.class.Mode == flinkjvm.KubernetesTaskManager:
 		c.command = func(ctx context.Context) (*exec.Cmd, error) {
 			cmd := exec.Command("sleep", "infinity")
 			cmd.Env = append(os.Environ(), env...)
@@ -322,7 +328,7 @@ func (c *container) prepareFake(env []string, values, mounts map[string]string, 
 		}
 		port = restBindPort(conf)
 		args = append(args, "--flink-version", fakeFlinkVersion(f.pod, c.spec.Image))
-		if id := conf["$internal.pipeline.job-id"]; id != "" && c.class.Mode == flinkjvm.StandaloneJob {
+		if id := conf["$internal.pipeline.job-id"]; id != "" && c.class.Mode.IsApplication() {
 			args = append(args, "--jobs", id)
 		}
 		for _, opt := range []struct {

@@ -7,6 +7,11 @@
 //   - pods of the official Flink image (/docker-entrypoint.sh
 //     standalone-job|jobmanager|taskmanager, as pkg/cluster builds them) as
 //     real Flink JVMs through e2e/flink, one pinned version per major line;
+//     in native mode too: the JobManager (bash -c "kubernetes-jobmanager.sh
+//     kubernetes-application|kubernetes-session") and the TaskManager pods
+//     Flink's resource manager creates through the API server (bash -c
+//     "kubernetes-taskmanager.sh ..."), which the agent binds and runs like
+//     any other pod;
 //   - pods of a fake-jobmanager image as cmd/fake-jobmanager processes
 //     (hundreds fit on one machine);
 //   - anything else not at all: the container waits with reason

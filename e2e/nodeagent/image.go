@@ -75,10 +75,12 @@ const entrypoint = "/docker-entrypoint.sh"
 type Classification struct {
 	Kind Kind
 	// Mode is the entrypoint mode (standalone-job, jobmanager, taskmanager)
-	// when the container is started as the Flink image would be; "" for a
-	// fake JobManager given its own flags.
+	// or the native mode (kubernetes-application, kubernetes-session,
+	// kubernetes-taskmanager) when the container is started as the Flink
+	// image would be; "" for a fake JobManager given its own flags.
 	Mode flinkjvm.Mode
-	// Args are the container arguments after the mode.
+	// Args are the container arguments after the mode (for a native mode,
+	// the words of the script's command line after the deployment target).
 	Args []string
 	// Message explains Unsupported.
 	Message string
@@ -88,12 +90,19 @@ type Classification struct {
 // command and args. A container runs as Flink when it starts the official
 // image's entrypoint in one of its Flink modes: command /docker-entrypoint.sh
 // (or no command with an image named flink) and first argument
-// standalone-job, jobmanager or taskmanager. A container whose image name
+// standalone-job, jobmanager or taskmanager, or, in native mode, the args
+// Flink's Kubernetes integration gives its containers: bash -c
+// "kubernetes-jobmanager.sh kubernetes-application|kubernetes-session ..."
+// or bash -c "kubernetes-taskmanager.sh ..." (flinkjvm.NativeInvocation). A
+// container whose image name
 // contains "fake-jobmanager" runs the fake JobManager: with the same Flink
 // invocation it plays that role (a TaskManager is an idle process), otherwise
 // its args are fake-jobmanager flags.
 func Classify(c *corev1.Container, command, args []string) Classification {
-	mode, rest, isFlinkInvocation := flinkInvocation(c.Image, command, args)
+	mode, rest, isFlinkInvocation, err := flinkInvocation(c.Image, command, args)
+	if err != nil {
+		return Classification{Kind: Unsupported, Message: fmt.Sprintf("image %q: %v", c.Image, err)}
+	}
 	if strings.Contains(c.Image, "fake-jobmanager") {
 		if isFlinkInvocation {
 			return Classification{Kind: FakeJobManager, Mode: mode, Args: rest}
@@ -108,26 +117,33 @@ func Classify(c *corev1.Container, command, args []string) Classification {
 		return Classification{Kind: Flink, Mode: mode, Args: rest}
 	}
 	msg := fmt.Sprintf("image %q with command %q and args %q cannot run on the local node agent: it runs Flink images "+
-		"started as %s standalone-job|jobmanager|taskmanager (as real Flink JVMs) and images named *fake-jobmanager* only",
+		"started as %s standalone-job|jobmanager|taskmanager or, in native mode, bash -c \"kubernetes-jobmanager.sh ...\" "+
+		"or bash -c \"kubernetes-taskmanager.sh ...\" (as real Flink JVMs) and images named *fake-jobmanager* only",
 		c.Image, command, firstN(args, 3), entrypoint)
 	return Classification{Kind: Unsupported, Message: msg}
 }
 
-func flinkInvocation(image string, command, args []string) (flinkjvm.Mode, []string, bool) {
+// flinkInvocation recognizes the image's entrypoint started in a Flink mode
+// (ok), or in native mode's pass-through bash -c form; err is set for a
+// native invocation that cannot run (e.g. an unknown deployment target).
+func flinkInvocation(image string, command, args []string) (mode flinkjvm.Mode, rest []string, ok bool, err error) {
 	if len(args) == 0 {
-		return "", nil, false
+		return "", nil, false, nil
 	}
 	switch {
 	case len(command) == 1 && command[0] == entrypoint:
 	case len(command) == 0 && (imageName(image) == "flink" || strings.Contains(image, "fake-jobmanager")):
 	default:
-		return "", nil, false
+		return "", nil, false, nil
+	}
+	if m, rest, ok, err := flinkjvm.NativeInvocation(args); ok {
+		return m, rest, err == nil, err
 	}
 	m := flinkjvm.Mode(args[0])
-	if m.MainClass() == "" {
-		return "", nil, false
+	if m.MainClass() == "" || m.IsNative() {
+		return "", nil, false, nil
 	}
-	return m, args[1:], true
+	return m, args[1:], true, nil
 }
 
 func firstN(s []string, n int) []string {

@@ -65,6 +65,24 @@ func TestClassify(t *testing.T) {
 		{"fake as operator JM", "flinkops/fake-jobmanager:latest", entry, []string{"standalone-job", "--job-classname", "X"}, FakeJobManager, flinkjvm.StandaloneJob, []string{"--job-classname", "X"}},
 		{"fake own command", "flinkops/fake-jobmanager:latest", []string{"/bin/sh"}, nil, Unsupported, "", nil},
 		{"nginx", "nginx", nil, nil, Unsupported, "", nil},
+		// Native mode: Flink's bash -c wrapper through the entrypoint.
+		{"native application JM", "flink:1.20", entry, []string{"bash", "-c", "kubernetes-jobmanager.sh kubernetes-application "},
+			Flink, flinkjvm.KubernetesApplication, []string{}},
+		{"native session JM with entrypoint args", "flink:2.3", nil, []string{"bash", "-c", "kubernetes-jobmanager.sh kubernetes-session -Dk='a b'"},
+			Flink, flinkjvm.KubernetesSession, []string{"-Dk=a b"}},
+		{"native TM", "flink:1.20", entry, []string{"bash", "-c",
+			"kubernetes-taskmanager.sh -Dtaskmanager.resource-id='n-taskmanager-1-1' -Dx='it'\\''s' -D taskmanager.memory.network.min=134217730b"},
+			Flink, flinkjvm.KubernetesTaskManager, []string{"-Dtaskmanager.resource-id=n-taskmanager-1-1", "-Dx=it's", "-D", "taskmanager.memory.network.min=134217730b"}},
+		{"native JM by path", "flink:1.20", entry, []string{"bash", "-c", "/opt/flink/bin/kubernetes-jobmanager.sh kubernetes-application"},
+			Flink, flinkjvm.KubernetesApplication, []string{}},
+		{"native unknown target", "flink:1.20", entry, []string{"bash", "-c", "kubernetes-jobmanager.sh kubernetes-per-job"}, Unsupported, "", nil},
+		{"native with an expansion", "flink:1.20", entry, []string{"bash", "-c", "kubernetes-taskmanager.sh $(id)"}, Unsupported, "", nil},
+		{"other bash -c", "flink:1.20", entry, []string{"bash", "-c", "sleep 1"}, Unsupported, "", nil},
+		{"native mode as a plain argument", "flink:1.20", entry, []string{"kubernetes-taskmanager"}, Unsupported, "", nil},
+		{"fake as native JM", "flinkops/fake-jobmanager:latest", entry, []string{"bash", "-c", "kubernetes-jobmanager.sh kubernetes-application "},
+			FakeJobManager, flinkjvm.KubernetesApplication, []string{}},
+		{"fake as native TM", "flinkops/fake-jobmanager:latest", entry, []string{"bash", "-c", "kubernetes-taskmanager.sh -Dk=v"},
+			FakeJobManager, flinkjvm.KubernetesTaskManager, []string{"-Dk=v"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := Classify(&corev1.Container{Image: tc.image}, tc.command, tc.args)
