@@ -44,6 +44,9 @@ func Run(parent context.Context, opts Options) error {
 
 func run(ctx context.Context, cancel context.CancelCauseFunc, opts Options) error {
 	logger := klog.FromContext(ctx)
+	if limit := setMemoryLimitFromCgroup(); limit > 0 {
+		logger.Info("Go memory limit set from the container's", "bytes", limit)
+	}
 
 	restConfig, err := loadRESTConfig(opts.Kubeconfig)
 	if err != nil {
