@@ -123,6 +123,7 @@ BENCH_IDLE ?= 10m
 BENCH_SETTLE_TIMEOUT ?= 25m
 BENCH_OPERATOR_REV ?=
 BENCH_OPERATOR_ARGS ?=
+BENCH_OPERATOR_ENV ?=
 .PHONY: bench-scale bench-scale-small
 bench-scale: ## Scale benchmark, issue 21's size (~35 min; variables BENCH_*)
 	@bin_dir="$$(hack/build-cluster-bins.sh)" && \
@@ -130,7 +131,7 @@ bench-scale: ## Scale benchmark, issue 21's size (~35 min; variables BENCH_*)
 	  FLINKOP_BENCH_DEPLOYMENTS="$(BENCH_DEPLOYMENTS)" FLINKOP_BENCH_SNAPSHOTS="$(BENCH_SNAPSHOTS)" \
 	  FLINKOP_BENCH_RUNNING_DEPLOYMENTS="$(BENCH_RUNNING_DEPLOYMENTS)" FLINKOP_BENCH_RUNNING_SNAPSHOTS="$(BENCH_RUNNING_SNAPSHOTS)" \
 	  FLINKOP_BENCH_NAMESPACES="$(BENCH_NAMESPACES)" FLINKOP_BENCH_IDLE="$(BENCH_IDLE)" FLINKOP_BENCH_SETTLE_TIMEOUT="$(BENCH_SETTLE_TIMEOUT)" \
-	  FLINKOP_BENCH_OPERATOR_REV="$(BENCH_OPERATOR_REV)" FLINKOP_BENCH_OPERATOR_ARGS="$(BENCH_OPERATOR_ARGS)" \
+	  FLINKOP_BENCH_OPERATOR_REV="$(BENCH_OPERATOR_REV)" FLINKOP_BENCH_OPERATOR_ARGS="$(BENCH_OPERATOR_ARGS)" FLINKOP_BENCH_OPERATOR_ENV="$(BENCH_OPERATOR_ENV)" \
 	  $(GO) test -count=1 -v -timeout=4h -run='^TestBenchScale$$' ./e2e/benchscale/
 
 bench-scale-small: ## Scale benchmark, small: 20 + 200 suspended, 20 running + 20 savepoints, 30 s idle (~3 min)

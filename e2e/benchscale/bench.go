@@ -60,6 +60,7 @@ type Result struct {
 		Idle          string   `json:"idle"`
 		RestartWindow string   `json:"restartWindow"`
 		OperatorArgs  []string `json:"operatorArgs"`
+		OperatorEnv   []string `json:"operatorEnv,omitempty"`
 	} `json:"config"`
 	Phases []*Phase `json:"phases"`
 	// Idle is the window after the last phase settled.
@@ -377,12 +378,13 @@ func (b *bench) start() {
 		b.opArgs = append(b.opArgs, b.webhook()...)
 	}
 	b.res.Config.OperatorArgs = b.opArgs
+	b.res.Config.OperatorEnv = b.cfg.OperatorEnv
 	b.opLog = filepath.Join(b.dir, "operator.log")
 	b.startOperator()
 }
 
 func (b *bench) startOperator() {
-	b.op = framework.StartOperator(b.t, b.opBin, b.cluster.OperatorKubeconfig, b.opLog, b.opArgs...)
+	b.op = framework.StartOperatorWithEnv(b.t, b.cfg.OperatorEnv, b.opBin, b.cluster.OperatorKubeconfig, b.opLog, b.opArgs...)
 	op := b.op
 	b.t.Cleanup(op.Stop)
 	if b.firstOp == nil {
@@ -974,7 +976,7 @@ func Report(r *Result) string {
 		f("    uncommitted changes under cmd/ pkg/: %s", strings.Join(r.Dirty, "; "))
 	}
 	f("    %d FlinkDeployments, %d snapshots, %d namespaces; quiet %s, idle %s, restart window %s; operator %s",
-		r.Config.Deployments, r.Config.Snapshots, r.Config.Namespaces, r.Config.Quiet, r.Config.Idle, r.Config.RestartWindow, strings.Join(r.Config.OperatorArgs, " "))
+		r.Config.Deployments, r.Config.Snapshots, r.Config.Namespaces, r.Config.Quiet, r.Config.Idle, r.Config.RestartWindow, strings.Join(append(slices.Clone(r.Config.OperatorEnv), r.Config.OperatorArgs...), " "))
 	for _, p := range r.Phases {
 		f("--- %s %v", p.Name, p.Objects)
 		f("  created in %.1f s; settled=%v: %.1f s from the first create, %.1f s after the last", p.CreateSeconds, p.Settled, p.SettleSeconds, p.AfterLastCreateSeconds)

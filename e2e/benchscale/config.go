@@ -42,6 +42,10 @@ type Config struct {
 	OperatorRev string
 	// OperatorArgs are extra operator flags.
 	OperatorArgs []string
+	// OperatorEnv are extra KEY=VALUE environment variables of the
+	// operator process (GOMEMLIMIT=57MiB, say, as a 64 MiB container limit
+	// gives it).
+	OperatorEnv []string
 	// NoWebhook runs the operator without its admission webhook. By
 	// default the API server calls it (validating and mutating steps, as
 	// manifests/base installs them) on the operator's local port.
@@ -107,6 +111,7 @@ const (
 	EnvOperatorBin        = "FLINKOP_BENCH_OPERATOR_BIN"
 	EnvOperatorRev        = "FLINKOP_BENCH_OPERATOR_REV"
 	EnvOperatorArgs       = "FLINKOP_BENCH_OPERATOR_ARGS" // space-separated
+	EnvOperatorEnv        = "FLINKOP_BENCH_OPERATOR_ENV"  // space-separated KEY=VALUE
 	EnvWebhook            = "FLINKOP_BENCH_WEBHOOK"       // 0: no admission webhook
 	EnvResultsDir         = "FLINKOP_BENCH_RESULTS_DIR"
 )
@@ -175,6 +180,9 @@ func (c Config) FromEnv() (Config, error) {
 	}
 	if v := os.Getenv(EnvOperatorArgs); v != "" {
 		c.OperatorArgs = strings.Fields(v)
+	}
+	if v := os.Getenv(EnvOperatorEnv); v != "" {
+		c.OperatorEnv = strings.Fields(v)
 	}
 	str(EnvResultsDir, &c.ResultsDir)
 	if c.Namespaces < 1 {
