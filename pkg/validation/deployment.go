@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/cluster"
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/flink"
 )
@@ -81,6 +82,13 @@ func DeploymentSpec(spec, last *v1beta1.FlinkDeploymentSpec, operator config.Con
 	}
 	res := &Result{Config: cfg, Version: version, Warnings: warnings}
 
+	if in := spec.Ingress; in != nil {
+		// Upstream's validateIngress (the name and namespace cannot make
+		// a template invalid: they are DNS labels).
+		if _, _, err := cluster.IngressURL(in.Template, "name", "namespace"); err != nil {
+			return nil, err
+		}
+	}
 	if last != nil {
 		switch {
 		case spec.Job != nil && last.Job == nil:
