@@ -35,6 +35,8 @@ const (
 	KeyEventsExceptionsLimit           = "kubernetes.operator.events.exceptions.limit-per-reconciliation"
 	KeyEventsExceptionsStacktraceLines = "kubernetes.operator.events.exceptions.stacktrace-lines"
 
+	KeyIngressManage = "kubernetes.operator.ingress.manage"
+
 	KeySavepointHistoryMaxCountThreshold = "kubernetes.operator.savepoint.history.max.count.threshold"
 	KeySavepointHistoryMaxAgeThreshold   = "kubernetes.operator.savepoint.history.max.age.threshold"
 
@@ -266,6 +268,8 @@ var registry = []Key{
 		Description: "At most this many of a job's new exceptions (Flink's exception history) become JobException events per sync, newest first; the rest are not reported."},
 	{Name: KeyEventsExceptionsStacktraceLines, Type: TypeInt, Default: "5", check: atLeast(0),
 		Description: "Lines of an exception's stack trace in its JobException event (then how many more there were)."},
+	{Name: KeyIngressManage, Type: TypeBool, Default: "true",
+		Description: "Manage the Ingress of `spec.ingress` (create, update, delete it, and watch Ingresses). False: no Ingress informer, no Ingress is created, and a FlinkDeployment with `spec.ingress` gets an `IngressManagement` Warning event when deployed."},
 
 	// --- snapshots: operator-wide caps and guards ---
 	{Name: KeySavepointHistoryMaxCountThreshold, Type: TypeInt, DefaultDoc: "unset (no cap)",

@@ -52,6 +52,7 @@ func TestOperatorWideKeys(t *testing.T) {
 		KeyLeaderElectionRetryPeriod,
 		KeyProgressCheckInterval,
 		KeyRateLimiterLimit,
+		KeyIngressManage,
 		KeyRateLimiterRefreshPeriod,
 		KeyReconcileInterval,
 		KeyReconcileParallelism,

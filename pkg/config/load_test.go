@@ -31,6 +31,7 @@ func TestDefaultsMatchSpec(t *testing.T) {
 		KeyResourceMetricsEnabled:                  "true",
 		KeyEventsExceptionsLimit:                   "10",
 		KeyEventsExceptionsStacktraceLines:         "5",
+		KeyIngressManage:                           "true",
 		KeySnapshotDisposeTimeout:                  "10 min",
 		KeySnapshotCrossNamespaceReferencesEnabled: "false",
 		KeySnapshotNormalEventsEnabled:             "false",

@@ -45,7 +45,6 @@ const (
 	reasonScope         = "scope format of Flink's metric reporters; metrics here are Prometheus series with labels (`namespace`, `type`, …), see [Metrics](operations.md#metrics)"
 	reasonHealth        = "issue 18, item 2: health checks and restarts"
 	reasonRollback      = "issue 18, item 3: rollback"
-	reasonIngress       = "issue 18, item 4: ingress"
 	reasonParity        = "issue 18, item 5"
 	reasonExceptionJSON = "issue 18, item 1: `status.error` here is a plain message (the reason, the pod and container, Flink's exception line), not upstream's JSON-serialized Java exception, so upstream's limits on its fields do not apply yet; Flink's job exceptions are reported as `JobException` events (see `events.exceptions.*`)"
 )
@@ -90,7 +89,7 @@ var upstreamKeys = []UpstreamKey{
 		Reason: reasonParity + ", with canary resources; the operator serves `/healthz` and `/readyz` on `--health-probe-bind-address` (`:8081`), ready once its caches synced"},
 	{Key: "kubernetes.operator.health.probe.port", Status: StatusDifferent,
 		Reason: "the probe address is the flag `--health-probe-bind-address` (default `:8081`), as in Kubernetes controllers"},
-	{Key: "kubernetes.operator.ingress.manage", Status: StatusNotYet, Reason: reasonIngress},
+	{Key: KeyIngressManage, Status: StatusImplemented},
 	{Key: "kubernetes.operator.jm-deployment-recovery.enabled", Status: StatusNotYet,
 		Reason: reasonHealth + "; today a JobManager Deployment deleted by someone else is recreated only when that cannot lose state, else \"Manual restore required\""},
 	{Key: "kubernetes.operator.jm-deployment.shutdown-ttl", Status: StatusNotYet,

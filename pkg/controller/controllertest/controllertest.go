@@ -167,6 +167,8 @@ func (f *Fixture) Refresh() {
 	replace(f.KubeFactory.Core().V1().Services().Informer().GetIndexer(), items(ss), err)
 	cms, err := f.Kube.CoreV1().ConfigMaps("").List(f.Ctx, all)
 	replace(f.KubeFactory.Core().V1().ConfigMaps().Informer().GetIndexer(), items(cms), err)
+	ings, err := f.Kube.NetworkingV1().Ingresses("").List(f.Ctx, all)
+	replace(f.KubeFactory.Networking().V1().Ingresses().Informer().GetIndexer(), items(ings), err)
 }
 
 // items are a list's items as the indexer takes them.

@@ -58,7 +58,7 @@ func New(cc controllerctx.Context, kubeFactories map[string]kubeinformers.Shared
 	caches := cc.Caches
 	c := &Controller{
 		Context:     cc,
-		owned:       newOwnedCache(kubeFactories),
+		owned:       newOwnedCache(kubeFactories, manageIngress(cc.Config)),
 		queue:       cc.NewQueue(QueueName),
 		jobManagers: cc.Dialer(),
 	}

@@ -3,12 +3,14 @@ package deployment
 import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	kubeinformers "k8s.io/client-go/informers"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	networkinglisters "k8s.io/client-go/listers/networking/v1"
 	"k8s.io/client-go/tools/cache"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
@@ -31,11 +33,14 @@ type ownedInformers struct {
 	// pods are the Flink clusters' pods (pods.go), with their own handler.
 	pods        corelisters.PodLister
 	podInformer cache.SharedIndexInformer
+	// ingresses is nil unless the operator manages Ingresses (ingress.go).
+	ingresses networkinglisters.IngressLister
 }
 
-// newOwnedCache requests the Deployment, Service, ConfigMap and Pod
-// informers from the factories; call it before they are started.
-func newOwnedCache(factories map[string]kubeinformers.SharedInformerFactory) *ownedCache {
+// newOwnedCache requests the Deployment, Service, ConfigMap and Pod (and,
+// with manageIngress, Ingress) informers from the factories; call it before
+// they are started.
+func newOwnedCache(factories map[string]kubeinformers.SharedInformerFactory, manageIngress bool) *ownedCache {
 	c := &ownedCache{byNamespace: map[string]*ownedInformers{}}
 	for ns, f := range factories {
 		d, s, m, p := f.Apps().V1().Deployments(), f.Core().V1().Services(), f.Core().V1().ConfigMaps(), f.Core().V1().Pods()
@@ -43,6 +48,10 @@ func newOwnedCache(factories map[string]kubeinformers.SharedInformerFactory) *ow
 			deployments: d.Lister(), services: s.Lister(), configMaps: m.Lister(),
 			informers: []cache.SharedIndexInformer{d.Informer(), s.Informer(), m.Informer()},
 			pods:      p.Lister(), podInformer: p.Informer(),
+		}
+		if manageIngress {
+			i := f.Networking().V1().Ingresses()
+			inf.ingresses, inf.informers = i.Lister(), append(inf.informers, i.Informer())
 		}
 		if ns == metav1.NamespaceAll {
 			c.all = inf
@@ -113,6 +122,7 @@ type ownedObjects struct {
 	taskManager *appsv1.Deployment
 	rpcService  *corev1.Service
 	restService *corev1.Service
+	ingress     *networkingv1.Ingress
 }
 
 // objectsOf reads a FlinkDeployment's cluster objects from the caches. An
@@ -143,6 +153,11 @@ func (c *ownedCache) objectsOf(dep *v1beta1.FlinkDeployment) (ownedObjects, erro
 	}
 	if o.restService, err = absentIsNil(inf.services.Services(ns).Get(cluster.RESTServiceName(name))); err != nil {
 		return o, err
+	}
+	if inf.ingresses != nil {
+		if o.ingress, err = absentIsNil(inf.ingresses.Ingresses(ns).Get(cluster.IngressName(name))); err != nil {
+			return o, err
+		}
 	}
 	return o, nil
 }

@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -224,6 +225,7 @@ func (c *Controller) ensureObjects(sc *syncState, built *cluster.Cluster, create
 		sc.ensure(objectWrites{desired: jm, live: asObject(o.jobManager),
 			create: func(ctx context.Context) error { _, err := apps.Deployments(ns).Create(ctx, jm, create); return err }})
 	}
+	c.ensureIngress(sc, built, createJM && o.jobManager == nil) // ingress.go
 }
 
 // objectWrites are the writes that bring one object to its desired form.
@@ -278,6 +280,8 @@ func kindOf(o metav1.Object) string {
 		return "Service"
 	case *appsv1.Deployment:
 		return "Deployment"
+	case *networkingv1.Ingress:
+		return "Ingress"
 	}
 	return "object"
 }
