@@ -55,6 +55,7 @@ func (c *Controller) write(ctx context.Context, base, s *v1beta1.FlinkStateSnaps
 		if err != nil {
 			return nil, fmt.Errorf("updating status of snapshot %s/%s: %w", s.Namespace, s.Name, err)
 		}
+		c.wroteOver(s.Namespace+"/"+s.Name, latest.ResourceVersion, written.ResourceVersion)
 		latest = written
 	}
 	// Events and metrics follow what was recorded, never what a sync merely
@@ -97,6 +98,7 @@ func (c *Controller) writeMetadata(ctx context.Context, base, s *v1beta1.FlinkSt
 	if err != nil {
 		return nil, fmt.Errorf("updating labels of snapshot %s/%s: %w", s.Namespace, s.Name, err)
 	}
+	c.wroteOver(s.Namespace+"/"+s.Name, base.ResourceVersion, written.ResourceVersion)
 	return written, nil
 }
 

@@ -60,6 +60,10 @@ type Controller struct {
 	mu       sync.Mutex
 	reserved map[string]string // snapshot key -> job key
 
+	// writtenOver are, per snapshot, the resource versions this process
+	// replaced by its writes and the cache may still show (cachelag.go).
+	writtenOver sync.Map // snapshot key -> *[]string
+
 	// disposals remembers Flink's disposal trigger ids between syncs. Losing
 	// them on a restart only means one more disposal request for the same
 	// path, which Flink treats as a no-op or "already gone".

@@ -288,10 +288,20 @@ func TestSavepointErrorEventsMatchRecordedFailures(t *testing.T) {
 		f.mustSync("sp")
 		f.clock.Step(time.Second)
 	}
-	// A second worker (woken by a job event) syncs with the stale cache.
+	// A second worker (woken by a job event) syncs with the stale cache:
+	// this process wrote over that version, so it waits for the echo,
+	// writing and calling nothing (cachelag.go).
 	if err := f.factory.Flink().V1beta1().FlinkStateSnapshots().Informer().GetIndexer().Update(stale); err != nil {
 		t.Fatal(err)
 	}
+	writes := len(f.client.Actions())
+	if requeue, err := f.ctrl.Sync(f.ctx, ns+"/sp"); err != nil || requeue != cacheLagRecheck || len(f.client.Actions()) != writes {
+		t.Fatalf("sync on a cache behind this process's write: requeue %v, err %v, %d new API actions; want %v, nil, none",
+			requeue, err, len(f.client.Actions())-writes, cacheLagRecheck)
+	}
+	// A process that did not write it (a new leader) computes the failure
+	// again; its write is refused.
+	f.ctrl.writtenOver.Clear()
 	if _, err := f.ctrl.Sync(f.ctx, ns+"/sp"); err == nil || !apierrors.IsConflict(err) {
 		t.Fatalf("stale sync: err %v, want a conflict", err)
 	}

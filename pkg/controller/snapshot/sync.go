@@ -53,9 +53,14 @@ func (c *Controller) Sync(ctx context.Context, key string) (time.Duration, error
 	cached, err := c.Caches.Snapshot(ns, name)
 	if apierrors.IsNotFound(err) {
 		c.release(key)
+		c.writtenOver.Delete(key)
 		return 0, nil
 	} else if err != nil {
 		return 0, err
+	}
+	if c.cacheBehind(key, cached.ResourceVersion) {
+		klog.FromContext(ctx).V(4).Info("Cache behind this process's last write, waiting for it")
+		return cacheLagRecheck, nil
 	}
 	if cached.DeletionTimestamp != nil {
 		return c.syncDeletion(ctx, cached)
