@@ -2,6 +2,7 @@ package deployment
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -575,6 +576,54 @@ func TestNativeLastStateUpgradeFromHA(t *testing.T) {
 	}
 	if names := f.haConfigMapNames("job"); len(names) == 0 {
 		t.Errorf("HA ConfigMaps deleted by a last-state upgrade")
+	}
+}
+
+// A last-state upgrade with Kubernetes HA removes the job graph Flink keeps
+// in its HA ConfigMaps (Flink 1.x's jobGraph-, Flink 2's executionPlan-)
+// before the new JobManager is created, keeping the checkpoint pointers:
+// otherwise the new JobManager recovers the old graph and the upgrade's
+// changes (parallelism, say) are silently lost.
+func TestNativeLastStateUpgradeDropsHAJobGraph(t *testing.T) {
+	f := newNativeFixture(t)
+	before := f.Deploy(withHA(native(f.application("job", v1beta1.UpgradeModeLastState))))
+	jobID := before.Status.JobStatus.JobID
+	latest := f.haCheckpoint("job")
+	cms := f.Kube.CoreV1().ConfigMaps(ns)
+	clusterCM := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: cluster.HAClusterConfigMapName("job"), Namespace: ns, Labels: cluster.HAConfigMapLabels("job")},
+		Data: map[string]string{"jobGraph-" + jobID: "old graph", "executionPlan-" + jobID: "old plan", "counter": "3"}}
+	if _, err := cms.Create(f.Ctx, clusterCM, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.edit("job", newArgs)
+	f.Kube.ClearActions()
+	f.Until("job", 30, "last-state upgrade", upgradedTo(2))
+	got, err := cms.Get(f.Ctx, clusterCM.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]string{"counter": "3"}; !maps.Equal(got.Data, want) {
+		t.Errorf("cluster HA ConfigMap data %v, want %v (job graphs removed, the rest kept)", got.Data, want)
+	}
+	jobCM, err := cms.Get(f.Ctx, cluster.HAJobConfigMapName("job", jobID), metav1.GetOptions{})
+	if err != nil || !slices.Contains(slices.Collect(maps.Values(jobCM.Data)), latest) {
+		t.Errorf("job HA ConfigMap lost its checkpoint pointer: %v, %v", jobCM, err)
+	}
+	if restored, _ := f.restoredFrom("job"); restored != latest {
+		t.Errorf("restored from %q, want %s", restored, latest)
+	}
+	// The graph was gone before the new JobManager was created.
+	removed, created := -1, -1
+	for i, a := range f.Kube.Actions() {
+		switch {
+		case a.Matches("update", "configmaps") && a.(k8stesting.UpdateAction).GetObject().(metav1.Object).GetName() == clusterCM.Name && removed < 0:
+			removed = i
+		case a.Matches("create", "deployments") && a.(k8stesting.CreateAction).GetObject().(metav1.Object).GetName() == cluster.JobManagerDeploymentName("job"):
+			created = i
+		}
+	}
+	if removed < 0 || created < 0 || removed > created {
+		t.Errorf("job graph removed at action %d, new JobManager created at %d; want the removal first", removed, created)
 	}
 }
 

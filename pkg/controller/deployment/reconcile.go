@@ -222,6 +222,9 @@ func (c *Controller) ensureObjects(sc *syncState, built *cluster.Cluster, create
 			}})
 	}
 	if jm := built.JobManager; createJM || o.jobManager != nil {
+		if o.jobManager == nil {
+			c.dropHAJobGraphs(sc) // hajobgraph.go
+		}
 		sc.ensure(objectWrites{desired: jm, live: asObject(o.jobManager),
 			create: func(ctx context.Context) error { _, err := apps.Deployments(ns).Create(ctx, jm, create); return err }})
 	}
