@@ -30,8 +30,8 @@ type Flink struct {
 	httpClient *http.Client
 }
 
-// FlinkREST waits for the one Ready JobManager of FlinkDeployment name and
-// returns its REST API.
+// FlinkREST waits for the one Ready JobManager of FlinkDeployment name
+// (standalone or native) and returns its REST API.
 func (e *Env) FlinkREST(t *testing.T, ns, name string) *Flink {
 	t.Helper()
 	f := &Flink{e: e, ns: ns, name: name, restPort: 8081, httpClient: &http.Client{Timeout: 5 * time.Second}}
@@ -39,7 +39,10 @@ func (e *Env) FlinkREST(t *testing.T, ns, name string) *Flink {
 		return f
 	}
 	e.WaitFor(t, 2*time.Minute, "a Ready JobManager pod of "+ns+"/"+name, func() (bool, string) {
-		l, err := e.Kube.CoreV1().Pods(ns).List(e.Ctx, metav1.ListOptions{LabelSelector: cluster.JobManagerSelector(name)})
+		// app and component only: standalone and native JobManagers
+		// differ in their type label.
+		sel := cluster.LabelApp + "=" + name + "," + cluster.LabelComponent + "=" + cluster.ComponentJobManager
+		l, err := e.Kube.CoreV1().Pods(ns).List(e.Ctx, metav1.ListOptions{LabelSelector: sel})
 		if err != nil {
 			return false, err.Error()
 		}
