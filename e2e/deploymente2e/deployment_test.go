@@ -301,7 +301,7 @@ func (r *run) basicExample(path string) {
 		if err != nil {
 			return false, err.Error()
 		}
-		return len(l.Items) == 0, podNames(l.Items)
+		return len(l.Items) == 0, framework.PodNames(l.Items)
 	})
 	r.waitProcessesGone(pids)
 	r.record("basic.yaml delete → pods gone", time.Since(t0))
@@ -583,7 +583,7 @@ func (r *run) waitClusterGone(timeout time.Duration, all bool) {
 		}
 		pods, err := r.Kube.CoreV1().Pods(ns).List(ctx, sel)
 		if err != nil || len(pods.Items) > 0 {
-			left = append(left, "pods "+podNamesOrErr(pods, err))
+			left = append(left, "pods "+framework.PodNamesOrErr(pods, err))
 		}
 		if all {
 			for _, s := range []string{cluster.RPCServiceName(name), cluster.RESTServiceName(name)} {
@@ -595,67 +595,24 @@ func (r *run) waitClusterGone(timeout time.Duration, all bool) {
 				left = append(left, "configmap/"+cluster.ConfigMapName(name))
 			}
 			if l, err := r.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{}); err != nil || len(l.Items) > 0 {
-				left = append(left, "pods of the namespace "+podNamesOrErr(l, err))
+				left = append(left, "pods of the namespace "+framework.PodNamesOrErr(l, err))
 			}
 		}
 		return len(left) == 0, "still there: " + strings.Join(left, ", ")
 	})
 }
 
-func podNamesOrErr(l *corev1.PodList, err error) string {
-	if err != nil {
-		return err.Error()
-	}
-	return podNames(l.Items)
-}
-
-func podNames(pods []corev1.Pod) string {
-	var out []string
-	for _, p := range pods {
-		s := p.Name + " " + string(p.Status.Phase)
-		if p.DeletionTimestamp != nil {
-			s += " terminating"
-		}
-		out = append(out, s)
-	}
-	return "[" + strings.Join(out, ", ") + "]"
-}
-
-// agentProcesses are the processes the node agent records for the run's
-// namespace (names namespace/pod/container).
+// agentProcesses are the live processes the node agent records for the
+// run's namespace (names namespace/pod/container).
 func (r *run) agentProcesses() []localcluster.RecordedProcess {
 	r.t.Helper()
-	_, procs, err := localcluster.ReadRecord(r.Local.NodeAgentRecord)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	var out []localcluster.RecordedProcess
-	for _, p := range procs {
-		if strings.HasPrefix(p.Name, r.ns+"/") && p.Alive() {
-			out = append(out, p)
-		}
-	}
-	return out
+	return framework.AgentProcesses(r.t, r.Local.NodeAgentRecord, r.ns)
 }
 
-// waitProcessesGone checks that the JVMs recorded before are gone (the agent
-// deletes a pod only after its processes ended, so no wait should be needed;
-// a few seconds are allowed), and that the agent records no live process of
-// the namespace.
+// waitProcessesGone: framework.Env.WaitProcessesGone for the run's namespace.
 func (r *run) waitProcessesGone(pids []localcluster.RecordedProcess) {
 	r.t.Helper()
-	r.WaitFor(r.t, 15*time.Second, "the JVMs of "+r.ns+" stopped", func() (bool, string) {
-		var alive []string
-		for _, p := range pids {
-			if p.Alive() {
-				alive = append(alive, fmt.Sprintf("%s (pid %d)", p.Name, p.PID))
-			}
-		}
-		for _, p := range r.agentProcesses() {
-			alive = append(alive, fmt.Sprintf("recorded %s (pid %d)", p.Name, p.PID))
-		}
-		return len(alive) == 0, "alive: " + strings.Join(alive, ", ")
-	})
+	r.WaitProcessesGone(r.t, r.Local.NodeAgentRecord, r.ns, pids)
 }
 
 // replaceOnce replaces old, which must occur exactly once in s (else the

@@ -19,6 +19,7 @@ import (
 
 	flinkjvm "github.com/flinkops/flink-operator/e2e/flink"
 	"github.com/flinkops/flink-operator/e2e/localcluster"
+	"github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	flinkclient "github.com/flinkops/flink-operator/pkg/generated/clientset/versioned"
 )
 
@@ -176,6 +177,21 @@ func (e *Env) Kubectl(args ...string) (string, error) {
 	return e.KubectlInput(nil, args...)
 }
 
+// MustKubectl runs kubectl (with stdin, unless empty), logs its output and
+// fails t on an error.
+func (e *Env) MustKubectl(t testing.TB, stdin string, args ...string) {
+	t.Helper()
+	var in io.Reader
+	if stdin != "" {
+		in = strings.NewReader(stdin)
+	}
+	out, err := e.KubectlInput(in, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("kubectl %s: %s", strings.Join(args, " "), strings.TrimSpace(out))
+}
+
 // KubectlInput runs kubectl with stdin.
 func (e *Env) KubectlInput(stdin io.Reader, args ...string) (string, error) {
 	if e.Local != nil {
@@ -287,4 +303,17 @@ func (e *Env) FaultInjectOperatorBinary(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return bin
+}
+
+// Flavour is the image and the FlinkDeployment spelling of a pinned Flink
+// line, as the node agent runs it.
+type Flavour struct {
+	Image   string
+	Version v1beta1.FlinkVersion
+}
+
+// Flavours are the pinned Flink lines by version.
+var Flavours = map[string]Flavour{
+	"1.20.5": {"flink:1.20", v1beta1.FlinkVersion1_20},
+	"2.3.0":  {"flink:2.3", v1beta1.FlinkVersion2_3},
 }
