@@ -27,6 +27,9 @@
 //
 // FLINKOP_NATIVE_E2E_VERSIONS (comma-separated pinned versions, e.g.
 // "1.20.5") restricts the Flink lines; by default every pinned line runs.
+// make test runs the 1.20 line only: on 2.3.0 the counting job's
+// Kubernetes-HA ConfigMaps are not found within a minute of RUNNING (the
+// scenarios before that pass), which is still open.
 // With FLINKOP_E2E_PROVIDER=kind it skips (the JVM checks need the node
 // agent).
 package nativee2e
