@@ -102,21 +102,7 @@ func TestFlinkFilesAtMountPaths(t *testing.T) {
 	})
 	rest := "http://" + jm[0].Status.PodIP + ":8081"
 	waitFor(t, ctx, 3*time.Minute, "job RUNNING", func() bool {
-		var job struct {
-			State    string `json:"state"`
-			Vertices []struct {
-				Status string `json:"status"`
-			} `json:"vertices"`
-		}
-		if !tryGetJSON(ctx, rest+"/jobs/"+jobID, &job) || job.State != "RUNNING" || len(job.Vertices) == 0 {
-			return false
-		}
-		for _, v := range job.Vertices {
-			if v.Status != "RUNNING" {
-				return false
-			}
-		}
-		return true
+		return jobRunning(ctx, rest, jobID)
 	})
 	t.Logf("Flink %s job RUNNING %s after the start", version, time.Since(begin).Round(time.Millisecond))
 
@@ -213,4 +199,24 @@ func flinkConf(values map[string]any) *v1beta1.Configuration {
 		panic(err)
 	}
 	return &v1beta1.Configuration{Raw: raw}
+}
+
+// jobRunning reports whether Flink's REST API at rest shows job jobID and
+// every one of its vertices RUNNING.
+func jobRunning(ctx context.Context, rest, jobID string) bool {
+	var job struct {
+		State    string `json:"state"`
+		Vertices []struct {
+			Status string `json:"status"`
+		} `json:"vertices"`
+	}
+	if !tryGetJSON(ctx, rest+"/jobs/"+jobID, &job) || job.State != "RUNNING" || len(job.Vertices) == 0 {
+		return false
+	}
+	for _, v := range job.Vertices {
+		if v.Status != "RUNNING" {
+			return false
+		}
+	}
+	return true
 }

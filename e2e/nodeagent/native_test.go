@@ -223,21 +223,7 @@ func testNativeCluster(t *testing.T, ctx context.Context, c *localcluster.Cluste
 		jobID = submitJar(t, ctx, rest, dist.TestJobJar, flinkjvm.TestJobClass, "--rate", "10", "--keys", "10")
 	}
 	waitFor(t, ctx, 4*time.Minute, "job RUNNING on Flink's TaskManager pods", func() bool {
-		var job struct {
-			State    string `json:"state"`
-			Vertices []struct {
-				Status string `json:"status"`
-			} `json:"vertices"`
-		}
-		if !tryGetJSON(ctx, rest+"/jobs/"+jobID, &job) || job.State != "RUNNING" || len(job.Vertices) == 0 {
-			return false
-		}
-		for _, v := range job.Vertices {
-			if v.Status != "RUNNING" {
-				return false
-			}
-		}
-		return true
+		return jobRunning(ctx, rest, jobID)
 	})
 	t.Logf("Flink %s native %s: job RUNNING %s after the cluster's objects were created", version, kind, time.Since(begin).Round(time.Millisecond))
 
