@@ -71,15 +71,7 @@ func TestInformersTrimPods(t *testing.T) {
 	}
 	inf := NewInformers(kubefake.NewSimpleClientset(pod), flinkfake.NewSimpleClientset(), nil, 0)
 	pods := inf.Kube[""].Core().V1().Pods().Lister()
-	ctx, cancel := context.WithCancel(context.Background())
-	inf.Start(ctx.Done())
-	defer func() {
-		cancel()
-		inf.Shutdown()
-	}()
-	if err := inf.WaitForCacheSync(ctx); err != nil {
-		t.Fatal(err)
-	}
+	startSynced(t, inf)
 	got, err := pods.Pods("ns").Get("p")
 	if err != nil {
 		t.Fatal(err)
@@ -131,15 +123,7 @@ func TestInformersTrimDeploymentsAndConfigMaps(t *testing.T) {
 	inf := NewInformers(kubefake.NewSimpleClientset(dep, conf, haMap), flinkfake.NewSimpleClientset(), nil, 0)
 	deps := inf.Kube[""].Apps().V1().Deployments().Lister()
 	cms := inf.Kube[""].Core().V1().ConfigMaps().Lister()
-	ctx, cancel := context.WithCancel(context.Background())
-	inf.Start(ctx.Done())
-	defer func() {
-		cancel()
-		inf.Shutdown()
-	}()
-	if err := inf.WaitForCacheSync(ctx); err != nil {
-		t.Fatal(err)
-	}
+	startSynced(t, inf)
 	gotDep, err := deps.Deployments("ns").Get("d")
 	if err != nil {
 		t.Fatal(err)
@@ -160,5 +144,20 @@ func TestInformersTrimDeploymentsAndConfigMaps(t *testing.T) {
 	}
 	if gotHA.Data["checkpointID-0000000000000000007"] != "pointer" {
 		t.Errorf("cached HA ConfigMap lost its data: %v", gotHA.Data)
+	}
+}
+
+// startSynced starts inf's informers until the test ends and waits for
+// their caches.
+func startSynced(t *testing.T, inf *Informers) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	inf.Start(ctx.Done())
+	t.Cleanup(func() {
+		cancel() // the informers stop only once their stop channel closes
+		inf.Shutdown()
+	})
+	if err := inf.WaitForCacheSync(ctx); err != nil {
+		t.Fatal(err)
 	}
 }
