@@ -41,13 +41,6 @@ func Deployment(dep *v1beta1.FlinkDeployment, operator config.Config) (*Result, 
 	return DeploymentSpec(&dep.Spec, last, operator)
 }
 
-// NativeMode reports whether the operator runs spec in native mode (Flink's
-// own resource manager creates the TaskManager pods): spec.mode native. An
-// unset mode is still standalone here (upstream: native).
-func NativeMode(spec *v1beta1.FlinkDeploymentSpec) bool {
-	return spec.Mode == v1beta1.DeploymentModeNative
-}
-
 // DeploymentSpec checks a FlinkDeployment spec, first error wins: what the
 // operator needs to deploy it (mode, image, a supported Flink version, a
 // configuration that parses), upstream's rules about state
@@ -59,7 +52,7 @@ func NativeMode(spec *v1beta1.FlinkDeploymentSpec) bool {
 func DeploymentSpec(spec, last *v1beta1.FlinkDeploymentSpec, operator config.Config) (*Result, error) {
 	switch spec.Mode {
 	case "", v1beta1.DeploymentModeStandalone, v1beta1.DeploymentModeNative:
-		// Unset is standalone for now (upstream: native, cluster.NativeMode); see NativeMode.
+		// Unset is native, as upstream (cluster.NativeMode).
 	default:
 		return nil, fmt.Errorf("spec.mode %q: want native or standalone", spec.Mode)
 	}

@@ -204,14 +204,3 @@ func TestCrossNamespaceSnapshotRef(t *testing.T) {
 		}
 	}
 }
-
-// Only mode native runs natively for now; unset stays standalone.
-func TestNativeMode(t *testing.T) {
-	for mode, want := range map[v1beta1.KubernetesDeploymentMode]bool{
-		v1beta1.DeploymentModeNative: true, v1beta1.DeploymentModeStandalone: false, "": false,
-	} {
-		if got := NativeMode(&v1beta1.FlinkDeploymentSpec{Mode: mode}); got != want {
-			t.Errorf("mode %q: native %v, want %v", mode, got, want)
-		}
-	}
-}

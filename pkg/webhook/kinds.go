@@ -46,7 +46,7 @@ func (v *Validator) deployment(ctx context.Context, req *admissionv1.AdmissionRe
 	}
 	// What the controller would refuse to build (ports, memory, pod
 	// template, log configuration) is refused now, with the same message.
-	if _, err := cluster.Build(cluster.Input{Deployment: dep, Spec: dep.Spec, OperatorConfig: v.cfg, JobID: placeholderJobID, Native: validation.NativeMode(&dep.Spec)}); err != nil {
+	if _, err := cluster.Build(cluster.Input{Deployment: dep, Spec: dep.Spec, OperatorConfig: v.cfg, JobID: placeholderJobID, Native: cluster.NativeMode(dep.Spec.Mode)}); err != nil {
 		return deny(http.StatusForbidden, err.Error())
 	}
 	return withWarning(allow(res.Warnings), warning)

@@ -688,3 +688,87 @@ func TestNativeTeardownWaitsForTaskManagerPods(t *testing.T) {
 	}
 	f.Until("job", 20, "upgrade", upgradedTo(2))
 }
+
+// legacyStandalone deploys job standalone and then makes it what an
+// operator version before native mode left of a FlinkDeployment with mode
+// unset (then standalone): mode unset in the spec and the recorded specs.
+func legacyStandalone(t *testing.T) (*nativeFixture, *v1beta1.FlinkDeployment) {
+	f := newNativeFixture(t)
+	before := f.Deploy(f.application("job", v1beta1.UpgradeModeSavepoint))
+	d := f.Get("job")
+	d.Spec.Mode = ""
+	rs := &d.Status.ReconciliationStatus
+	for _, s := range []*string{&rs.LastReconciledSpec, &rs.LastStableSpec} {
+		if !strings.Contains(*s, `,"mode":"standalone"`) {
+			t.Fatalf("recorded spec without mode: %s", *s)
+		}
+		*s = strings.Replace(*s, `,"mode":"standalone"`, "", 1)
+	}
+	fd := f.Client.FlinkV1beta1().FlinkDeployments(ns)
+	u, err := fd.Update(f.Ctx, d, metav1.UpdateOptions{})
+	if err == nil {
+		u.Status = d.Status
+		_, err = fd.UpdateStatus(f.Ctx, u, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, before
+}
+
+// untouched: three syncs write nothing to the cluster's objects and the
+// job before keeps running standalone.
+func (f *nativeFixture) untouched(before *v1beta1.FlinkDeployment, what string) {
+	t := f.T
+	t.Helper()
+	f.Kube.ClearActions()
+	for range 3 {
+		f.Step("job")
+	}
+	for _, a := range f.Kube.Actions() {
+		if v := a.GetVerb(); v != "get" && v != "list" && v != "watch" && a.GetResource().Resource != "events" {
+			t.Errorf("%s: %s %s", what, v, a.GetResource().Resource)
+		}
+	}
+	if got := f.Get("job"); got.Status.JobStatus.JobID != before.Status.JobStatus.JobID || got.Status.JobStatus.State != v1beta1.JobStatusRunning {
+		t.Fatalf("%s: job %s %s, want %s still running", what, got.Status.JobStatus.JobID, got.Status.JobStatus.State, before.Status.JobStatus.JobID)
+	}
+	if jm := f.jmDeployment("job"); jm.Labels[cluster.LabelType] != cluster.TypeStandalone {
+		t.Errorf("%s: JobManager labels %v", what, jm.Labels)
+	}
+}
+
+// A cluster an operator version before native mode deployed with mode unset
+// (then standalone) keeps running standalone: the syncs after the operator
+// upgrade change none of its objects and restart nothing; its next deploy
+// (here a parallelism change) is native, as upstream reads unset, with the
+// state the upgrade took.
+func TestUnsetModeKeepsLiveStandaloneUntilRedeploy(t *testing.T) {
+	f, before := legacyStandalone(t)
+	f.untouched(before, "mode unset, live standalone cluster")
+
+	f.edit("job", func(s *v1beta1.FlinkDeploymentSpec) { s.Job.Parallelism = ptr.To[int32](2) })
+	after := f.Until("job", 30, "upgrade", upgradedTo(2))
+	if deps := f.deploymentNames(); !slices.Equal(deps, []string{cluster.JobManagerDeploymentName("job")}) {
+		t.Fatalf("Deployments %v after the upgrade, want the native JobManager only", deps)
+	}
+	if jm := f.jmDeployment("job"); jm.Labels[cluster.LabelType] != cluster.TypeNative {
+		t.Errorf("JobManager labels %v after the upgrade", jm.Labels)
+	}
+	if restored, meta := f.restoredFrom("job"); restored != after.Status.JobStatus.UpgradeSavepointPath || restored == "" || meta.JobID != before.Status.JobStatus.JobID {
+		t.Errorf("restored from %q (%+v)", restored, meta)
+	}
+}
+
+// Marking such a cluster mode: standalone is no change (nothing restarts),
+// and its next deploy stays standalone.
+func TestUnsetModeMarkedStandaloneIsNoChange(t *testing.T) {
+	f, before := legacyStandalone(t)
+	f.edit("job", func(s *v1beta1.FlinkDeploymentSpec) { s.Mode = v1beta1.DeploymentModeStandalone })
+	f.untouched(before, "mode unset → standalone")
+	f.edit("job", func(s *v1beta1.FlinkDeploymentSpec) { s.Job.Parallelism = ptr.To[int32](2) })
+	f.Until("job", 30, "upgrade", upgradedTo(3))
+	if jm := f.jmDeployment("job"); jm.Labels[cluster.LabelType] != cluster.TypeStandalone {
+		t.Errorf("JobManager labels %v after the upgrade", jm.Labels)
+	}
+}

@@ -125,6 +125,13 @@ type ownedObjects struct {
 	ingress     *networkingv1.Ingress
 }
 
+// liveStandalone: the live cluster is a standalone one (only standalone
+// clusters have a TaskManager Deployment; the JobManager's type label says
+// which mode built it).
+func (o ownedObjects) liveStandalone() bool {
+	return o.taskManager != nil || (o.jobManager != nil && o.jobManager.Labels[cluster.LabelType] == cluster.TypeStandalone)
+}
+
 // objectsOf reads a FlinkDeployment's cluster objects from the caches. An
 // object of the right name that another controller owns is returned too:
 // the caller refuses to touch it.

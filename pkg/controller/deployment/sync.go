@@ -8,8 +8,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/cluster"
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
-	"github.com/flinkops/flink-operator/pkg/validation"
 )
 
 // Event reasons of this controller alone (the shared ones are jobengine's).
@@ -97,6 +97,11 @@ func (c *Controller) newSync(st *jobengine.State[*v1beta1.FlinkDeployment, v1bet
 	if sc.owned, err = c.owned.objectsOf(sc.Base); err != nil {
 		return nil, err
 	}
+	if r := sc.Recorded; r != nil && r.Spec.Mode == "" && sc.Obj.Spec.Mode == v1beta1.DeploymentModeStandalone && sc.owned.liveStandalone() {
+		// Deployed with mode unset when that meant standalone (nativeFor),
+		// now marked standalone by its user: the same cluster, no change.
+		r.Spec.Mode = v1beta1.DeploymentModeStandalone
+	}
 	return sc, nil
 }
 
@@ -112,10 +117,26 @@ func (c *Controller) commit(ctx context.Context, sc *syncState) (time.Duration, 
 }
 
 // native reports a cluster in native mode: the spec it runs (the current
-// one before the first deploy).
+// one before the first deploy), read by nativeFor.
 func (sc *syncState) native() bool {
 	if sc.Recorded != nil {
-		return validation.NativeMode(&sc.Recorded.Spec)
+		return sc.nativeFor(&sc.Recorded.Spec)
 	}
-	return validation.NativeMode(&sc.Obj.Spec)
+	return sc.nativeFor(&sc.Obj.Spec)
+}
+
+// nativeFor says whether spec's cluster is (or is built) native: as
+// spec.mode says, unset meaning native as upstream, except that with mode
+// unset a live standalone cluster stays standalone until it is next
+// deployed. Operator versions before native mode deployed unset as
+// standalone; reading those clusters as native would make the first sync
+// after an operator upgrade rebuild them (a restart no one asked for) and
+// tear them down the wrong way. Their next deploy (an upgrade, a resume)
+// runs after the old objects are gone, so it is native
+// (docs/compatibility.md).
+func (sc *syncState) nativeFor(spec *v1beta1.FlinkDeploymentSpec) bool {
+	if spec.Mode == "" && sc.owned.liveStandalone() {
+		return false
+	}
+	return cluster.NativeMode(spec.Mode)
 }

@@ -36,7 +36,7 @@ func (c *Controller) validate(dep *v1beta1.FlinkDeployment, spec v1beta1.FlinkDe
 		return nil, err
 	}
 	// Whatever the builders refuse (bad ports, memory, pod template, ...).
-	if _, err := cluster.Build(cluster.Input{Deployment: dep, Spec: spec, OperatorConfig: c.Config, JobID: placeholderJobID, Native: validation.NativeMode(&spec)}); err != nil {
+	if _, err := cluster.Build(cluster.Input{Deployment: dep, Spec: spec, OperatorConfig: c.Config, JobID: placeholderJobID, Native: cluster.NativeMode(spec.Mode)}); err != nil {
 		return nil, err
 	}
 	return &validated{spec: spec, cfg: res.Config, version: res.Version}, nil
