@@ -251,11 +251,14 @@ func (r *run) basicExample(path string) {
 		t.Fatalf("upstream example: %v", err)
 	}
 	y := string(raw)
-	// The only edits: the image (the node agent runs images it knows), the
+	// The only edits: the mode, the image (the node agent runs images it knows), the
 	// jar (StateMachineExample.jar is not in the test's Flink) and its entry
 	// class. Memory (2048m per JobManager and TaskManager: fits) and
 	// everything else stay as upstream wrote them.
 	y = replaceOnce(t, y, "image: flink:2.2", "image: "+fl.image)
+	// Standalone mode: the sample's unset mode is native, which
+	// e2e/nativee2e runs; this package is about standalone clusters.
+	y = replaceOnce(t, y, "spec:\n", "spec:\n  mode: standalone\n")
 	// The entry class is needed: Flink's standalone application entrypoint
 	// finds the jar twice (its usrlib/ scan and pipeline.classpaths, which
 	// the operator sets from jarURI as upstream does) and refuses to pick a
@@ -315,6 +318,7 @@ metadata:
   name: %s
   namespace: %s
 spec:
+  mode: standalone
   image: %s
   flinkVersion: %s
   flinkConfiguration:

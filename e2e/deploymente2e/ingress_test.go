@@ -172,6 +172,7 @@ metadata:
   name: %s
   namespace: %s
 spec:
+  mode: standalone
   image: %s
   flinkVersion: %s
   flinkConfiguration:

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -152,13 +151,13 @@ func (r *run) remove(ns, file string) {
 }
 
 // namespace makes ns the way upstream's Helm chart prepares a watched
-// namespace: with the `flink` ServiceAccount the samples name.
+// namespace: with the `flink` ServiceAccount the samples name and its
+// Role (manifests/flink-serviceaccount), which native mode (the samples'
+// unset mode) needs.
 func (r *run) namespace(ns string) {
 	r.t.Helper()
 	r.CreateNamespace(r.t, ns)
-	if _, err := r.Kube.CoreV1().ServiceAccounts(ns).Create(r.Ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "flink"}}, metav1.CreateOptions{}); err != nil {
-		r.t.Fatal(err)
-	}
+	r.ApplyFlinkServiceAccount(r.t, ns)
 	r.t.Cleanup(func() {
 		if r.t.Failed() {
 			r.Dump(r.t, ns)

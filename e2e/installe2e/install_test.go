@@ -456,6 +456,7 @@ metadata:
   name: %s
   namespace: %s
 spec:
+  mode: standalone
   image: %s
   flinkVersion: %s
   serviceAccount: default

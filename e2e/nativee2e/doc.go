@@ -10,7 +10,7 @@
 //   - a FlinkDeployment whose ServiceAccount does not exist ends with
 //     status.error and a Warning ServiceAccountError event within 30 s, and
 //     creates nothing;
-//   - upstream's examples/basic.yaml (with mode: native, the image and the
+//   - upstream's examples/basic.yaml (mode unset, so native; the image and the
 //     test job's jar swapped in) reaches RUNNING with TaskManager pods
 //     created by Flink and owned by the JobManager Deployment; a
 //     FlinkStateSnapshot savepoint of it COMPLETES with _metadata on disk;

@@ -164,8 +164,8 @@ func (r *run) missingServiceAccount() {
 	r.waitGone(bad, time.Minute)
 }
 
-// basicExample: upstream's examples/basic.yaml with mode: native, the test
-// job's image and jar; its TaskManager pods are Flink's; a savepoint
+// basicExample: upstream's examples/basic.yaml (mode unset: native) with the
+// test job's image and jar; its TaskManager pods are Flink's; a savepoint
 // FlinkStateSnapshot of it completes with files on disk.
 func (r *run) basicExample(path string) {
 	t := r.t
@@ -175,12 +175,10 @@ func (r *run) basicExample(path string) {
 		t.Fatal(err)
 	}
 	y := string(raw)
-	// The edits: mode native (unset still means standalone here), the image
-	// (the node agent runs images it knows) and Flink version, the jar
-	// (StateMachineExample.jar is not in the test's Flink) and its entry
-	// class. Memory (2048m JobManager and TaskManager) and the
+	// The edits: the image (the node agent runs images it knows) and Flink
+	// version, the jar (StateMachineExample.jar is not in the test's Flink)
+	// and its entry class. The mode (unset), memory (2048m JobManager and TaskManager) and the
 	// ServiceAccount flink stay as upstream wrote them.
-	y = replaceOnce(t, y, "spec:\n", "spec:\n  mode: native\n")
 	y = replaceOnce(t, y, "image: flink:2.2", "image: "+fl.Image)
 	y = replaceOnce(t, y, "flinkVersion: v2_2", "flinkVersion: "+string(fl.Version))
 	y = replaceOnce(t, y, "    jarURI: local:///opt/flink/examples/streaming/StateMachineExample.jar\n",
@@ -196,7 +194,7 @@ func (r *run) basicExample(path string) {
 	if j := rest.WaitJobRunning(t, jobID); j.MaxParallelism() != 2 {
 		t.Errorf("basic-example runs with parallelism %d, want 2", j.MaxParallelism())
 	}
-	t.Logf("%s: upstream basic.yaml (mode native) RUNNING as job %s %s after the apply", r.version, jobID, time.Since(t0).Round(100*time.Millisecond))
+	t.Logf("%s: upstream basic.yaml (mode unset: native) RUNNING as job %s %s after the apply", r.version, jobID, time.Since(t0).Round(100*time.Millisecond))
 	if _, err := r.Kube.AppsV1().Deployments(r.ns).Get(r.Ctx, cluster.TaskManagerDeploymentName(basic), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("native mode: TaskManager Deployment %s exists (%v)", cluster.TaskManagerDeploymentName(basic), err)
 	}

@@ -19,6 +19,7 @@ metadata:
   name: %s
   namespace: %s
 spec:
+  mode: standalone
   image: %s
   flinkVersion: %s
   flinkConfiguration:

@@ -94,10 +94,12 @@ func (r *run) scenario(examplePath string) {
 		t.Fatal(err)
 	}
 	y := string(raw)
-	// The edits: the image (the node agent runs the images it knows), the
+	// The edits: standalone mode (the sample's unset mode is native, which
+	// e2e/nativee2e runs), the image (the node agent runs the images it knows), the
 	// Flink version for 1.x, the jars (the test job, served by the test) and
 	// their entry class and arguments, and the options a stateful job needs
 	// (checkpoint and savepoint directories, enough slots for 4 + 2).
+	y = replaceOnce(t, y, "spec:\n  image: flink:2.2\n", "spec:\n  mode: standalone\n  image: flink:2.2\n")
 	y = replaceOnce(t, y, "  image: flink:2.2\n", "  image: "+framework.FlinkImage(t, r.version)+"\n"+r.PodTemplateYAML()+fmt.Sprintf(`  flinkConfiguration:
     taskmanager.numberOfTaskSlots: "6"
     state.backend.type: hashmap
