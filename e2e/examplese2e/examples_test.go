@@ -22,8 +22,6 @@ import (
 // pending are the files that cannot reach their state here yet, with why
 // and what enables them. Everything else is applied by TestExamples.
 var pending = map[string]string{
-	"upstream/examples/basic-checkpoint-ha.yaml": "Flink's Kubernetes HA needs a real service-account token in the pod (issue 17: the local cluster gives pods what a kubelet gives them)",
-	"upstream/examples/basic-reactive.yaml":      "Flink's Kubernetes HA needs a real service-account token in the pod (issue 17)",
 	"upstream/examples/pod-template.yaml":        "an init container (busybox) and a sidecar (fluent-bit): the node agent runs only Flink images (issue 17: pods that get what a kubelet gives them)",
 	"upstream/examples/basic-session-deployment-and-job.yaml": "its jarURIs are Flink 2.2.0 example jars on repo1.maven.org, which this machine's Maven mirror does not serve " +
 		"(2.3.0 is served: manifests/examples/session-job.yaml runs the same job from there; e2e/sessionjobe2e runs this file with the jars swapped)",
@@ -42,6 +40,8 @@ var pending = map[string]string{
 var applied = []string{
 	"upstream/examples/basic.yaml",
 	"upstream/examples/custom-logging.yaml",
+	"upstream/examples/basic-checkpoint-ha.yaml",
+	"upstream/examples/basic-reactive.yaml",
 	"upstream/examples/basic-session-deployment-only.yaml",
 	"upstream/examples/snapshot-checkpoint.yaml",
 	"upstream/examples/snapshot-savepoint-already-exists.yaml",
@@ -254,6 +254,21 @@ func TestExamples(t *testing.T) {
 		r.jobRunning(ns, "custom-logging-example", 3*time.Minute)
 		r.remove(ns, "upstream/examples/custom-logging.yaml")
 		r.remove(ns, "upstream/examples/basic.yaml")
+	})
+
+	// Flink's Kubernetes HA, native (unset mode) and standalone with the
+	// reactive scheduler, one after the other (2 GiB JVMs each).
+	step("upstream basic-checkpoint-ha.yaml and basic-reactive.yaml RUNNING", func() {
+		ns := "ex-ha"
+		r.namespace(ns)
+		for _, f := range []struct{ file, name string }{
+			{"upstream/examples/basic-checkpoint-ha.yaml", "basic-checkpoint-ha-example"},
+			{"upstream/examples/basic-reactive.yaml", "basic-reactive-example"},
+		} {
+			r.apply(ns, f.file)
+			r.jobRunning(ns, f.name, 4*time.Minute)
+			r.remove(ns, f.file)
+		}
 	})
 
 	// Session clusters and a session job from Maven Central.
