@@ -141,7 +141,7 @@ func run(args []string) error {
 		fmt.Fprintf(os.Stderr, "local-cluster: stopped; none of the %d recorded processes is alive\n", len(c.Processes()))
 		return nil
 	}
-	if err := setup(setupCtx, c, *crdDir); err != nil {
+	if err := setup(setupCtx, c, *crdDir, root); err != nil {
 		return errors.Join(err, stop())
 	}
 
@@ -221,13 +221,25 @@ func removeEnvFile(file string, c *localcluster.Cluster) {
 	}
 }
 
-func setup(ctx context.Context, c *localcluster.Cluster, crdDir string) error {
+// setup installs the CRDs, grants the operator user cluster-admin and, as
+// manifests/kustomization.yaml does for a real install, gives namespace
+// default the Flink ServiceAccount of native mode (manifests/flink-serviceaccount),
+// so that upstream's samples (mode unset: native, serviceAccount flink)
+// apply there as they are.
+func setup(ctx context.Context, c *localcluster.Cluster, crdDir, root string) error {
 	names, err := c.InstallCRDs(ctx, crdDir)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "local-cluster: CRDs Established: %s\n", strings.Join(names, ", "))
-	return c.GrantClusterAdmin(ctx, localcluster.OperatorUser)
+	if err := c.GrantClusterAdmin(ctx, localcluster.OperatorUser); err != nil {
+		return err
+	}
+	if out, err := c.Kubectl("apply", "--server-side", "-k", filepath.Join(root, "manifests", "flink-serviceaccount")); err != nil {
+		return fmt.Errorf("the Flink ServiceAccount in namespace default: %w\n%s", err, out)
+	}
+	fmt.Fprintln(os.Stderr, "local-cluster: the Flink ServiceAccount flink (manifests/flink-serviceaccount) in namespace default")
+	return nil
 }
 
 // startOperator waits for the operator's build (no deadline), starts it and
