@@ -22,13 +22,13 @@ import (
 // pending are the files that cannot reach their state here yet, with why
 // and what enables them. Everything else is applied by TestExamples.
 var pending = map[string]string{
-	"upstream/examples/pod-template.yaml":        "an init container (busybox) and a sidecar (fluent-bit): the node agent runs only Flink images (issue 17: pods that get what a kubelet gives them)",
+	"upstream/examples/pod-template.yaml": "an init container (busybox) and a sidecar (fluent-bit): the node agent runs only Flink images (issue 17: pods that get what a kubelet gives them)",
 	"upstream/examples/basic-session-deployment-and-job.yaml": "its jarURIs are Flink 2.2.0 example jars on repo1.maven.org, which this machine's Maven mirror does not serve " +
 		"(2.3.0 is served: manifests/examples/session-job.yaml runs the same job from there; e2e/sessionjobe2e runs this file with the jars swapped)",
 	"upstream/examples/basic-session-job-only.yaml": "its jarURI is a Flink 2.2.0 example jar on repo1.maven.org, not served by this machine's Maven mirror (see basic-session-deployment-and-job.yaml)",
-	"upstream/e2e-data/flinkdep-cr.yaml":            "native mode and an init container (issue 17)",
-	"upstream/e2e-data/multi-sessionjob.yaml":       "native mode (issue 17); its jarURI is a placeholder upstream's e2e scripts fill in",
-	"upstream/e2e-data/sessionjob-cr.yaml":          "native mode (issue 17); its jarURI is a placeholder upstream's e2e scripts fill in",
+	"upstream/e2e-data/flinkdep-cr.yaml":            "a busybox init container that wgets the job jar from a placeholder URL (STREAMING_EXAMPLES_JAR_URL) upstream's e2e scripts fill in; the node agent runs only Flink images",
+	"upstream/e2e-data/multi-sessionjob.yaml":       "its jarURI is a placeholder (STREAMING_EXAMPLES_JAR_URL) upstream's e2e scripts fill in; e2e/nativee2e runs native session clusters with session jobs",
+	"upstream/e2e-data/sessionjob-cr.yaml":          "its jarURI is a placeholder (STREAMING_EXAMPLES_JAR_URL) upstream's e2e scripts fill in; e2e/nativee2e runs native session clusters with session jobs",
 	"upstream/e2e-data/savepoint.yaml":              "a snapshot of upstream's e2e deployment (flinkdep-cr.yaml), which is pending",
 	"upstream/examples/snapshot-savepoint-job-full-spec.yaml": "asks for a CANONICAL savepoint of example-deployment; Flink 2's StateMachineExample (async state, hashmap backend) " +
 		"declines canonical savepoints (\"Not supported yet\") in real Flink too; no issue can change that (manifests/examples/savepoint.yaml's NATIVE one completes)",
