@@ -195,6 +195,13 @@ func TestReadmeTryIt(t *testing.T) {
 		}
 	}
 
+	// Upstream's samples (native, serviceAccount flink) can run in
+	// namespace default: Flink's resource manager may create pods as flink.
+	canI, err := kubectl(root, kubeconfig, "auth", "can-i", "create", "pods", "-n", "default", "--as", "system:serviceaccount:default:flink")
+	if err != nil || strings.TrimSpace(canI) != "yes" {
+		t.Errorf("the Flink ServiceAccount default/flink may not create pods in make run's cluster: %q, %v", canI, err)
+	}
+
 	// No EndpointSlice controller warnings (loopback pod IPs).
 	events, err := kubectl(root, kubeconfig, "get", "events", "-A", "--field-selector", "type=Warning", "-o", "custom-columns=REASON:.reason,OBJECT:.involvedObject.name,MESSAGE:.message")
 	if err != nil {
