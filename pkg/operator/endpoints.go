@@ -22,7 +22,8 @@ const (
 
 // endpointResolver returns the resolver for mode; pod-ip reads JobManager
 // pods from the owned-object informers (the pods carry the
-// type=flink-standalone-kubernetes label those informers select on).
+// type=flink-standalone-kubernetes or flink-native-kubernetes label those
+// informers select on).
 func endpointResolver(mode string, inf *Informers) (endpoints.Resolver, error) {
 	switch mode {
 	case "", EndpointService:
