@@ -283,8 +283,11 @@ func testNativeCluster(t *testing.T, ctx context.Context, c *localcluster.Cluste
 
 	if ha {
 		testNativeFailover(t, ctx, c, client, name, jm[0], rest, jobID)
+		// Flink's common labels: the HA ConfigMaps of either Flink line
+		// (Flink 2 drops configmap-type=high-availability) and the
+		// cluster's own ConfigMap, deleted at the end anyway.
 		defer client.CoreV1().ConfigMaps("default").DeleteCollection(ctx, metav1.DeleteOptions{},
-			metav1.ListOptions{LabelSelector: cluster.HAConfigMapSelector(name)})
+			metav1.ListOptions{LabelSelector: cluster.HAConfigMapListSelector(name)})
 	}
 	if session {
 		// Cancelled, the job leaves its TaskManager idle: Flink deletes the

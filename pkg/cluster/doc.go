@@ -211,9 +211,10 @@
 //   - With high-availability.type kubernetes: ConfigMaps
 //     <name>-cluster-config-map (leader election and addresses) and
 //     <name>-<job-id>-config-map (checkpoint pointers, counter, job graph),
-//     labelled HAConfigMapLabels (app=<name>,
-//     configmap-type=high-availability, type=flink-native-kubernetes;
-//     HAConfigMapSelector). They have no owner reference, so they survive
+//     labelled app=<name>, type=flink-native-kubernetes, and on Flink 1.x
+//     also configmap-type=high-availability (HAConfigMapLabels), which
+//     Flink 2 dropped: IsHAConfigMap recognises both, by that label or by
+//     name (haconfigmap.go). They have no owner reference, so they survive
 //     the Deployment's deletion on purpose (last-state upgrades and
 //     suspend read them); upstream deletes them when the resource is
 //     deleted or redeployed stateless, and so must the controller. Flink

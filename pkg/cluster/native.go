@@ -146,19 +146,20 @@ func NativeJobManagerSelector(name string) string {
 	return labels.SelectorFromSet(NativeLabels(name, ComponentJobManager)).String()
 }
 
-// HAConfigMapLabels are the labels of the HA ConfigMaps Flink creates
-// (KubernetesUtils.getConfigMapLabels): the common labels and
-// configmap-type=high-availability.
+// HAConfigMapLabels are the labels Flink 1.x puts on the HA ConfigMaps it
+// creates (KubernetesUtils.getConfigMapLabels): the common labels and
+// configmap-type=high-availability. Flink 2 puts the common labels only
+// (haconfigmap.go: IsHAConfigMap recognises both).
 func HAConfigMapLabels(name string) map[string]string {
 	l := NativeCommonLabels(name)
 	l[LabelConfigMapType] = ConfigMapTypeHA
 	return l
 }
 
-// HAConfigMapSelector selects the HA ConfigMaps of cluster name, for
-// reading HA metadata and for deleting it (upstream deletes them on
-// resource deletion and on stateless redeploys, keeps them on a
-// last-state suspend/upgrade).
+// HAConfigMapSelector selects the HA ConfigMaps Flink 1.x creates for
+// cluster name (HAConfigMapLabels). It misses Flink 2's, which have no
+// configmap-type label: to find the HA ConfigMaps of any Flink version,
+// list with HAConfigMapListSelector and keep those IsHAConfigMap accepts.
 func HAConfigMapSelector(name string) string {
 	return labels.SelectorFromSet(HAConfigMapLabels(name)).String()
 }

@@ -104,8 +104,9 @@ func (i *Informers) Shutdown() {
 //     pkg/controller/deployment/pods.go, the pod-ip endpoint resolver);
 //   - a Deployment's pod template: Deployments are read for their metadata
 //     (the spec-hash and Flink-version annotations), replicas and status;
-//   - a ConfigMap's data, except the HA ConfigMaps Flink writes (their
-//     checkpoint pointers are read): the operator's own ConfigMaps are
+//   - a ConfigMap's data, except the HA ConfigMaps Flink writes
+//     (cluster.IsAnyHAConfigMap; their checkpoint pointers and job graphs
+//     are read): the operator's own ConfigMaps are
 //     compared by their spec-hash annotation.
 //
 // An update built from a cached copy must therefore set the whole spec or
@@ -118,7 +119,7 @@ func trimKubeObject(obj any) (any, error) {
 	case *appsv1.Deployment:
 		o.Spec.Template = corev1.PodTemplateSpec{}
 	case *corev1.ConfigMap:
-		if o.Labels[cluster.LabelConfigMapType] != cluster.ConfigMapTypeHA {
+		if !cluster.IsAnyHAConfigMap(o) {
 			o.Data, o.BinaryData = nil, nil
 		}
 	}

@@ -105,10 +105,12 @@ func TestOwnedSelector(t *testing.T) {
 
 // Cached Deployments keep metadata, replicas and status, not their pod
 // template; cached ConfigMaps keep no data unless they are Flink's HA
-// ConfigMaps (checkpoint pointers, read on last-state upgrades).
+// ConfigMaps (checkpoint pointers, read on last-state upgrades): Flink
+// 1.x's, labelled configmap-type=high-availability, and Flink 2's, with
+// Flink's common labels only.
 func TestInformersTrimDeploymentsAndConfigMaps(t *testing.T) {
 	std := labels.Set{cluster.LabelType: cluster.TypeStandalone}
-	ha := labels.Set{cluster.LabelType: cluster.TypeNative, cluster.LabelConfigMapType: cluster.ConfigMapTypeHA}
+	ha := labels.Set(cluster.HAConfigMapLabels("x"))
 	replicas := int32(2)
 	dep := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "d", Labels: std, Annotations: map[string]string{"hash": "h1"}},
@@ -120,7 +122,12 @@ func TestInformersTrimDeploymentsAndConfigMaps(t *testing.T) {
 		Data: map[string]string{"config.yaml": "a: b"}}
 	haMap := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "x-cluster-config-map", Labels: ha},
 		Data: map[string]string{"checkpointID-0000000000000000007": "pointer"}}
-	inf := NewInformers(kubefake.NewSimpleClientset(dep, conf, haMap), flinkfake.NewSimpleClientset(), nil, 0)
+	const jobID = "0123456789abcdef0123456789abcdef"
+	haMap2 := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "y-" + jobID + "-config-map", Labels: cluster.NativeCommonLabels("y")},
+		Data: map[string]string{"checkpointID-0000000000000000008": "pointer"}}
+	nativeConf := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "flink-config-y", Labels: cluster.NativeCommonLabels("y")},
+		Data: map[string]string{"config.yaml": "a: b"}}
+	inf := NewInformers(kubefake.NewSimpleClientset(dep, conf, haMap, haMap2, nativeConf), flinkfake.NewSimpleClientset(), nil, 0)
 	deps := inf.Kube[""].Apps().V1().Deployments().Lister()
 	cms := inf.Kube[""].Core().V1().ConfigMaps().Lister()
 	startSynced(t, inf)
@@ -144,6 +151,20 @@ func TestInformersTrimDeploymentsAndConfigMaps(t *testing.T) {
 	}
 	if gotHA.Data["checkpointID-0000000000000000007"] != "pointer" {
 		t.Errorf("cached HA ConfigMap lost its data: %v", gotHA.Data)
+	}
+	gotHA2, err := cms.ConfigMaps("ns").Get(haMap2.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gotHA2.Data["checkpointID-0000000000000000008"] != "pointer" {
+		t.Errorf("cached Flink 2 HA ConfigMap lost its data: %v", gotHA2.Data)
+	}
+	gotNative, err := cms.ConfigMaps("ns").Get("flink-config-y")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gotNative.Data != nil {
+		t.Errorf("cached native flink-config ConfigMap kept its data: %v", gotNative.Data)
 	}
 }
 

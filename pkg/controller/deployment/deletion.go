@@ -165,10 +165,10 @@ func (c *Controller) deleteDeployment(sc *syncState, name string) {
 
 // deleteHAConfigMaps queues the deletion of the cluster's Kubernetes-HA
 // ConfigMaps (<name>-cluster-config-map, <name>-<job id>-config-map: labels
-// app=<name>, type=flink-native-kubernetes,
-// configmap-type=high-availability) the cache holds, by name and UID, and
-// reports whether there are any. Upstream selects them by Flink's common
-// labels; the narrower selector keeps the operator's own
+// app=<name>, type=flink-native-kubernetes, plus
+// configmap-type=high-availability on Flink 1.x) the cache holds, by name
+// and UID, and reports whether there are any. Upstream selects them by
+// Flink's common labels; cluster.IsHAConfigMap keeps the operator's own
 // flink-config-<name>, which carries those too in native mode.
 func (c *Controller) deleteHAConfigMaps(sc *syncState) bool {
 	cms, err := c.owned.haConfigMaps(sc.Obj)

@@ -195,12 +195,23 @@ func (c *ownedCache) nativeTaskManagerPods(dep *v1beta1.FlinkDeployment) ([]*cor
 }
 
 // haConfigMaps are the HA ConfigMaps Flink's Kubernetes HA created for
-// dep's cluster (app=<name>, type=flink-native-kubernetes,
-// configmap-type=high-availability, in both modes), from the informer.
+// dep's cluster (app=<name>, type=flink-native-kubernetes, in both modes;
+// cluster.IsHAConfigMap: Flink 1.x's configmap-type=high-availability
+// label, or Flink 2's names), from the informer.
 func (c *ownedCache) haConfigMaps(dep *v1beta1.FlinkDeployment) ([]*corev1.ConfigMap, error) {
 	inf := c.forNamespace(dep.Namespace)
 	if inf == nil {
 		return nil, nil
 	}
-	return inf.configMaps.ConfigMaps(dep.Namespace).List(labels.SelectorFromSet(cluster.HAConfigMapLabels(dep.Name)))
+	all, err := inf.configMaps.ConfigMaps(dep.Namespace).List(labels.SelectorFromSet(cluster.NativeCommonLabels(dep.Name)))
+	if err != nil {
+		return nil, err
+	}
+	var ha []*corev1.ConfigMap
+	for _, cm := range all {
+		if cluster.IsHAConfigMap(dep.Name, cm) {
+			ha = append(ha, cm)
+		}
+	}
+	return ha, nil
 }

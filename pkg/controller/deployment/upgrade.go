@@ -147,7 +147,7 @@ func (c *Controller) haRecovery(sc *syncState) bool {
 		return false
 	}
 	cm, err := inf.configMaps.ConfigMaps(sc.Obj.Namespace).Get(cluster.HAJobConfigMapName(sc.Obj.Name, js.JobID))
-	if err != nil || cm.DeletionTimestamp != nil || cm.Labels[cluster.LabelConfigMapType] != cluster.ConfigMapTypeHA {
+	if err != nil || cm.DeletionTimestamp != nil || !cluster.IsHAConfigMap(sc.Obj.Name, cm) {
 		return false
 	}
 	for k := range cm.Data {
