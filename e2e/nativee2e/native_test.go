@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -29,6 +31,12 @@ const (
 	counting = "counting"
 	// basic is upstream's examples/basic.yaml's FlinkDeployment.
 	basic = "basic-example"
+	// session is the native session cluster, sessionJobs its two
+	// FlinkSessionJobs.
+	session = "native-session"
+	// noPods is the FlinkDeployment whose ServiceAccount may not create
+	// pods.
+	noPods = "no-pods"
 	// testJar is the test job in the image (the node agent's private
 	// /opt/flink/usrlib holds it).
 	testJar = "local:///opt/flink/usrlib/testjob.jar"
@@ -63,9 +71,10 @@ func TestNativeMode(t *testing.T) {
 	e := framework.Setup(t, ctx, framework.Options{Name: "nativee2e"})
 	t.Logf("local cluster, CRDs and operator up %s after the start", time.Since(begin).Round(time.Millisecond))
 	upstreamBasic := filepath.Join(e.Root, "pkg", "upstreamtest", "testdata", "examples", "basic.yaml")
+	jars := serveJars(t, versions)
 	for i, v := range versions {
 		t.Run(v, func(t *testing.T) {
-			r := &run{Env: e, t: t, version: v, ns: fmt.Sprintf("native-%d", i)}
+			r := &run{Env: e, t: t, version: v, ns: fmt.Sprintf("native-%d", i), jar: jars + "/" + v + "/testjob.jar"}
 			r.data = filepath.Join(e.Base, r.ns)
 			if err := os.MkdirAll(r.data, 0o755); err != nil {
 				t.Fatal(err)
@@ -78,9 +87,10 @@ func TestNativeMode(t *testing.T) {
 				_, _ = e.Kubectl("delete", "namespace", r.ns, "--wait=false")
 			})
 			r.step("missing-serviceaccount", r.missingServiceAccount)
-			r.applyFlinkServiceAccount()
+			e.ApplyFlinkServiceAccount(t, r.ns)
 			r.step("basic-example", func() { r.basicExample(upstreamBasic) })
 			r.step("counting-ha", r.countingHA)
+			r.step("session-and-no-pods-serviceaccount", r.sessionAndUnderprivileged)
 		})
 	}
 	t.Logf("TestNativeMode: %s in all", time.Since(begin).Round(time.Second))
@@ -92,6 +102,23 @@ type run struct {
 	version string
 	ns      string
 	data    string // this line's checkpoints, savepoints, HA storage
+	jar     string // the test job's jar over HTTP, for the session jobs
+}
+
+// serveJars serves each version's test job jar at /<version>/testjob.jar,
+// as a user would host a session job's jar (the operator fetches it and
+// uploads it to the session cluster).
+func serveJars(t *testing.T, versions []string) string {
+	mux := http.NewServeMux()
+	for _, v := range versions {
+		d, err := flinkjvm.Ensure(context.Background(), v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		jar := d.TestJobJar
+		mux.HandleFunc("/"+v+"/testjob.jar", func(w http.ResponseWriter, r *http.Request) { http.ServeFile(w, r, jar) })
+	}
+	return framework.ServeHTTP(t, mux)
 }
 
 // step runs one scenario; a failed one stops the line (later ones build on
@@ -100,33 +127,6 @@ func (r *run) step(name string, f func()) {
 	t0 := time.Now()
 	f()
 	r.t.Logf("%s: %s done in %s", r.version, name, time.Since(t0).Round(100*time.Millisecond))
-}
-
-// applyFlinkServiceAccount applies manifests/flink-serviceaccount in the
-// namespace as its kustomization comment says: a kustomization of one's own
-// naming the namespace (which also sets the RoleBinding subject's).
-func (r *run) applyFlinkServiceAccount() {
-	dir := filepath.Join(r.data, "flink-sa")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		r.t.Fatal(err)
-	}
-	// kustomize takes relative paths only.
-	rel, err := filepath.Rel(dir, filepath.Join(r.Root, "manifests", "flink-serviceaccount"))
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	k := fmt.Sprintf("namespace: %s\nresources: [%s]\n", r.ns, rel)
-	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o644); err != nil {
-		r.t.Fatal(err)
-	}
-	r.kubectl("apply", "--server-side", "-k", dir)
-	rb, err := r.Kube.RbacV1().RoleBindings(r.ns).Get(r.Ctx, "flink", metav1.GetOptions{})
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	if len(rb.Subjects) != 1 || rb.Subjects[0].Namespace != r.ns || rb.Subjects[0].Name != "flink" {
-		r.t.Fatalf("RoleBinding flink subjects %+v, want ServiceAccount %s/flink", rb.Subjects, r.ns)
-	}
 }
 
 // missingServiceAccount: a native FlinkDeployment whose ServiceAccount does
@@ -414,6 +414,226 @@ func (r *run) countingHA() {
 	t.Logf("%s: counting deleted; objects, pods, JVMs and HA ConfigMaps gone %s after kubectl delete", r.version, time.Since(t0).Round(100*time.Millisecond))
 }
 
+// sessionAndUnderprivileged: a native session cluster (no job) runs two
+// FlinkSessionJobs of the test job on TaskManager pods Flink creates.
+// Meanwhile a FlinkDeployment whose ServiceAccount exists but may not
+// create pods (its Role grants everything else Flink needs) ends with
+// status.error and a Warning ServiceAccountError event naming the missing
+// permission within 30 s, creating nothing, while the operator keeps
+// serving the session cluster (the second session job is applied with it
+// and reaches RUNNING). Deleting the session jobs cancels their jobs;
+// deleting the session cluster removes every pod and JVM.
+func (r *run) sessionAndUnderprivileged() {
+	t := r.t
+	fl := framework.Flavours[r.version]
+	sessionJob := func(name string) string {
+		return fmt.Sprintf(`apiVersion: flink.apache.org/v1beta1
+kind: FlinkSessionJob
+metadata:
+  name: %s
+  namespace: %s
+spec:
+  deploymentName: %s
+  job:
+    jarURI: %s
+    entryClass: %s
+    args: ["--rate", "10", "--keys", "%d"]
+    parallelism: 1
+    upgradeMode: stateless
+`, name, r.ns, session, r.jar, flinkjvm.TestJobClass, keys)
+	}
+	job1, job2 := session+"-job-1", session+"-job-2"
+
+	// 1. The session cluster and the first job.
+	t0 := time.Now()
+	r.apply(fmt.Sprintf(`apiVersion: flink.apache.org/v1beta1
+kind: FlinkDeployment
+metadata:
+  name: %[1]s
+  namespace: %[2]s
+spec:
+  mode: native
+  serviceAccount: flink
+  image: %[3]s
+  flinkVersion: %[4]s
+  flinkConfiguration:
+    jobmanager.memory.process.size: 768m
+    taskmanager.memory.process.size: 1024m
+    taskmanager.memory.managed.size: 64m
+    taskmanager.numberOfTaskSlots: "2"
+    state.backend.type: hashmap
+    execution.checkpointing.interval: 2 s
+    execution.checkpointing.dir: file://%[5]s/session-checkpoints
+    heartbeat.interval: "1000"
+    heartbeat.timeout: "10000"
+  jobManager:
+    replicas: 1
+---
+%[6]s`, session, r.ns, fl.Image, fl.Version, r.data, sessionJob(job1)))
+	r.waitDeployment(session, 3*time.Minute, "session cluster STABLE", func(d *v1beta1.FlinkDeployment) bool {
+		return d.Status.LifecycleState == v1beta1.LifecycleStable && d.Status.JobManagerDeploymentStatus == v1beta1.JobManagerReady
+	})
+	one := r.waitSessionJob(job1, 3*time.Minute, "RUNNING, STABLE", stableSessionJob)
+	t.Logf("%s: native session cluster with %s RUNNING (job %s) %s after the apply", r.version, job1, one.Status.JobStatus.JobID, time.Since(t0).Round(100*time.Millisecond))
+
+	// 2. The under-privileged ServiceAccount, and the second session job
+	// at the same time.
+	r.apply(fmt.Sprintf(`apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: %[1]s
+  namespace: %[2]s
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: %[1]s
+  namespace: %[2]s
+rules:
+  # manifests/flink-serviceaccount's rules without pods create.
+  - apiGroups: [""]
+    resources: ["pods"]
+    verbs: ["get", "list", "watch", "update", "patch", "delete"]
+  - apiGroups: [""]
+    resources: ["configmaps"]
+    verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+  - apiGroups: ["apps"]
+    resources: ["deployments", "deployments/finalizers"]
+    verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: %[1]s
+  namespace: %[2]s
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: %[1]s
+subjects:
+  - kind: ServiceAccount
+    name: %[1]s
+    namespace: %[2]s
+`, noPods, r.ns))
+	bad := r.countingYAML(noPods, 1, v1beta1.UpgradeModeSavepoint, v1beta1.JobStateRunning)
+	bad = replaceOnce(t, bad, "serviceAccount: flink", "serviceAccount: "+noPods)
+	t0 = time.Now()
+	r.apply(bad + "---\n" + sessionJob(job2))
+	want := fmt.Sprintf("ServiceAccount %s/%s may not create pods", r.ns, noPods)
+	d := r.waitDeployment(noPods, 30*time.Second, "status.error: may not create pods", func(d *v1beta1.FlinkDeployment) bool {
+		return strings.Contains(d.Status.Error, want)
+	})
+	r.waitWarning(noPods, "ServiceAccountError", "create pods", 30*time.Second-time.Since(t0))
+	t.Logf("%s: under-privileged ServiceAccount reported %s after the apply: %s", r.version, time.Since(t0).Round(100*time.Millisecond), d.Status.Error)
+	two := r.waitSessionJob(job2, 2*time.Minute, "RUNNING, STABLE (served beside the failing FlinkDeployment)", stableSessionJob)
+	t.Logf("%s: %s RUNNING (job %s) %s after the apply", r.version, job2, two.Status.JobStatus.JobID, time.Since(t0).Round(100*time.Millisecond))
+	if _, err := r.Kube.AppsV1().Deployments(r.ns).Get(r.Ctx, noPods, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("JobManager Deployment %s exists although its ServiceAccount may not create pods (%v)", noPods, err)
+	}
+	if d := r.getDeployment(noPods); !strings.Contains(d.Status.Error, want) {
+		t.Errorf("%s: status.error now %q, want it to keep naming the missing permission", noPods, d.Status.Error)
+	}
+
+	// 3. Both jobs on the session cluster, on Flink's TaskManager pod (two
+	// slots).
+	rest := r.FlinkREST(t, r.ns, session)
+	ids := []string{one.Status.JobStatus.JobID, two.Status.JobStatus.JobID}
+	for _, id := range ids {
+		rest.WaitJobRunning(t, id)
+	}
+	slices.Sort(ids)
+	if live := r.liveJobs(rest); !slices.Equal(live, ids) {
+		t.Errorf("live jobs on the session cluster %v, want %v", live, ids)
+	}
+	r.checkFlinkTaskManagers(session, 1)
+
+	// 4. Deleting the session jobs cancels their jobs.
+	t0 = time.Now()
+	r.kubectl("delete", "flinksessionjob", job1, job2, "-n", r.ns, "--wait=false")
+	for _, name := range []string{job1, job2} {
+		r.WaitFor(t, 2*time.Minute, "FlinkSessionJob "+name+" deleted", func() (bool, string) {
+			j, err := r.Flink.FlinkV1beta1().FlinkSessionJobs(r.ns).Get(r.Ctx, name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return true, ""
+			}
+			if err != nil {
+				return false, err.Error()
+			}
+			return false, sessionJobSummary(j)
+		})
+	}
+	r.WaitFor(t, 30*time.Second, "no live job on the session cluster", func() (bool, string) {
+		live := r.liveJobs(rest)
+		return len(live) == 0, fmt.Sprint(live)
+	})
+	t.Logf("%s: session jobs deleted, their jobs cancelled, %s after kubectl delete", r.version, time.Since(t0).Round(100*time.Millisecond))
+
+	// 5. Deleting the session cluster and the failed FlinkDeployment:
+	// every pod and JVM goes.
+	pids := r.agentProcesses()
+	t0 = time.Now()
+	r.kubectl("delete", "flinkdeployment", session, noPods, "-n", r.ns, "--wait=false")
+	r.waitGone(noPods, time.Minute)
+	r.waitGone(session, 2*time.Minute)
+	r.waitClusterGone(session, 2*time.Minute)
+	r.waitProcessesGone(pids)
+	t.Logf("%s: session cluster deleted, every pod and JVM gone %s after kubectl delete", r.version, time.Since(t0).Round(100*time.Millisecond))
+}
+
+func stableSessionJob(j *v1beta1.FlinkSessionJob) bool {
+	return j.Status.JobStatus.JobID != "" && j.Status.JobStatus.State == v1beta1.JobStatusRunning &&
+		j.Status.LifecycleState == v1beta1.LifecycleStable
+}
+
+func sessionJobSummary(j *v1beta1.FlinkSessionJob) string {
+	st := j.Status
+	return fmt.Sprintf("lifecycleState=%s reconciliation=%s job=%s state=%s error=%q",
+		st.LifecycleState, st.ReconciliationStatus.State, st.JobStatus.JobID, st.JobStatus.State, st.Error)
+}
+
+func (r *run) waitSessionJob(name string, timeout time.Duration, what string, ok func(*v1beta1.FlinkSessionJob) bool) *v1beta1.FlinkSessionJob {
+	r.t.Helper()
+	var got *v1beta1.FlinkSessionJob
+	r.WaitFor(r.t, timeout, "FlinkSessionJob "+r.ns+"/"+name+": "+what, func() (bool, string) {
+		j, err := r.Flink.FlinkV1beta1().FlinkSessionJobs(r.ns).Get(r.Ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		got = j
+		return ok(j), sessionJobSummary(j)
+	})
+	return got
+}
+
+func (r *run) getDeployment(name string) *v1beta1.FlinkDeployment {
+	r.t.Helper()
+	d, err := r.Flink.FlinkV1beta1().FlinkDeployments(r.ns).Get(r.Ctx, name, metav1.GetOptions{})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return d
+}
+
+// waitWarning waits for a Warning event of reason about object name whose
+// message contains text.
+func (r *run) waitWarning(name, reason, text string, timeout time.Duration) {
+	r.t.Helper()
+	r.WaitFor(r.t, timeout, fmt.Sprintf("a Warning %s event of %s naming %q", reason, name, text), func() (bool, string) {
+		l, err := r.Kube.CoreV1().Events(r.ns).List(r.Ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
+		if err != nil {
+			return false, err.Error()
+		}
+		var seen []string
+		for _, ev := range l.Items {
+			if ev.Type == corev1.EventTypeWarning && ev.Reason == reason && strings.Contains(ev.Message, text) {
+				return true, ""
+			}
+			seen = append(seen, ev.Type+" "+ev.Reason+": "+ev.Message)
+		}
+		return false, strings.Join(seen, "; ")
+	})
+}
+
 // countingYAML is the test job's native FlinkDeployment with Kubernetes HA.
 func (r *run) countingYAML(name string, parallelism int, mode v1beta1.UpgradeMode, state v1beta1.JobState) string {
 	fl := framework.Flavours[r.version]
@@ -551,6 +771,15 @@ func (r *run) checkFlinkTaskManagers(name string, want int) {
 // checkOneJob checks that the JobManager runs exactly one job that is not
 // finished, jobID.
 func (r *run) checkOneJob(rest *framework.Flink, jobID string) {
+	if live := r.liveJobs(rest); len(live) != 1 || live[0] != jobID {
+		r.t.Errorf("jobs on the JobManager: %v, want only %s", live, jobID)
+	}
+}
+
+// liveJobs are the ids of the JobManager's jobs that are not finished
+// (FINISHED, CANCELED, FAILED), sorted.
+func (r *run) liveJobs(rest *framework.Flink) []string {
+	r.t.Helper()
 	var ov struct {
 		Jobs []struct {
 			ID    string `json:"jid"`
@@ -565,12 +794,11 @@ func (r *run) checkOneJob(rest *framework.Flink, jobID string) {
 		switch j.State {
 		case "FINISHED", "CANCELED", "FAILED":
 		default:
-			live = append(live, j.ID+" "+j.State)
+			live = append(live, j.ID)
 		}
 	}
-	if len(live) != 1 || !strings.HasPrefix(live[0], jobID+" ") {
-		r.t.Errorf("jobs on the JobManager: %v, want only %s", live, jobID)
-	}
+	slices.Sort(live)
+	return live
 }
 
 // counterAtCheckpoint reads the counter, then waits for two more completed
@@ -612,14 +840,19 @@ func (r *run) checkCounterContinued(rest *framework.Flink, jobID string, before 
 	r.t.Logf("%s: job %s continued the counter: %+v (before %d)", r.version, jobID, acc, before)
 }
 
+// haConfigMaps are the names of Flink's HA ConfigMaps of cluster name
+// (Flink 1.x labels them configmap-type=high-availability, Flink 2 does
+// not: cluster.IsHAConfigMap).
 func (r *run) haConfigMaps(name string) []string {
-	l, err := r.Kube.CoreV1().ConfigMaps(r.ns).List(r.Ctx, metav1.ListOptions{LabelSelector: cluster.HAConfigMapSelector(name)})
+	l, err := r.Kube.CoreV1().ConfigMaps(r.ns).List(r.Ctx, metav1.ListOptions{LabelSelector: cluster.HAConfigMapListSelector(name)})
 	if err != nil {
 		r.t.Fatal(err)
 	}
 	var out []string
 	for _, c := range l.Items {
-		out = append(out, c.Name)
+		if cluster.IsHAConfigMap(name, &c) {
+			out = append(out, c.Name)
+		}
 	}
 	sort.Strings(out)
 	return out
