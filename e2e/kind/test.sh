@@ -5,12 +5,17 @@
 #      a savepoint and a checkpoint complete (their files appear in the shared storage), the
 #      webhook refuses a snapshot of a job that does not exist, deleting the savepoint deletes its
 #      files, deleting the FlinkDeployment removes its cluster;
-#   2. the Go e2e scenarios (the same code as on the local control plane) with
+#   2. native: upstream's examples/basic.yaml (no mode: native, as upstream) in a namespace of its
+#      own with the Flink ServiceAccount of manifests/flink-serviceaccount: the job runs on
+#      TaskManager pods Flink created (owned by the JobManager Deployment), deleting the
+#      FlinkDeployment removes every pod;
+#   3. the Go e2e scenarios (the same code as on the local control plane) with
 #      FLINKOP_E2E_PROVIDER=kind: see README.md for the contract.
 #
 # Usage: e2e/kind/test.sh [go test packages...]
 #   default packages: every e2e package whose tests use e2e/framework (the provider switch)
-#   FLINKOP_KIND_SKIP_SMOKE=1  skip step 1;  FLINKOP_KIND_SKIP_GO=1  skip step 2.
+#   FLINKOP_KIND_SKIP_SMOKE=1  skip step 1;  FLINKOP_KIND_SKIP_NATIVE=1  skip step 2;
+#   FLINKOP_KIND_SKIP_GO=1  skip step 3.
 set -euo pipefail
 
 # shellcheck source-path=SCRIPTDIR source=lib.sh
@@ -85,14 +90,73 @@ EOF
 
 	log "smoke: deleting the FlinkDeployment removes its cluster"
 	k -n "${ns}" delete flinkdeployment example-deployment --timeout=5m
-	local i
-	for i in $(seq 1 90); do
-		[[ -z "$(k -n "${ns}" get pods -l app=example-deployment -o name)" ]] && break
-		[[ ${i} -eq 90 ]] && die "pods of example-deployment still there 3 min after its deletion"
-		sleep 2
-	done
+	wait_pods_gone "${ns}" app=example-deployment example-deployment
 	k delete namespace "${ns}" --wait=true --timeout=180s
 	log "smoke: passed"
+}
+
+# wait_pods_gone <namespace> <selector> <what>: up to 3 min.
+wait_pods_gone() {
+	local ns="$1" selector="$2" what="$3" i
+	for i in $(seq 1 90); do
+		[[ -z "$(k -n "${ns}" get pods -l "${selector}" -o name)" ]] && return 0
+		[[ ${i} -eq 90 ]] && die "pods of ${what} still there 3 min after its deletion"
+		sleep 2
+	done
+}
+
+# native: a native-mode FlinkDeployment as most of upstream's users write one. Flink's own
+# Kubernetes resource manager creates the TaskManager pods, as the ServiceAccount flink, whose
+# Role and RoleBinding manifests/flink-serviceaccount grants in the job namespace (up.sh applied
+# them in namespace default with manifests/; here they go to a namespace of their own, the way
+# that directory's kustomization.yaml tells users to).
+native() {
+	local ns="kind-native" name="basic-example"
+	log "native: namespace ${ns} with the Flink ServiceAccount of manifests/flink-serviceaccount"
+	k delete namespace "${ns}" --ignore-not-found --wait=true --timeout=180s
+	k create namespace "${ns}"
+	local sa_dir
+	sa_dir="$(mktemp -d)"
+	# kustomize takes relative paths only; the namespace transformer also sets the RoleBinding
+	# subject's namespace.
+	cat >"${sa_dir}/kustomization.yaml" <<EOF
+namespace: ${ns}
+resources:
+  - $(realpath --relative-to="${sa_dir}" "${repo_root}/manifests/flink-serviceaccount")
+EOF
+	k apply --server-side -k "${sa_dir}"
+	rm -rf "${sa_dir}"
+	k -n "${ns}" auth can-i create pods --as="system:serviceaccount:${ns}:flink" >/dev/null ||
+		die "the ServiceAccount ${ns}/flink may not create pods after manifests/flink-serviceaccount was applied"
+
+	# Upstream's sample as it is, but for the image up.sh loaded (flink:2.3, not flink:2.2).
+	log "native: upstream's examples/basic.yaml (spec.mode unset: native, as upstream) on ${example_flink_image}"
+	sed -e "s|image: flink:2.2|image: ${example_flink_image}|" -e 's|flinkVersion: v2_2|flinkVersion: v2_3|' \
+		"${repo_root}/pkg/upstreamtest/testdata/examples/basic.yaml" | k -n "${ns}" apply -f -
+	wait_jsonpath 6m "flinkdeployment/${name}" '{.status.jobStatus.state}' RUNNING -n "${ns}"
+
+	# The TaskManager pods are Flink's (labels of Flink's KubernetesUtils, owner the JobManager
+	# Deployment <name>, ServiceAccount flink), and the operator made no TaskManager Deployment.
+	local tm_selector="app=${name},component=taskmanager,type=flink-native-kubernetes" tms="" i
+	for i in $(seq 1 60); do
+		tms="$(k -n "${ns}" get pods -l "${tm_selector}" -o jsonpath='{range .items[*]}{.metadata.name} {.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name} {.spec.serviceAccountName} {.status.phase}{"\n"}{end}')"
+		grep -q ' Running$' <<<"${tms}" && break
+		[[ ${i} -eq 60 ]] && die "no running TaskManager pod of ${name} created by Flink after 2 min: ${tms:-none}"
+		sleep 2
+	done
+	log "native: TaskManager pods (name owner serviceAccount phase): ${tms//$'\n'/; }"
+	if grep -v -q " Deployment/${name} flink " <<<"${tms}"; then
+		die "TaskManager pods not owned by Deployment ${name} or not running as ServiceAccount flink: ${tms}"
+	fi
+	if k -n "${ns}" get deployment "${name}-taskmanager" >/dev/null 2>&1; then
+		die "native mode: the operator created a TaskManager Deployment ${name}-taskmanager"
+	fi
+
+	log "native: deleting the FlinkDeployment removes every pod"
+	k -n "${ns}" delete flinkdeployment "${name}" --timeout=5m
+	wait_pods_gone "${ns}" "app=${name}" "${name}"
+	k delete namespace "${ns}" --wait=true --timeout=180s
+	log "native: passed"
 }
 
 go_scenarios() {
@@ -131,6 +195,9 @@ go_scenarios() {
 
 if [[ "${FLINKOP_KIND_SKIP_SMOKE:-0}" != "1" ]]; then
 	smoke
+fi
+if [[ "${FLINKOP_KIND_SKIP_NATIVE:-0}" != "1" ]]; then
+	native
 fi
 if [[ "${FLINKOP_KIND_SKIP_GO:-0}" != "1" ]]; then
 	go_scenarios "$@"
