@@ -53,6 +53,8 @@ type job struct {
 	restored         *restoredStat
 
 	exceptions []exceptionEntry // newest first
+
+	restarts int64 // the numRestarts metric (handlers_metrics.go)
 }
 
 type exceptionEntry struct {

@@ -40,6 +40,7 @@ func (s *Server) routes() {
 	s.handle(RouteJobCancel, s.cancelJob)
 	s.handle(RouteJobStatus, s.getJobStatus)
 	s.handle(RouteExceptions, s.getExceptions)
+	s.handle(RouteJobMetrics, s.getJobMetrics) // handlers_metrics.go
 	s.handle(RouteSavepointTrigger, s.triggerSavepoint)
 	s.handle(RouteSavepointStatus, s.savepointStatus)
 	s.handle(RouteStop, s.stopWithSavepoint)
