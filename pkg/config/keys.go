@@ -76,6 +76,18 @@ const (
 	KeyJobDrainOnSavepointDeletion                = "kubernetes.operator.job.drain-on-savepoint-deletion"
 	KeyJobRestartFailed                           = "kubernetes.operator.job.restart.failed"
 	KeyDeploymentReadinessTimeout                 = "kubernetes.operator.deployment.readiness.timeout"
+	KeyDeploymentRollbackEnabled                  = "kubernetes.operator.deployment.rollback.enabled"
+
+	// Health checks and restarts (pkg/controller/jobengine/health.go).
+	KeyClusterHealthCheckEnabled                   = "kubernetes.operator.cluster.health-check.enabled"
+	KeyClusterHealthCheckRestartsWindow            = "kubernetes.operator.cluster.health-check.restarts.window"
+	KeyClusterHealthCheckRestartsThreshold         = "kubernetes.operator.cluster.health-check.restarts.threshold"
+	KeyClusterHealthCheckCheckpointProgressEnabled = "kubernetes.operator.cluster.health-check.checkpoint-progress.enabled"
+	KeyClusterHealthCheckCheckpointProgressWindow  = "kubernetes.operator.cluster.health-check.checkpoint-progress.window"
+	KeyJMDeploymentRecoveryEnabled                 = "kubernetes.operator.jm-deployment-recovery.enabled"
+	// KeyJMDeploymentRecoveryEnabledDeprecated is upstream's older name of
+	// KeyJMDeploymentRecoveryEnabled, still read as a fallback.
+	KeyJMDeploymentRecoveryEnabledDeprecated = "kubernetes.operator.reconciler.jm-deployment-recovery.enabled"
 )
 
 // Flink's own options that the operator reads. Flink 1.20 renamed several of
@@ -328,9 +340,24 @@ var registry = []Key{
 	{Name: KeyJobDrainOnSavepointDeletion, Type: TypeBool, Default: "false", Overridable: true,
 		Description: "`drain` flag of the stop-with-savepoint on deletion."},
 	{Name: KeyJobRestartFailed, Type: TypeBool, Default: "false", Overridable: true,
-		Description: "Not implemented yet (issue 18, item 2): accepted and validated, but a FAILED job stays FAILED. Upstream: redeploy a job that reached FAILED."},
+		Description: "Redeploy a job that reached FAILED, with the same spec, from its latest checkpoint or savepoint (recorded when it failed); FlinkDeployments and FlinkSessionJobs."},
+	{Name: KeyClusterHealthCheckEnabled, Type: TypeBool, Default: "false", Overridable: true,
+		Description: "Health check of application clusters: a job that restarts too often (`restarts.*`) or completes no checkpoint in time (`checkpoint-progress.*`) is restarted keeping its state (last-state), with a `RestartUnhealthyJob` event. The check's record is `status.clusterInfo.ClusterHealthInfo`, as upstream."},
+	{Name: KeyClusterHealthCheckRestartsWindow, Type: TypeDuration, Default: "2 min", Overridable: true, check: positive,
+		Description: "Window in which the job's restarts (Flink's `numRestarts` metric) are counted."},
+	{Name: KeyClusterHealthCheckRestartsThreshold, Type: TypeInt, Default: "64", Overridable: true,
+		Description: "More restarts than this within the window make the job unhealthy."},
+	{Name: KeyClusterHealthCheckCheckpointProgressEnabled, Type: TypeBool, Default: "true", Overridable: true,
+		Description: "With the health check on: a job with checkpointing that completes no checkpoint within the window is unhealthy."},
+	{Name: KeyClusterHealthCheckCheckpointProgressWindow, Type: TypeDuration, DefaultDoc: "unset: `max(checkpointing interval, checkpoint timeout) × (tolerable failed checkpoints + 2)`", Overridable: true,
+		Description: "Window for the checkpoint progress check; a shorter one than the default's formula is raised to it, as upstream."},
+	{Name: KeyJMDeploymentRecoveryEnabled, Type: TypeBool, Default: "true", Overridable: true,
+		Deprecated:  []string{KeyJMDeploymentRecoveryEnabledDeprecated},
+		Description: "Recreate a JobManager Deployment deleted by someone else (a `RecoverDeployment` Warning event) when that cannot lose state: a session cluster, a stateless job, or a job with high availability, whose new JobManager recovers it from the HA metadata's latest checkpoint. Otherwise, and when false, the loss is reported and nothing is recreated."},
 	{Name: KeyDeploymentReadinessTimeout, Type: TypeDuration, Default: "5 min", Overridable: true, check: positive,
-		Description: "How long a JobManager deployment may take to become ready before it is reported as an error (upstream uses it to decide a rollback, not implemented yet: issue 18, item 3)."},
+		Description: "How long a deployed spec may take to become stable (its job observed running; a session cluster's JobManager ready) before it is rolled back (with `deployment.rollback.enabled`), and a JobManager deployment to become ready before it is reported as an error."},
+	{Name: KeyDeploymentRollbackEnabled, Type: TypeBool, Default: "false", Overridable: true,
+		Description: "Roll back a FlinkDeployment upgrade that is not stable within `deployment.readiness.timeout` to the last stable spec, keeping the job's state (the upgrade savepoint or its latest checkpoint): reconciliation state `ROLLING_BACK`, then `ROLLED_BACK` until the spec changes again. Never back to a job that was suspended, nor across a Flink version change. See [Rollbacks](deployments.md#rollbacks)."},
 
 	// --- Flink options the operator reads ---
 	{Name: FlinkSavepointDir, Type: TypeString, Flink: true, Overridable: true, DefaultDoc: "unset",

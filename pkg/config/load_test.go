@@ -52,6 +52,13 @@ func TestDefaultsMatchSpec(t *testing.T) {
 		KeyJobDrainOnSavepointDeletion:             "false",
 		KeyJobRestartFailed:                        "false",
 		KeyDeploymentReadinessTimeout:              "5 min",
+		KeyDeploymentRollbackEnabled:               "false",
+
+		KeyClusterHealthCheckEnabled:                   "false",
+		KeyClusterHealthCheckRestartsWindow:            "2 min",
+		KeyClusterHealthCheckRestartsThreshold:         "64",
+		KeyClusterHealthCheckCheckpointProgressEnabled: "true",
+		KeyJMDeploymentRecoveryEnabled:                 "true",
 	}
 	if diff := cmp.Diff(want, map[string]string(Defaults())); diff != "" {
 		t.Errorf("Defaults() (-want +got):\n%s", diff)
@@ -60,7 +67,7 @@ func TestDefaultsMatchSpec(t *testing.T) {
 	for _, k := range []string{KeyPeriodicSavepointInterval, KeyPeriodicCheckpointInterval,
 		KeySavepointHistoryMaxCountThreshold, KeySavepointHistoryMaxAgeThreshold, KeySnapshotTimeout,
 		KeySnapshotMaxConcurrent, KeyWatchedNamespaces, KeyLeaderElectionLeaseName,
-		KeyJobUpgradeLastStateMaxAllowedCheckpointAge} {
+		KeyJobUpgradeLastStateMaxAllowedCheckpointAge, KeyClusterHealthCheckCheckpointProgressWindow} {
 		if _, ok := Defaults().Raw(k); ok {
 			t.Errorf("%s should have no default", k)
 		}

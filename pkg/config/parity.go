@@ -43,8 +43,6 @@ type UpstreamKey struct {
 const (
 	reasonJOSDK         = "configures upstream's Java Operator SDK (JOSDK), which this operator does not use"
 	reasonScope         = "scope format of Flink's metric reporters; metrics here are Prometheus series with labels (`namespace`, `type`, …), see [Metrics](operations.md#metrics)"
-	reasonHealth        = "issue 18, item 2: health checks and restarts"
-	reasonRollback      = "issue 18, item 3: rollback"
 	reasonParity        = "issue 18, item 5"
 	reasonExceptionJSON = "issue 18, item 1: `status.error` here is a plain message (the reason, the pod and container, Flink's exception line), not upstream's JSON-serialized Java exception, so upstream's limits on its fields do not apply yet; Flink's job exceptions are reported as `JobException` events (see `events.exceptions.*`)"
 )
@@ -57,11 +55,12 @@ var upstreamKeys = []UpstreamKey{
 	// --- operator configuration ---
 	{Key: KeyCheckpointTriggerGracePeriod, Status: StatusImplemented},
 	{Key: KeyCheckpointType, Status: StatusImplemented},
-	{Key: "kubernetes.operator.cluster.health-check.checkpoint-progress.enabled", Status: StatusNotYet, Reason: reasonHealth},
-	{Key: "kubernetes.operator.cluster.health-check.checkpoint-progress.window", Status: StatusNotYet, Reason: reasonHealth},
-	{Key: "kubernetes.operator.cluster.health-check.enabled", Status: StatusNotYet, Reason: reasonHealth},
-	{Key: "kubernetes.operator.cluster.health-check.restarts.threshold", Status: StatusNotYet, Reason: reasonHealth},
-	{Key: "kubernetes.operator.cluster.health-check.restarts.window", Status: StatusNotYet, Reason: reasonHealth},
+	{Key: KeyClusterHealthCheckCheckpointProgressEnabled, Status: StatusImplemented},
+	{Key: KeyClusterHealthCheckCheckpointProgressWindow, Status: StatusImplemented},
+	{Key: KeyClusterHealthCheckEnabled, Status: StatusImplemented,
+		Reason: "an unhealthy job without HA is restarted too (upstream: only stateless or with HA metadata): the restart keeps its latest checkpoint through the JobManager, see [Health checks and restarts](deployments.md#health-checks-and-restarts)"},
+	{Key: KeyClusterHealthCheckRestartsThreshold, Status: StatusImplemented},
+	{Key: KeyClusterHealthCheckRestartsWindow, Status: StatusImplemented},
 	{Key: "kubernetes.operator.cluster.resource-view.refresh-interval", Status: StatusNotApplicable,
 		Reason: "feeds upstream's autoscaler (cluster capacity before scaling up; off by default there), which this operator does not have"},
 	{Key: "kubernetes.operator.config.cache.size", Status: StatusNotApplicable,
@@ -69,8 +68,9 @@ var upstreamKeys = []UpstreamKey{
 	{Key: "kubernetes.operator.config.cache.timeout", Status: StatusNotApplicable,
 		Reason: "see `config.cache.size`"},
 	{Key: KeyDeploymentReadinessTimeout, Status: StatusDifferent,
-		Reason: "same default; upstream uses it only to decide a rollback (not yet: " + reasonRollback + "); here it also bounds how long a JobManager may take to become ready before `DeploymentError`, and a session job's stop"},
-	{Key: "kubernetes.operator.deployment.rollback.enabled", Status: StatusNotYet, Reason: reasonRollback},
+		Reason: "same default; upstream uses it only to decide a rollback; here it also bounds how long a JobManager may take to become ready before `DeploymentError`, and a session job's stop"},
+	{Key: KeyDeploymentRollbackEnabled, Status: StatusImplemented,
+		Reason: "upstream also requires high availability (its webhook rejects the key without it, and it rolls back only while the HA metadata is there); here the failed job's state is read through Flink's REST API, so HA is not required, and a rollback whose state cannot be known stops with \"Manual restore required\" instead"},
 	{Key: "kubernetes.operator.dynamic.config.check.interval", Status: StatusNotYet, Reason: reasonParity},
 	{Key: "kubernetes.operator.dynamic.config.enabled", Status: StatusNotYet,
 		Reason: reasonParity + "; upstream's default is `true`: here a changed operator ConfigMap applies at the operator's next start"},
@@ -90,14 +90,13 @@ var upstreamKeys = []UpstreamKey{
 	{Key: "kubernetes.operator.health.probe.port", Status: StatusDifferent,
 		Reason: "the probe address is the flag `--health-probe-bind-address` (default `:8081`), as in Kubernetes controllers"},
 	{Key: KeyIngressManage, Status: StatusImplemented},
-	{Key: "kubernetes.operator.jm-deployment-recovery.enabled", Status: StatusNotYet,
-		Reason: reasonHealth + "; today a JobManager Deployment deleted by someone else is recreated only when that cannot lose state, else \"Manual restore required\""},
+	{Key: KeyJMDeploymentRecoveryEnabled, Status: StatusImplemented,
+		Reason: "as upstream, a lost JobManager of a job that is neither stateless nor highly available is not recreated (that would restart it from older state): \"Manual restore required\""},
 	{Key: "kubernetes.operator.jm-deployment.shutdown-ttl", Status: StatusNotYet,
 		Reason: reasonParity},
 	{Key: "kubernetes.operator.jm-deployment.startup.probe.enabled", Status: StatusNotYet, Reason: reasonParity},
 	{Key: KeyJobDrainOnSavepointDeletion, Status: StatusImplemented},
-	{Key: KeyJobRestartFailed, Status: StatusNotYet,
-		Reason: reasonHealth + "; the key is accepted and validated, but a FAILED job stays FAILED"},
+	{Key: KeyJobRestartFailed, Status: StatusImplemented},
 	{Key: KeyJobSavepointOnDeletion, Status: StatusImplemented},
 	{Key: "kubernetes.operator.job.submission.timeout", Status: StatusNotYet,
 		Reason: reasonParity},

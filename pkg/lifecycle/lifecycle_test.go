@@ -15,6 +15,10 @@ func TestState(t *testing.T) {
 	unstable.LastStableSpec = "b"
 	upgrading := deployed
 	upgrading.State = v1beta1.ReconciliationUpgrading
+	rollingBack := unstable
+	rollingBack.State = v1beta1.ReconciliationRollingBack
+	rolledBack := unstable
+	rolledBack.State = v1beta1.ReconciliationRolledBack
 	for _, tc := range []struct {
 		name string
 		in   Observed
@@ -30,6 +34,9 @@ func TestState(t *testing.T) {
 		{"manual restore ignored", Observed{Recorded: true, Status: deployed, Error: "Manual restore required"}, v1beta1.LifecycleStable},
 		{"stable", Observed{Recorded: true, Status: deployed}, v1beta1.LifecycleStable},
 		{"deployed", Observed{Recorded: true, Status: unstable}, v1beta1.LifecycleDeployed},
+		{"rolling back", Observed{Recorded: true, Status: rollingBack, JobState: v1beta1.JobStatusFailed}, v1beta1.LifecycleRollingBack},
+		{"rolled back", Observed{Recorded: true, Status: rolledBack, JobState: v1beta1.JobStatusRunning}, v1beta1.LifecycleRolledBack},
+		{"rolled back, job failed", Observed{Recorded: true, Status: rolledBack, JobState: v1beta1.JobStatusFailed}, v1beta1.LifecycleFailed},
 	} {
 		if got := State(tc.in); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)

@@ -37,12 +37,16 @@ func State(o Observed) v1beta1.ResourceLifecycleState {
 		return v1beta1.LifecycleCreated
 	case o.Status.State == v1beta1.ReconciliationUpgrading:
 		return v1beta1.LifecycleUpgrading
+	case o.Status.State == v1beta1.ReconciliationRollingBack:
+		return v1beta1.LifecycleRollingBack
 	case o.Suspended:
 		return v1beta1.LifecycleSuspended
 	case o.JobState == v1beta1.JobStatusFailed:
 		return v1beta1.LifecycleFailed
 	case o.ManualRestoreFails && o.ManualRestore:
 		return v1beta1.LifecycleFailed
+	case o.Status.State == v1beta1.ReconciliationRolledBack:
+		return v1beta1.LifecycleRolledBack
 	case o.Status.LastReconciledSpec == o.Status.LastStableSpec:
 		return v1beta1.LifecycleStable
 	}

@@ -130,7 +130,8 @@ func (c *Controller) observeJobManager(ctx context.Context, sc *syncState, pod *
 		}
 		timeout, _ := sc.Cfg.Duration(config.KeyDeploymentReadinessTimeout)
 		if deployedAt := time.UnixMilli(st.ReconciliationStatus.ReconciliationTimestamp); timeout > 0 &&
-			st.ReconciliationStatus.State == v1beta1.ReconciliationDeployed && sc.Now.Sub(deployedAt) > timeout {
+			(st.ReconciliationStatus.State == v1beta1.ReconciliationDeployed || st.ReconciliationStatus.State == v1beta1.ReconciliationRolledBack) &&
+			sc.Now.Sub(deployedAt) > timeout {
 			set(v1beta1.JobManagerError)
 			sc.Fail(ReasonDeploymentError, "JobManager deployment is not ready %s after it was deployed (%s); check its pods and events",
 				timeout, config.KeyDeploymentReadinessTimeout)
@@ -203,7 +204,7 @@ func (sc *syncState) jobObservable() bool {
 		return false
 	}
 	st := &sc.Obj.Status
-	if st.ReconciliationStatus.State == v1beta1.ReconciliationUpgrading {
+	if rs := st.ReconciliationStatus.State; rs == v1beta1.ReconciliationUpgrading || rs == v1beta1.ReconciliationRollingBack {
 		return st.JobStatus.State != v1beta1.JobStatusSuspended
 	}
 	return sc.Recorded.Spec.Job != nil && !jobengine.JobSuspended(&sc.Recorded.Spec)
@@ -225,6 +226,7 @@ func (c *Controller) observeJob(ctx context.Context, sc *syncState, jobs []flink
 	}
 	sc.ObserveJob(ctx)
 	c.observeExceptions(ctx, sc)
+	c.observeHealth(ctx, sc) // health.go
 }
 
 // recheckIn is how soon to look at a failing pod again: when its verdict

@@ -117,20 +117,8 @@ func (k deploymentJob) Steady(ctx context.Context) error {
 	if sc.owned.jobManager == nil {
 		// Recreating a JobManager restarts the job from the restore point in
 		// its arguments, which is only its last state when nothing newer can
-		// exist.
-		js := st.JobStatus
-		switch {
-		case !app, haEnabled(sc.Cfg), jobengine.UpgradeMode(&spec) == v1beta1.UpgradeModeStateless,
-			js.State == v1beta1.JobStatusReconciling, js.State == "":
-			createJM = true
-		case js.State.IsGloballyTerminal():
-			// The job had ended; an upgrade restarts it from its recorded
-			// last state. Nothing to restart now.
-		default:
-			sc.FailManualRestore(ReasonDeploymentError, "JobManager deployment is missing and the job's last state (last seen %s) cannot be read. "+
-				"Manual restore required: set spec.job.initialSavepointPath to the latest checkpoint or savepoint and change spec.job.savepointRedeployNonce", js.State)
-			sc.RequeueWithin(jobengine.RetryFailed)
-		}
+		// exist (health.go).
+		createJM = c.recoverJobManager(sc)
 	}
 	c.ensureObjects(sc, built, createJM)
 	healthy := st.JobManagerDeploymentStatus == v1beta1.JobManagerReady && (!app || st.JobStatus.State == v1beta1.JobStatusRunning)

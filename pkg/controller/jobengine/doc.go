@@ -28,8 +28,18 @@
 //	(none) → UPGRADING    first deploy recorded: State.firstDeploy (reconcile.go)
 //	DEPLOYED → UPGRADING  a spec change is recorded: State.Reconcile → RecordSpecChange,
 //	                      BeginUpgrade (upgrade.go; Classify says which change)
+//	DEPLOYED → UPGRADING  a restart of the recorded spec (a FAILED job with job.restart.failed,
+//	                      an unhealthy one): State.steady → restartIfNeeded → Restart (health.go)
 //	UPGRADING → DEPLOYED  the new spec is deployed or settled suspended: State.continueUpgrade
 //	                      → State.Deploy (Driver.Deploy makes the objects or the submission)
+//	DEPLOYED → ROLLING_BACK  the deployed spec is not stable within deployment.readiness.timeout
+//	                      (deployment.rollback.enabled, FlinkDeployments): State.Reconcile →
+//	                      rollbackDue, beginRollback (rollback.go); the target is lastStableSpec,
+//	                      lastReconciledSpec stays the failed spec
+//	ROLLING_BACK → ROLLED_BACK  the failed job stopped keeping its state (stopForRollback),
+//	                      lastStableSpec deployed: State.continueRollback → State.Deploy
+//	ROLLED_BACK → UPGRADING  the spec changes again (compared with the failed spec: State.classify)
+//	ROLLED_BACK → DEPLOYED  the spec is set back to the stable one: acceptRollback (no redeploy)
 //
 // jobStatus.state:
 //
@@ -39,6 +49,7 @@
 //	→ SUSPENDED            the old job's state is recorded and it may be torn down or cancelled:
 //	                       State.StopJob → finishStop (savepoint and last-state upgrades);
 //	                       State.BeginUpgrade for stateless upgrades, resumes and savepoint redeploys;
+//	                       State.stopForRollback (rollback.go);
 //	                       State.firstDeploy of any job; State.continueUpgrade settling a
 //	                       suspended one; the controllers' syncDeletion after a
 //	                       savepoint on deletion (stopOnDeletion)
@@ -52,7 +63,8 @@
 // lifecycleState is derived in each controller's commit from the above
 // (pkg/lifecycle.State; FAILED after an error recorded with
 // FailManualRestore or wrapping lifecycle.ErrManualRestore); lastStableSpec follows lastReconciledSpec once the
-// job runs, or at once for a job suspended by the user (KeepSuspendedStable).
+// job runs (while DEPLOYED, never ROLLED_BACK), or at once for a job suspended by the user (KeepSuspendedStable).
+// While ROLLING_BACK or ROLLED_BACK, State.Recorded is lastStableSpec, the spec being or been deployed.
 //
 // Snapshots the operator makes for a job (snapshots.go, legacy.go) are
 // planned here too: manual nonces and periodic snapshots created before the

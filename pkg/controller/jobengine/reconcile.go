@@ -59,8 +59,15 @@ func (s *State[T, S]) Reconcile(ctx context.Context, d Driver[S]) error {
 		// Finish what the log says was started, with the recorded spec; a
 		// newer spec is applied once this upgrade is done.
 		return s.continueUpgrade(ctx, d)
+	case st.Reconciliation.State == v1beta1.ReconciliationRollingBack:
+		// Likewise a rollback (rollback.go).
+		return s.continueRollback(ctx, d)
 	}
-	change := Classify(s.Recorded.Spec, *specOf[T, S](s.Obj))
+	change := s.classify()
+	if (change == ChangeNone || change == ChangeNonces) && s.rollbackDue(d) {
+		*st.ObservedGeneration = s.Obj.GetGeneration()
+		return s.beginRollback(ctx, d)
+	}
 	if change == ChangeNone {
 		*st.ObservedGeneration = s.Obj.GetGeneration()
 		return s.steady(ctx, d)
@@ -211,7 +218,11 @@ func (s *State[T, S]) Deploy(ctx context.Context, d Driver[S]) {
 	if !d.Deploy(ctx, jobID, restore) {
 		return
 	}
-	st.Reconciliation.State = v1beta1.ReconciliationDeployed
+	if st.Reconciliation.State == v1beta1.ReconciliationRollingBack {
+		st.Reconciliation.State = v1beta1.ReconciliationRolledBack
+	} else {
+		st.Reconciliation.State = v1beta1.ReconciliationDeployed
+	}
 	st.Reconciliation.ReconciliationTimestamp = s.Now.UnixMilli()
 	prev := *st.Job
 	*st.Job = v1beta1.JobStatus{
@@ -231,6 +242,9 @@ func (s *State[T, S]) steady(ctx context.Context, d Driver[S]) error {
 	if JobSuspended(&s.Recorded.Spec) || !d.CanRun() {
 		return nil
 	}
+	if restarted, err := s.restartIfNeeded(ctx, d); restarted || err != nil { // health.go
+		return err
+	}
 	return d.Steady(ctx)
 }
 
@@ -239,7 +253,9 @@ func (s *State[T, S]) steady(ctx context.Context, d Driver[S]) error {
 // answers), and the job is looked at again soon or late.
 func (s *State[T, S]) KeepSteady(ctx context.Context, d Driver[S], healthy, plan bool) error {
 	rs := s.Status().Reconciliation
-	if healthy && rs.LastStableSpec != rs.LastReconciledSpec {
+	// Not once rolled back: lastReconciledSpec is then the spec that
+	// never became stable (rollback.go).
+	if healthy && rs.State == v1beta1.ReconciliationDeployed && rs.LastStableSpec != rs.LastReconciledSpec {
 		rs.LastStableSpec = rs.LastReconciledSpec
 	}
 	if plan {
@@ -252,7 +268,7 @@ func (s *State[T, S]) KeepSteady(ctx context.Context, d Driver[S], healthy, plan
 			s.RequeueWithin(time.Second)
 		}
 		err := s.ReconcileSnapshots(ctx, SnapshotInputs{
-			Running:     healthy && recordedRunning && rs.State == v1beta1.ReconciliationDeployed,
+			Running:     healthy && recordedRunning && (rs.State == v1beta1.ReconciliationDeployed || rs.State == v1beta1.ReconciliationRolledBack),
 			Checkpoints: d.CheckpointTrigger(),
 			SpecValid:   func() bool { _, _, err := d.Validate(); return err == nil },
 			Healthy:     s.JobHealthy(),

@@ -233,11 +233,27 @@ func (s *State[T, S]) RecordNonces(sp, cp *int64) error {
 		return err
 	}
 	rs := s.Status().Reconciliation
+	s.Recorded = &lifecycle.Reconciled[S]{Spec: updated, Meta: s.Recorded.Meta}
+	if s.rolledBackFrom != nil {
+		// Rolled back: Recorded is the stable spec that runs; the spec
+		// rolled back from takes the nonces too, or it would differ from
+		// the resource's and be retried (rollback.go).
+		from := deepCopySpec(s.rolledBackFrom.Spec)
+		if job := JobOf(&from); job != nil {
+			job.SavepointTriggerNonce, job.CheckpointTriggerNonce = sp, cp
+		}
+		fromEncoded, err := lifecycle.Encode(from, s.rolledBackFrom.Meta.FirstDeployment)
+		if err != nil {
+			return err
+		}
+		rs.LastStableSpec, rs.LastReconciledSpec = encoded, fromEncoded
+		s.rolledBackFrom = &lifecycle.Reconciled[S]{Spec: from, Meta: s.rolledBackFrom.Meta}
+		return nil
+	}
 	if rs.LastStableSpec == rs.LastReconciledSpec {
 		rs.LastStableSpec = encoded
 	}
 	rs.LastReconciledSpec = encoded
-	s.Recorded = &lifecycle.Reconciled[S]{Spec: updated, Meta: s.Recorded.Meta}
 	return nil
 }
 

@@ -77,6 +77,10 @@ type State[T Object, S Spec] struct {
 	wasSuspended, firstDeployment bool
 	// legacyHealthy: the job may take a legacy snapshot now.
 	legacyHealthy bool
+	// rolledBackFrom is lastReconciledSpec while the log says ROLLING_BACK
+	// or ROLLED_BACK: the spec rolled back from, which a spec change is
+	// compared with; Recorded is then lastStableSpec (rollback.go).
+	rolledBackFrom *lifecycle.Reconciled[S]
 
 	// Observation of the job through its JobManager.
 	Client *flink.Client      // set when the JobManager answered
@@ -109,7 +113,11 @@ func (e *Engine[T, S]) NewState(ctx context.Context, key string, base T, now tim
 	if err != nil {
 		return nil, err
 	}
-	return &State[T, S]{e: e, Key: key, Base: base, Obj: base.DeepCopyObject().(T), Now: now, Log: klog.FromContext(ctx), Recorded: rec}, nil
+	s := &State[T, S]{e: e, Key: key, Base: base, Obj: base.DeepCopyObject().(T), Now: now, Log: klog.FromContext(ctx), Recorded: rec}
+	if err := s.decodeRollback(); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // Start begins the sync of a resource that is not being deleted: it makes
