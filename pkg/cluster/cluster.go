@@ -60,7 +60,10 @@ func Build(in Input) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	configHash := ConfigHash(cm.Data)
+	configHash, err := p.podConfigHash(cm.Data) // scalehash.go
+	if err != nil {
+		return nil, err
+	}
 	jm, err := p.jobManagerDeployment(configHash)
 	if err != nil {
 		return nil, err

@@ -251,9 +251,11 @@
 //
 // Pod templates carry AnnotationConfigHash, a hash of the ConfigMap data, so a
 // config change (a new job id, say) rolls the pods even though the ConfigMap
-// name stays the same; AnnotationRestartNonce carries spec.restartNonce for
-// the same reason. Every built object carries AnnotationSpecHash, a hash
-// of what the operator built, so the controller can tell whether a live
-// object needs an update (SpecHashChanged) without comparing against
-// server-side defaults.
+// name stays the same (pipeline.jobvertex-parallelism-overrides is left
+// out: it is applied to the running job in place, scalehash.go);
+// AnnotationRestartNonce carries spec.restartNonce for the same reason.
+// Every built object carries AnnotationSpecHash, a hash of what the
+// operator built, so the controller can tell whether a live object needs
+// an update (SpecHashChanged) without comparing against server-side
+// defaults.
 package cluster

@@ -72,6 +72,7 @@ const (
 	KeyJobUpgradeLastStateFallbackEnabled         = "kubernetes.operator.job.upgrade.last-state-fallback.enabled"
 	KeyJobUpgradeLastStateMaxAllowedCheckpointAge = "kubernetes.operator.job.upgrade.last-state.max.allowed.checkpoint.age"
 	KeyJobUpgradeIgnorePendingSavepoint           = "kubernetes.operator.job.upgrade.ignore-pending-savepoint"
+	KeyJobUpgradeInPlaceScalingEnabled            = "kubernetes.operator.job.upgrade.inplace-scaling.enabled"
 	KeyJobSavepointOnDeletion                     = "kubernetes.operator.job.savepoint-on-deletion"
 	KeyJobDrainOnSavepointDeletion                = "kubernetes.operator.job.drain-on-savepoint-deletion"
 	KeyJobRestartFailed                           = "kubernetes.operator.job.restart.failed"
@@ -335,6 +336,8 @@ var registry = []Key{
 		Description: "Last-state upgrades whose latest checkpoint is older than this take a savepoint instead (needs a savepoint directory)."},
 	{Name: KeyJobUpgradeIgnorePendingSavepoint, Type: TypeBool, Default: "false", Overridable: true,
 		Description: "Legacy mode: let a spec upgrade proceed while a savepoint is pending instead of waiting for it."},
+	{Name: KeyJobUpgradeInPlaceScalingEnabled, Type: TypeBool, Default: "true", Overridable: true,
+		Description: "Apply a change of only `pipeline.jobvertex-parallelism-overrides` to a running job in place, through Flink's resource-requirements REST API (Flink 1.18+ with `jobmanager.scheduler: adaptive`), instead of an upgrade; the upgrade follows when it cannot (a removed override, an error). FlinkDeployments."},
 	{Name: KeyJobSavepointOnDeletion, Type: TypeBool, Default: "false", Overridable: true,
 		Description: "Stop the job with a savepoint when its resource is deleted (bounded by a timeout; deletion never blocks forever)."},
 	{Name: KeyJobDrainOnSavepointDeletion, Type: TypeBool, Default: "false", Overridable: true,

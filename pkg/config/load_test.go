@@ -48,6 +48,7 @@ func TestDefaultsMatchSpec(t *testing.T) {
 		KeySnapshotMaxConcurrentPerJob:             "1",
 		KeyJobUpgradeLastStateFallbackEnabled:      "true",
 		KeyJobUpgradeIgnorePendingSavepoint:        "false",
+		KeyJobUpgradeInPlaceScalingEnabled:         "true",
 		KeyJobSavepointOnDeletion:                  "false",
 		KeyJobDrainOnSavepointDeletion:             "false",
 		KeyJobRestartFailed:                        "false",

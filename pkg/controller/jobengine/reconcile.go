@@ -92,6 +92,9 @@ func (s *State[T, S]) Reconcile(ctx context.Context, d Driver[S]) error {
 	case change == ChangeNonces, !d.CanRun(), waits:
 		// Steady creates manual snapshots once the job runs, and follows
 		// a pending savepoint.
+	case change == ChangeUpgrade && s.scaleInPlace(ctx, d, spec, cfg):
+		// Rescaled without a restart and recorded as deployed (scale.go);
+		// the steady state keeps the new spec.
 	default:
 		if upgrading, err := s.RecordSpecChange(spec, change); err != nil || !upgrading {
 			return err

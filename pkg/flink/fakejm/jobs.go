@@ -55,6 +55,10 @@ type job struct {
 	exceptions []exceptionEntry // newest first
 
 	restarts int64 // the numRestarts metric (handlers_metrics.go)
+
+	// requirements set by PUT /jobs/{jobid}/resource-requirements
+	// (handlers_resources.go); nil: the defaults.
+	requirements flink.ResourceRequirements
 }
 
 type exceptionEntry struct {

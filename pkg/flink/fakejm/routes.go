@@ -40,7 +40,9 @@ func (s *Server) routes() {
 	s.handle(RouteJobCancel, s.cancelJob)
 	s.handle(RouteJobStatus, s.getJobStatus)
 	s.handle(RouteExceptions, s.getExceptions)
-	s.handle(RouteJobMetrics, s.getJobMetrics) // handlers_metrics.go
+	s.handle(RouteJobMetrics, s.getJobMetrics)                              // handlers_metrics.go
+	s.handle(RouteResourceRequirements, s.getResourceRequirements)          // handlers_resources.go
+	s.handle(RouteResourceRequirementsUpdate, s.updateResourceRequirements) // handlers_resources.go
 	s.handle(RouteSavepointTrigger, s.triggerSavepoint)
 	s.handle(RouteSavepointStatus, s.savepointStatus)
 	s.handle(RouteStop, s.stopWithSavepoint)

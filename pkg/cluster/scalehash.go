@@ -1,0 +1,34 @@
+package cluster
+
+import (
+	"maps"
+	"strings"
+)
+
+// keyParallelismOverrides is Flink's per-vertex parallelism option, which
+// the operator applies to a running job in place (the resource-requirements
+// REST API, pkg/controller/jobengine/scale.go).
+const keyParallelismOverrides = "pipeline.jobvertex-parallelism-overrides"
+
+// podConfigHash is the config hash the pod templates carry: that of the
+// ConfigMap data, except that the parallelism overrides are left out. A
+// change of only those is applied to the running job in place; it updates
+// the ConfigMap (what a restarted JobManager reads) but must not roll the
+// TaskManager pods, which would restart the job's tasks. Without overrides
+// the hash is ConfigHash(data), so clusters without them keep theirs.
+func (p *plan) podConfigHash(data map[string]string) (string, error) {
+	conf := maps.Clone(p.conf)
+	maps.DeleteFunc(conf, func(k, _ string) bool {
+		return k == keyParallelismOverrides || strings.HasPrefix(k, keyParallelismOverrides+".")
+	})
+	if len(conf) == len(p.conf) {
+		return ConfigHash(data), nil
+	}
+	rendered, err := RenderConfig(p.version, conf)
+	if err != nil {
+		return "", err
+	}
+	hashed := maps.Clone(data)
+	hashed[p.version.ConfigFileName()] = rendered
+	return ConfigHash(hashed), nil
+}
