@@ -280,6 +280,9 @@ func (p *plan) jobManagerDeployment(configHash string) (*appsv1.Deployment, erro
 	if err != nil {
 		return nil, err
 	}
+	if err := p.addStartupProbe(&pod); err != nil { // startupprobe.go
+		return nil, err
+	}
 	// Recreate: two JobManagers of one non-HA cluster must never run at once
 	// (both would run the job and write the same checkpoints).
 	return p.deployment(JobManagerDeploymentName(p.name), ComponentJobManager, p.jmReplicas, pod,
@@ -287,7 +290,8 @@ func (p *plan) jobManagerDeployment(configHash string) (*appsv1.Deployment, erro
 }
 
 // jobManagerContainer is the JobManager's main container before arguments
-// and pod templates: ports and readiness probe (both modes).
+// and pod templates: ports and readiness probe (both modes; the startup
+// probe is added after the templates, startupprobe.go).
 func (p *plan) jobManagerContainer() corev1.Container {
 	main := p.mainContainer(keyJMEnvPrefix)
 	main.Ports = []corev1.ContainerPort{

@@ -120,9 +120,22 @@
 //     resource name, envFrom appended, other fields replaced when set.
 //     Sidecars and init containers are appended.
 //
-// This differs from upstream, which by default merges arrays by position
-// (kubernetes.operator.pod-template.merge-arrays-by-name=false); by name is
-// what its own pod-template example needs and never pairs unrelated items.
+// This is so whatever kubernetes.operator.pod-template.merge-arrays-by-name
+// says. Upstream merges spec.podTemplate with the component's template
+// (FlinkUtils.mergePodTemplates, JSON trees) by position by default: the
+// i-th element of the component's array is deep-merged into the i-th of the
+// common one, whatever their names, which turns volumes a (emptyDir) and b
+// (configMap) into one volume b with both sources, env [A] and [B] into
+// [B], and a component template's flink-main-container into whatever
+// container the common template lists at its position. With the key
+// true it merges arrays by "name" when every element of both has one
+// (deep-merging matched elements) and by position otherwise. Merging by
+// name or natural key here never pairs unrelated items; where it differs
+// from upstream's true: arrays without names (tolerations, envFrom, ...)
+// are appended rather than merged by position, volumeMounts are matched by
+// mountPath and ports by containerPort/protocol rather than by name, and a
+// matched volume or a set container field (a probe, a securityContext) is
+// replaced whole rather than deep-merged.
 //
 // Then what must hold for the cluster to work is re-applied, as in Flink's
 // "fields overwritten by Flink" table: the selector labels app, component and
@@ -132,6 +145,16 @@
 // ConfigMap volume flink-config-volume; and the dedicated spec fields
 // (image, imagePullPolicy, serviceAccount, resource(s)) when set, because
 // they are the more specific user input.
+//
+// Last, with kubernetes.operator.jm-deployment.startup.probe.enabled (default
+// true), the JobManager's main container gets upstream's startup probe
+// (FlinkUtils.addStartupProbe) unless a template gave it one: HTTP GET
+// /config on the REST port Flink binds (upstream names the port "rest"),
+// every second, failureThreshold MaxInt32, so it never restarts the
+// container and only holds back readiness until Flink's REST API answers.
+// Both modes; never the TaskManagers. It changes only the JobManager
+// Deployment, which the controller never updates in place, so running
+// clusters keep their JobManager until their next deploy.
 //
 // # Native mode
 //

@@ -108,6 +108,10 @@ type plan struct {
 	version   Version
 	conf      map[string]string
 	ha        bool
+	// options is the effective configuration including the
+	// kubernetes.operator.* keys (conf leaves them out), for the operator
+	// options that shape the objects (startupprobe.go).
+	options config.Config
 
 	restPort     int32 // rest.port, the REST Service's port
 	restBindPort int32 // the port the JobManager listens on
@@ -227,6 +231,7 @@ func (p *plan) mergeUserConfig() error {
 	if err != nil {
 		return err
 	}
+	p.options = eff
 	conf := make(map[string]string, len(eff)+16)
 	for k, v := range eff {
 		if !strings.HasPrefix(k, config.OperatorPrefix) {

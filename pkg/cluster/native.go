@@ -490,6 +490,9 @@ func (p *plan) nativeJobManagerDeployment(configHash string) (*appsv1.Deployment
 	if err != nil {
 		return nil, err
 	}
+	if err := p.addStartupProbe(&pod); err != nil { // startupprobe.go
+		return nil, err
+	}
 	if p.tmPodTemplate != nil {
 		pod.Spec.Volumes = mergeByKey(pod.Spec.Volumes, []corev1.Volume{{
 			Name: PodTemplateVolumeName,

@@ -73,11 +73,13 @@ const (
 	KeyJobUpgradeLastStateMaxAllowedCheckpointAge = "kubernetes.operator.job.upgrade.last-state.max.allowed.checkpoint.age"
 	KeyJobUpgradeIgnorePendingSavepoint           = "kubernetes.operator.job.upgrade.ignore-pending-savepoint"
 	KeyJobUpgradeInPlaceScalingEnabled            = "kubernetes.operator.job.upgrade.inplace-scaling.enabled"
-	KeyJobSavepointOnDeletion                     = "kubernetes.operator.job.savepoint-on-deletion"
-	KeyJobDrainOnSavepointDeletion                = "kubernetes.operator.job.drain-on-savepoint-deletion"
-	KeyJobRestartFailed                           = "kubernetes.operator.job.restart.failed"
-	KeyDeploymentReadinessTimeout                 = "kubernetes.operator.deployment.readiness.timeout"
-	KeyDeploymentRollbackEnabled                  = "kubernetes.operator.deployment.rollback.enabled"
+
+	KeyJMDeploymentStartupProbeEnabled = "kubernetes.operator.jm-deployment.startup.probe.enabled"
+	KeyJobSavepointOnDeletion          = "kubernetes.operator.job.savepoint-on-deletion"
+	KeyJobDrainOnSavepointDeletion     = "kubernetes.operator.job.drain-on-savepoint-deletion"
+	KeyJobRestartFailed                = "kubernetes.operator.job.restart.failed"
+	KeyDeploymentReadinessTimeout      = "kubernetes.operator.deployment.readiness.timeout"
+	KeyDeploymentRollbackEnabled       = "kubernetes.operator.deployment.rollback.enabled"
 
 	// Health checks and restarts (pkg/controller/jobengine/health.go).
 	KeyClusterHealthCheckEnabled                   = "kubernetes.operator.cluster.health-check.enabled"
@@ -338,6 +340,8 @@ var registry = []Key{
 		Description: "Legacy mode: let a spec upgrade proceed while a savepoint is pending instead of waiting for it."},
 	{Name: KeyJobUpgradeInPlaceScalingEnabled, Type: TypeBool, Default: "true", Overridable: true,
 		Description: "Apply a change of only `pipeline.jobvertex-parallelism-overrides` to a running job in place, through Flink's resource-requirements REST API (Flink 1.18+ with `jobmanager.scheduler: adaptive`), instead of an upgrade; the upgrade follows when it cannot (a removed override, an error). FlinkDeployments."},
+	{Name: KeyJMDeploymentStartupProbeEnabled, Type: TypeBool, Default: "true", Overridable: true,
+		Description: "Give the JobManager container a startup probe on its REST port."},
 	{Name: KeyJobSavepointOnDeletion, Type: TypeBool, Default: "false", Overridable: true,
 		Description: "Stop the job with a savepoint when its resource is deleted (bounded by a timeout; deletion never blocks forever)."},
 	{Name: KeyJobDrainOnSavepointDeletion, Type: TypeBool, Default: "false", Overridable: true,

@@ -49,6 +49,7 @@ func TestDefaultsMatchSpec(t *testing.T) {
 		KeyJobUpgradeLastStateFallbackEnabled:      "true",
 		KeyJobUpgradeIgnorePendingSavepoint:        "false",
 		KeyJobUpgradeInPlaceScalingEnabled:         "true",
+		KeyJMDeploymentStartupProbeEnabled:         "true",
 		KeyJobSavepointOnDeletion:                  "false",
 		KeyJobDrainOnSavepointDeletion:             "false",
 		KeyJobRestartFailed:                        "false",
