@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -32,7 +35,8 @@ type Operator struct {
 }
 
 // StartOperator runs bin against kubeconfig with pod-IP endpoints and no
-// metrics/probe servers, logging to logPath.
+// metrics/probe servers, logging to logPath; without --config in extra,
+// with artifactConfig's.
 func StartOperator(t *testing.T, bin, kubeconfig, logPath string, extra ...string) *Operator {
 	t.Helper()
 	return StartOperatorWithEnv(t, nil, bin, kubeconfig, logPath, extra...)
@@ -45,6 +49,9 @@ func StartOperatorWithEnv(t *testing.T, env []string, bin, kubeconfig, logPath s
 	t.Helper()
 	args := append([]string{"--kubeconfig", kubeconfig, "--flink-endpoint=pod-ip",
 		"--metrics-bind-address=0", "--health-probe-bind-address=0"}, extra...)
+	if !slices.ContainsFunc(extra, func(a string) bool { return a == "--config" || strings.HasPrefix(a, "--config=") }) {
+		args = append(args, "--config="+artifactConfig(t))
+	}
 	cmd := exec.Command(bin, args...)
 	if len(env) > 0 {
 		cmd.Env = append(os.Environ(), env...)
@@ -132,4 +139,24 @@ func (p *Operator) Kill() {
 	}
 	_ = p.cmd.Process.Kill()
 	<-p.done
+}
+
+// artifactConfig writes the operator configuration of an operator started
+// without --config: upstream's artifact defaults (https only, no
+// restricted hosts, jars staged in /opt/flink/artifacts) relaxed for the
+// session jobs of the e2e tests, whose jars ServeHTTP serves over http
+// from 127.0.0.1 (the kind gateway on kind, where e2e/kind/up.sh
+// configures the in-cluster operator the same way), with a writable
+// staging directory.
+func artifactConfig(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "operator-config.yaml")
+	conf := "kubernetes.operator.user.artifacts.allowed-schemes: http,https\n" +
+		"kubernetes.operator.user.artifacts.disallow-restricted-hosts: \"false\"\n" +
+		fmt.Sprintf("kubernetes.operator.user.artifacts.base.dir: %q\n", filepath.Join(dir, "artifacts"))
+	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

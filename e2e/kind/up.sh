@@ -87,10 +87,18 @@ fi
 
 # 4. The operator: manifests/ as it is, with this build's image. kustomize only accepts a relative
 # path to the base, so the throwaway overlay points back at manifests/ from a temp directory.
+# Its operator configuration adds what the Go scenarios' session jobs need: their jars are served
+# over http by the test process at the kind network's gateway, a private address, which
+# upstream's artifact defaults (https only, no restricted hosts) refuse.
 overlay="$(mktemp -d)"
 trap 'rm -rf "${overlay}"' EXIT
 image_name="${operator_image%:*}"
 image_tag="${operator_image##*:}"
+cp "${repo_root}/manifests/base/operator-config/config.yaml" "${overlay}/config.yaml"
+cat >>"${overlay}/config.yaml" <<EOF
+kubernetes.operator.user.artifacts.allowed-schemes: http,https
+kubernetes.operator.user.artifacts.disallow-restricted-hosts: "false"
+EOF
 cat >"${overlay}/kustomization.yaml" <<EOF
 apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
@@ -100,6 +108,16 @@ images:
   - name: ghcr.io/flinkops/flink-operator
     newName: ${image_name}
     newTag: ${image_tag}
+configMapGenerator:
+  - name: flink-operator-config
+    namespace: flink-operator
+    behavior: replace
+    files:
+      - config.yaml
+    options:
+      disableNameSuffixHash: true
+      labels:
+        app.kubernetes.io/name: flink-operator
 EOF
 log "kubectl apply -k manifests/ --server-side (image ${operator_image})"
 # --force-conflicts: this is a throwaway cluster, and the Go scenarios scale and patch the

@@ -227,6 +227,37 @@ func (c Config) List(key string) []string {
 	return out
 }
 
+// Map reads a Map value in Flink's syntax, "k1:v1,k2:v2" (entries
+// separated by commas, key and value by the first colon, either may be
+// quoted). nil when the key is absent or blank.
+func (c Config) Map(key string) (map[string]string, error) {
+	name, v, ok := c.lookup(key)
+	if !ok || strings.TrimSpace(v) == "" {
+		return nil, nil
+	}
+	out := map[string]string{}
+	for i, entry := range strings.Split(v, ",") {
+		if strings.TrimSpace(entry) == "" {
+			continue
+		}
+		k, val, found := strings.Cut(entry, ":")
+		k, val = unquoteItem(strings.TrimSpace(k)), unquoteItem(strings.TrimSpace(val))
+		if !found || k == "" {
+			// Values may be credentials (HTTP headers): not repeated.
+			return nil, &ValueError{Key: name, Value: "<redacted>", Err: fmt.Errorf("entry %d is not key:value", i+1)}
+		}
+		out[k] = val
+	}
+	return out, nil
+}
+
+func unquoteItem(s string) string {
+	if len(s) >= 2 && (s[0] == '\'' || s[0] == '"') && s[len(s)-1] == s[0] {
+		return s[1 : len(s)-1]
+	}
+	return s
+}
+
 // Validate checks every registered key present in c, plus the rules that
 // span keys. It returns all problems joined, so one start-up shows them all.
 func (c Config) Validate() error {

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -258,5 +259,26 @@ func TestFloatOptions(t *testing.T) {
 	}
 	if err := k.Validate("1.5"); err != nil {
 		t.Errorf("1.5 refused: %v", err)
+	}
+}
+
+func TestMap(t *testing.T) {
+	for _, tc := range []struct {
+		value string
+		want  map[string]string
+		err   bool
+	}{
+		{value: "", want: nil},
+		{value: "Authorization:Bearer x:y, X-Id : '7',", want: map[string]string{"Authorization": "Bearer x:y", "X-Id": "7"}},
+		{value: "nosecret", err: true},
+		{value: ":secret", err: true},
+	} {
+		got, err := Config{"m": tc.value}.Map("m")
+		if (err != nil) != tc.err || !maps.Equal(got, tc.want) {
+			t.Errorf("Map(%q) = %v, %v; want %v (error %v)", tc.value, got, err, tc.want, tc.err)
+		}
+		if err != nil && strings.Contains(err.Error(), tc.value) {
+			t.Errorf("the error repeats the value: %v", err)
+		}
 	}
 }

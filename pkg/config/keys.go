@@ -73,6 +73,10 @@ const (
 	KeyJobUpgradeLastStateMaxAllowedCheckpointAge = "kubernetes.operator.job.upgrade.last-state.max.allowed.checkpoint.age"
 	KeyJobUpgradeIgnorePendingSavepoint           = "kubernetes.operator.job.upgrade.ignore-pending-savepoint"
 	KeyJobUpgradeInPlaceScalingEnabled            = "kubernetes.operator.job.upgrade.inplace-scaling.enabled"
+	KeyUserArtifactsHTTPHeader                    = "kubernetes.operator.user.artifacts.http.header"
+	KeyUserArtifactsDisallowRestrictedHosts       = "kubernetes.operator.user.artifacts.disallow-restricted-hosts"
+	KeyUserArtifactsBaseDir                       = "kubernetes.operator.user.artifacts.base.dir"
+	KeyUserArtifactsAllowedSchemes                = "kubernetes.operator.user.artifacts.allowed-schemes"
 
 	KeyJMDeploymentStartupProbeEnabled = "kubernetes.operator.jm-deployment.startup.probe.enabled"
 	KeyJobSavepointOnDeletion          = "kubernetes.operator.job.savepoint-on-deletion"
@@ -122,6 +126,7 @@ const (
 	TypeEnum
 	TypeList
 	TypeDouble
+	TypeMap
 )
 
 // String names the type in DocTable and in error messages.
@@ -141,6 +146,8 @@ func (t Type) String() string {
 		return "List"
 	case TypeDouble:
 		return "Double"
+	case TypeMap:
+		return "Map"
 	}
 	return fmt.Sprintf("Type(%d)", int(t))
 }
@@ -200,6 +207,8 @@ func (k Key) Validate(value string) error {
 		_, err = c.Enum(k.Name)
 	case TypeDouble:
 		_, err = c.Float(k.Name)
+	case TypeMap:
+		_, err = c.Map(k.Name)
 	}
 	if err == nil && k.check != nil {
 		if cerr := k.check(c, k.Name); cerr != nil {
@@ -342,6 +351,14 @@ var registry = []Key{
 		Description: "Apply a change of only `pipeline.jobvertex-parallelism-overrides` to a running job in place, through Flink's resource-requirements REST API (Flink 1.18+ with `jobmanager.scheduler: adaptive`), instead of an upgrade; the upgrade follows when it cannot (a removed override, an error). FlinkDeployments."},
 	{Name: KeyJMDeploymentStartupProbeEnabled, Type: TypeBool, Default: "true", Overridable: true,
 		Description: "Give the JobManager container a startup probe on its REST port."},
+	{Name: KeyUserArtifactsAllowedSchemes, Type: TypeList, Default: "https",
+		Description: "URI schemes a FlinkSessionJob's `jarURI` may use (comma-separated, any case; `file` too must be listed), checked by the webhook and at every download and redirect. Operator-wide, as upstream: a resource cannot widen it."},
+	{Name: KeyUserArtifactsBaseDir, Type: TypeString, Default: "/opt/flink/artifacts",
+		Description: "Directory where the operator stages the jars it downloads for FlinkSessionJobs between download and upload; created when missing, must be writable."},
+	{Name: KeyUserArtifactsDisallowRestrictedHosts, Type: TypeBool, Default: "true",
+		Description: "Refuse to fetch a session job's jar from a loopback, link-local, private, unspecified or multicast address, checked on every address the download connects to. Operator-wide, as upstream."},
+	{Name: KeyUserArtifactsHTTPHeader, Type: TypeMap, Overridable: true,
+		Description: "HTTP headers sent when downloading a session job's jar, `name:value,name:value`; not sent to another host on a redirect."},
 	{Name: KeyJobSavepointOnDeletion, Type: TypeBool, Default: "false", Overridable: true,
 		Description: "Stop the job with a savepoint when its resource is deleted (bounded by a timeout; deletion never blocks forever)."},
 	{Name: KeyJobDrainOnSavepointDeletion, Type: TypeBool, Default: "false", Overridable: true,

@@ -27,6 +27,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -272,6 +273,16 @@ func startOperator(ctx context.Context, timeout time.Duration, c *localcluster.C
 		"--health-probe-bind-address", probe,
 		"--metrics-bind-address", "127.0.0.1:" + strconv.Itoa(ports[1]),
 	}, extra...)
+	if !slices.ContainsFunc(extra, func(a string) bool { return a == "--config" || strings.HasPrefix(a, "--config=") }) {
+		// Session jobs' downloads are staged in the work dir: upstream's
+		// default, /opt/flink/artifacts, is not writable here.
+		conf := filepath.Join(c.Dir, "operator-config.yaml")
+		line := fmt.Sprintf("kubernetes.operator.user.artifacts.base.dir: %q\n", filepath.Join(c.Dir, "artifacts"))
+		if err := os.WriteFile(conf, []byte(line), 0o644); err != nil {
+			return nil, err
+		}
+		args = append(args, "--config="+conf)
+	}
 	op, err := c.StartProcess(localcluster.ProcessSpec{Name: "flink-operator", Args: args, Output: os.Stderr})
 	if err != nil {
 		return nil, err

@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/controller/controllerctx"
 	"github.com/flinkops/flink-operator/pkg/controller/controllertest"
 	"github.com/flinkops/flink-operator/pkg/flink"
@@ -64,6 +65,11 @@ func newFixture(t *testing.T) *fixture {
 		_, _ = w.Write([]byte("PK\x03\x04 not really a jar"))
 	}))
 	t.Cleanup(f.jars.Close)
+	// The test jar server is http on 127.0.0.1, which upstream's artifact
+	// defaults refuse (artifacts_test.go tests them).
+	f.Config[config.KeyUserArtifactsAllowedSchemes] = "http,https,file"
+	f.Config[config.KeyUserArtifactsDisallowRestrictedHosts] = "false"
+	f.Config[config.KeyUserArtifactsBaseDir] = filepath.Join(f.Dir, "artifacts")
 	f.Restart()
 	return f
 }

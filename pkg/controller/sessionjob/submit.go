@@ -2,6 +2,7 @@ package sessionjob
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/flink"
+	"github.com/flinkops/flink-operator/pkg/validation"
 )
 
 // submit makes the submission the status records (job id, restore point)
@@ -50,6 +52,11 @@ func (c *Controller) submit(ctx context.Context, sc *syncState) {
 		return
 	}
 	req.FlinkConfiguration = conf
+	policy, err := artifactPolicyFrom(sc.Cfg)
+	if err != nil {
+		sc.Fail(jobengine.ReasonValidationError, "%v", err)
+		return
+	}
 
 	id := submissionID{uid: string(sc.Obj.UID), jobID: js.JobID, jarURI: spec.JarURI}
 	if f := c.submissions.failure(sc.Key, id); f != nil {
@@ -67,7 +74,7 @@ func (c *Controller) submit(ctx context.Context, sc *syncState) {
 		sc.RequeueWithin(c.submitPoll())
 		return
 	}
-	if c.startSubmission(ctx, sc, id, req) {
+	if c.startSubmission(withArtifactPolicy(ctx, policy), sc, id, req) {
 		sc.Log.V(2).Info("Started the submission", "jobId", js.JobID, "jarURI", redactURI(spec.JarURI))
 	}
 	// A safety net: the task's completion enqueues the key at once.
@@ -113,13 +120,15 @@ func (j *localJar) close() {
 	}
 }
 
-// fetchJar makes a session job's jarURI ready for upload: http(s):// is
-// downloaded into a temporary file under the controller's jar directory
-// (streamed, never held in memory, at most the size limit, within the
-// artifact client's timeout), file:// is read from the operator's file
-// system as it is. local:// names a file inside the session cluster's
-// image, which the REST API cannot run, and is refused (the webhook and
-// validation say so before it gets here).
+// fetchJar makes a session job's jarURI ready for upload, under the
+// user.artifacts options the submission carries (artifacts.go): the scheme
+// must be allowed; http(s):// is downloaded into a temporary file in
+// base.dir (streamed, never held in memory, at most the size limit, within
+// the artifact client's timeout, with the configured headers, connecting
+// to no restricted address unless allowed), file:// is read from the
+// operator's file system as it is. local:// names a file inside the
+// session cluster's image, which the REST API cannot run, and is refused
+// (the webhook and validation say so before it gets here).
 //
 // Downloading first, rather than streaming the download into the upload,
 // keeps a slow jar server from holding a JobManager upload open.
@@ -132,9 +141,15 @@ func (c *Controller) fetchJar(ctx context.Context, uri string) (*localJar, error
 	if !strings.HasSuffix(name, ".jar") {
 		name += ".jar"
 	}
+	policy := artifactPolicyOf(ctx)
+	if u.Scheme != "" {
+		if err := validation.JarSchemeAllowed(u.Scheme, policy.schemes); err != nil {
+			return nil, err
+		}
+	}
 	switch strings.ToLower(u.Scheme) {
 	case "http", "https":
-		return c.download(ctx, u, name)
+		return c.download(ctx, u, name, policy)
 	case "file":
 		f, err := os.Open(u.Path)
 		if err != nil {
@@ -150,14 +165,39 @@ func (c *Controller) fetchJar(ctx context.Context, uri string) (*localJar, error
 	return nil, fmt.Errorf("jarURI %q: a session job's jar must be an http://, https:// or file:// URI", redactURI(uri))
 }
 
-func (c *Controller) download(ctx context.Context, u *url.URL, name string) (*localJar, error) {
+func (c *Controller) download(ctx context.Context, u *url.URL, name string, policy artifactPolicy) (*localJar, error) {
 	limit := c.submissions.maxJarBytes
+	if u.Hostname() == "" {
+		return nil, fmt.Errorf("GET %s: the jarURI has no host", redact(u))
+	}
+	dir, err := c.stagingDir(policy)
+	if err != nil {
+		return nil, err
+	}
+	client, done, err := c.artifactHTTPClient(policy, u)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.artifactClient.Do(req)
+	for k, v := range policy.headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := client.Do(req)
 	if err != nil {
+		var re *restrictedAddrError
+		var rr *redirectRefused
+		switch {
+		// Refusals, not network errors (which a retry soon may get past):
+		// the error chain is dropped so that they are retried slowly.
+		case errors.As(err, &re):
+			return nil, fmt.Errorf("GET %s: %s", redact(u), re.Error())
+		case errors.As(err, &rr):
+			return nil, fmt.Errorf("GET %s: %s", redact(u), rr.Error())
+		}
 		return nil, fmt.Errorf("GET %s: %w", redact(u), err)
 	}
 	defer resp.Body.Close()
@@ -167,9 +207,9 @@ func (c *Controller) download(ctx context.Context, u *url.URL, name string) (*lo
 	if resp.ContentLength > limit {
 		return nil, fmt.Errorf("GET %s: the jar has %d bytes, more than the operator's limit of %d", redact(u), resp.ContentLength, limit)
 	}
-	f, err := os.CreateTemp(c.submissions.jarDir, "sessionjob-*.jar")
+	f, err := os.CreateTemp(dir, "sessionjob-*.jar")
 	if err != nil {
-		return nil, fmt.Errorf("GET %s: creating a temporary file: %w", redact(u), err)
+		return nil, fmt.Errorf("GET %s: creating a temporary file in %s: %w", redact(u), dir, err)
 	}
 	jar := &localJar{name: name, body: f, temp: f.Name()}
 	// Unlinked at once where the OS allows it (the open file stays
