@@ -15,6 +15,16 @@
 // swapped for the test ones) runs too. With FLINKOP_E2E_PROVIDER=kind it
 // skips: the JVM checks need the node agent.
 //
+// Issue 18's self-healing, each on the newest pinned Flink line: a missing
+// entry class surfaced in status.error and an event (TestFailureSurfaced);
+// a job failing in a loop restarted from its latest checkpoint
+// (TestHealthRestarts); an upgrade to a broken spec rolled back
+// (TestRollbackToStableSpec); a JobManager Deployment deleted by someone
+// else recreated, the job going on from its HA checkpoint
+// (TestJobManagerDeploymentRecovered); a parallelism override applied in
+// place under the same job id (TestInPlaceRescale); and the ingress
+// (TestIngress).
+//
 // Run it with
 //
 //	FLINKOP_KUBE_BIN_DIR=$(hack/build-cluster-bins.sh) go test -count=1 -timeout 20m -v ./e2e/deploymente2e/
