@@ -45,7 +45,7 @@ func newFlags() (*pflag.FlagSet, *settings) {
 	fs.StringVar(&opts.MetricsAddr, "metrics-bind-address", opts.MetricsAddr, "Address serving Prometheus /metrics. \"0\" disables it.")
 	fs.BoolVar(&opts.Profiling, "profiling", false, "Serve Go's profiles at /debug/pprof/ on the metrics address (heap, CPU, goroutines); off by default, as the profiles show the operator's internals.")
 	fs.StringVar(&opts.ProbeAddr, "health-probe-bind-address", opts.ProbeAddr, "Address serving /healthz and /readyz. \"0\" disables it.")
-	fs.StringVar(&s.configFile, "config", "", "YAML file of kubernetes.operator.* defaults (flat or nested keys), as upstream's operator config.")
+	fs.StringVar(&s.configFile, "config", "", "YAML file of kubernetes.operator.* defaults (flat or nested keys), as upstream's operator config. Read again every kubernetes.operator.dynamic.config.check.interval while kubernetes.operator.dynamic.config.enabled (default true): changes apply without a restart.")
 	fs.StringVar(&opts.FlinkEndpoint, "flink-endpoint", operator.EndpointService, "How to reach Flink JobManager REST endpoints: \"service\" (the <name>-rest Service, for an operator in the cluster) or \"pod-ip\" (a ready JobManager pod's IP, for an operator outside it).")
 	fs.StringSliceVar(&opts.Controllers, "controllers", nil, "Controllers to run: "+strings.Join(operator.ControllerNames, ", ")+" (default: all).")
 	fs.DurationVar(&opts.ConnectTimeout, "connect-timeout", opts.ConnectTimeout, "How long to wait for the API server at start-up before giving up.")
@@ -100,7 +100,9 @@ func run(args []string) error {
 			logger.Info("Operator configuration warning", "key", w.Key, "message", w.Message)
 		}
 		opts.Config = cfg
+		opts.ConfigFile = configFile // re-read with kubernetes.operator.dynamic.config.enabled
 	}
+	opts.NamespacesFromFlag = fs.Changed("namespaces")
 	if !fs.Changed("namespaces") {
 		opts.Namespaces = config.WatchedNamespaces(opts.Config)
 	}

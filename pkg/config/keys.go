@@ -44,6 +44,17 @@ const (
 	KeySnapshotDisposeTimeout                  = "kubernetes.operator.snapshot.dispose.timeout"
 	KeySnapshotCrossNamespaceReferencesEnabled = "kubernetes.operator.snapshot.cross-namespace-references.enabled"
 	KeySnapshotNormalEventsEnabled             = "kubernetes.operator.snapshot.normal-events.enabled"
+
+	KeyDynamicConfigEnabled       = "kubernetes.operator.dynamic.config.enabled"
+	KeyDynamicConfigCheckInterval = "kubernetes.operator.dynamic.config.check.interval"
+	KeyDynamicNamespacesEnabled   = "kubernetes.operator.dynamic.namespaces.enabled"
+
+	KeyHealthProbeEnabled          = "kubernetes.operator.health.probe.enabled"
+	KeyHealthProbePort             = "kubernetes.operator.health.probe.port"
+	KeyHealthCanaryResourceTimeout = "kubernetes.operator.health.canary.resource.timeout"
+
+	KeyResourceLifecycleMetricsEnabled             = "kubernetes.operator.resource.lifecycle.metrics.enabled"
+	KeyResourceLifecycleNamespaceHistogramsEnabled = "kubernetes.operator.resource.lifecycle.namespace.histograms.enabled"
 )
 
 // Operator keys a resource may override in its flinkConfiguration.
@@ -73,17 +84,19 @@ const (
 	KeyJobUpgradeLastStateMaxAllowedCheckpointAge = "kubernetes.operator.job.upgrade.last-state.max.allowed.checkpoint.age"
 	KeyJobUpgradeIgnorePendingSavepoint           = "kubernetes.operator.job.upgrade.ignore-pending-savepoint"
 	KeyJobUpgradeInPlaceScalingEnabled            = "kubernetes.operator.job.upgrade.inplace-scaling.enabled"
-	KeyUserArtifactsHTTPHeader                    = "kubernetes.operator.user.artifacts.http.header"
-	KeyUserArtifactsDisallowRestrictedHosts       = "kubernetes.operator.user.artifacts.disallow-restricted-hosts"
-	KeyUserArtifactsBaseDir                       = "kubernetes.operator.user.artifacts.base.dir"
-	KeyUserArtifactsAllowedSchemes                = "kubernetes.operator.user.artifacts.allowed-schemes"
+
+	KeyUserArtifactsAllowedSchemes          = "kubernetes.operator.user.artifacts.allowed-schemes"
+	KeyUserArtifactsBaseDir                 = "kubernetes.operator.user.artifacts.base.dir"
+	KeyUserArtifactsDisallowRestrictedHosts = "kubernetes.operator.user.artifacts.disallow-restricted-hosts"
+	KeyUserArtifactsHTTPHeader              = "kubernetes.operator.user.artifacts.http.header"
 
 	KeyJMDeploymentStartupProbeEnabled = "kubernetes.operator.jm-deployment.startup.probe.enabled"
-	KeyJobSavepointOnDeletion          = "kubernetes.operator.job.savepoint-on-deletion"
-	KeyJobDrainOnSavepointDeletion     = "kubernetes.operator.job.drain-on-savepoint-deletion"
-	KeyJobRestartFailed                = "kubernetes.operator.job.restart.failed"
-	KeyDeploymentReadinessTimeout      = "kubernetes.operator.deployment.readiness.timeout"
-	KeyDeploymentRollbackEnabled       = "kubernetes.operator.deployment.rollback.enabled"
+
+	KeyJobSavepointOnDeletion      = "kubernetes.operator.job.savepoint-on-deletion"
+	KeyJobDrainOnSavepointDeletion = "kubernetes.operator.job.drain-on-savepoint-deletion"
+	KeyJobRestartFailed            = "kubernetes.operator.job.restart.failed"
+	KeyDeploymentReadinessTimeout  = "kubernetes.operator.deployment.readiness.timeout"
+	KeyDeploymentRollbackEnabled   = "kubernetes.operator.deployment.rollback.enabled"
 
 	// Health checks and restarts (pkg/controller/jobengine/health.go).
 	KeyClusterHealthCheckEnabled                   = "kubernetes.operator.cluster.health-check.enabled"
@@ -292,6 +305,20 @@ var registry = []Key{
 		Description: "At most this many of a job's new exceptions (Flink's exception history) become JobException events per sync, newest first; the rest are not reported."},
 	{Name: KeyEventsExceptionsStacktraceLines, Type: TypeInt, Default: "5", check: atLeast(0),
 		Description: "Lines of an exception's stack trace in its JobException event (then how many more there were)."},
+	{Name: KeyDynamicConfigEnabled, Type: TypeBool, Default: "true",
+		Description: "Re-read the operator's `--config` file every check interval and apply a valid change without a restart; keys read only at start log that they need a restart. Read at start."},
+	{Name: KeyDynamicConfigCheckInterval, Type: TypeDuration, Default: "5 min", check: positive,
+		Description: "How often the operator's configuration is read again when dynamic configuration is on. Read at start."},
+	{Name: KeyDynamicNamespacesEnabled, Type: TypeBool, Default: "false",
+		Description: "Apply a change of `kubernetes.operator.watched.namespaces` in the `--config` file without restarting the process (needs dynamic configuration; `--namespaces` wins)."},
+	{Name: KeyHealthProbeEnabled, Type: TypeBool, Default: "true",
+		Description: "Check canary resources in the liveness probe `/healthz` (the probe server itself is governed by `--health-probe-bind-address`)."},
+	{Name: KeyHealthCanaryResourceTimeout, Type: TypeDuration, Default: "1 min", check: positive,
+		Description: "A canary resource (label `flink.apache.org/canary: \"true\"`) not reconciled within this time after it changed makes the health probe fail."},
+	{Name: KeyResourceLifecycleMetricsEnabled, Type: TypeBool, Default: "true",
+		Description: "Export how long FlinkDeployments and FlinkSessionJobs spend in each lifecycle state and transition, and their counts by state (`flink_operator_lifecycle_*`, see Metrics). Needs `resource.metrics.enabled`; both are read at start."},
+	{Name: KeyResourceLifecycleNamespaceHistogramsEnabled, Type: TypeBool, Default: "true",
+		Description: "Label the lifecycle histograms with the resource's namespace (the operator-wide view is their sum); false: operator-wide histograms only. Read at start."},
 	{Name: KeyIngressManage, Type: TypeBool, Default: "true",
 		Description: "Manage the Ingress of `spec.ingress` (create, update, delete it, and watch Ingresses). False: no Ingress informer, no Ingress is created, and a FlinkDeployment with `spec.ingress` gets an `IngressManagement` Warning event when deployed."},
 
@@ -349,8 +376,6 @@ var registry = []Key{
 		Description: "Legacy mode: let a spec upgrade proceed while a savepoint is pending instead of waiting for it."},
 	{Name: KeyJobUpgradeInPlaceScalingEnabled, Type: TypeBool, Default: "true", Overridable: true,
 		Description: "Apply a change of only `pipeline.jobvertex-parallelism-overrides` to a running job in place, through Flink's resource-requirements REST API (Flink 1.18+ with `jobmanager.scheduler: adaptive`), instead of an upgrade; the upgrade follows when it cannot (a removed override, an error). FlinkDeployments."},
-	{Name: KeyJMDeploymentStartupProbeEnabled, Type: TypeBool, Default: "true", Overridable: true,
-		Description: "Give the JobManager container a startup probe on its REST port."},
 	{Name: KeyUserArtifactsAllowedSchemes, Type: TypeList, Default: "https",
 		Description: "URI schemes a FlinkSessionJob's `jarURI` may use (comma-separated, any case; `file` too must be listed), checked by the webhook and at every download and redirect. Operator-wide, as upstream: a resource cannot widen it."},
 	{Name: KeyUserArtifactsBaseDir, Type: TypeString, Default: "/opt/flink/artifacts",
@@ -359,6 +384,8 @@ var registry = []Key{
 		Description: "Refuse to fetch a session job's jar from a loopback, link-local, private, unspecified or multicast address, checked on every address the download connects to. Operator-wide, as upstream."},
 	{Name: KeyUserArtifactsHTTPHeader, Type: TypeMap, Overridable: true,
 		Description: "HTTP headers sent when downloading a session job's jar, `name:value,name:value`; not sent to another host on a redirect."},
+	{Name: KeyJMDeploymentStartupProbeEnabled, Type: TypeBool, Default: "true", Overridable: true,
+		Description: "Give the JobManager container a startup probe on its REST port."},
 	{Name: KeyJobSavepointOnDeletion, Type: TypeBool, Default: "false", Overridable: true,
 		Description: "Stop the job with a savepoint when its resource is deleted (bounded by a timeout; deletion never blocks forever)."},
 	{Name: KeyJobDrainOnSavepointDeletion, Type: TypeBool, Default: "false", Overridable: true,

@@ -13,6 +13,7 @@ import (
 	kubescheme "k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	flinkcache "github.com/flinkops/flink-operator/pkg/cache"
@@ -73,7 +74,7 @@ func newControllers(ctx context.Context, cl clients, inf *Informers, opts Option
 	cc := controllerctx.Context{
 		Client: flink, Kube: kube, Caches: caches, Recorder: recorder, Config: opts.Config,
 		Endpoints: endpoints, HTTPClient: httpClient, JobManagers: jobmanager.NewLookup(inf.Kube),
-		SnapshotCRDMissing: opts.snapshotCRDMissing, ReviewKeys: reviewKeys(opts.reviewKey),
+		SnapshotCRDMissing: opts.snapshotCRDMissing, ReviewKeys: reviewKeys(opts.reviewKey), Live: opts.live,
 	}
 	snapshotOpts := snapshot.Options{AdmissionGuard: snapshotGuard(cc.ReviewKeys)}
 	// Test fault points: none outside the faultinject build (faults_*.go).
@@ -85,6 +86,16 @@ func newControllers(ctx context.Context, cl clients, inf *Informers, opts Option
 		return nil, err
 	}
 	c := &controllers{broadcaster: broadcaster, workers: parallelism}
+	// Lifecycle metrics, from the FlinkDeployment and FlinkSessionJob
+	// informers (pkg/metrics/lifecycle.go).
+	lt, err := metrics.NewLifecycleTracker(opts.Config, clock.RealClock{})
+	if err != nil {
+		return nil, err
+	}
+	c.unregister = append(c.unregister, lt.Unregister)
+	if err := caches.AddEventHandlers(flinkcache.Handlers{Deployments: lt.Handler(), SessionJobs: lt.Handler()}); err != nil {
+		return nil, err
+	}
 	if opts.snapshotCRDMissing {
 		// No FlinkStateSnapshot CRD: nothing to reconcile, and no informer
 		// to read it from (see snapshotcrd.go).
@@ -97,13 +108,13 @@ func newControllers(ctx context.Context, cl clients, inf *Informers, opts Option
 		c.unregister = append(c.unregister, metrics.RegisterSnapshotCounter(c.snapshots.CountSnapshots))
 	}
 	if enabled[deployment.QueueName] {
-		c.deployments, err = deployment.New(cc, inf.Kube, deployment.Options{})
+		c.deployments, err = deployment.New(cc, inf.Kube, deployment.Options{Canaries: opts.canaries})
 		if err != nil {
 			return nil, fmt.Errorf("creating FlinkDeployment controller: %w", err)
 		}
 	}
 	if enabled[sessionjob.QueueName] {
-		c.sessionJobs, err = sessionjob.New(cc, sessionjob.Options{})
+		c.sessionJobs, err = sessionjob.New(cc, sessionjob.Options{Canaries: opts.canaries})
 		if err != nil {
 			return nil, fmt.Errorf("creating FlinkSessionJob controller: %w", err)
 		}

@@ -16,8 +16,11 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	flinkv1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/canary"
+	"github.com/flinkops/flink-operator/pkg/controller/controllerctx"
 	clientset "github.com/flinkops/flink-operator/pkg/generated/clientset/versioned"
 )
 
@@ -26,12 +29,23 @@ import (
 // Without the FlinkStateSnapshot CRD it runs in legacy mode until the CRD
 // appears, then starts over in-process with snapshot resources (see
 // snapshotcrd.go).
+//
+// With kubernetes.operator.dynamic.config.enabled the --config file is read
+// again while it runs (dynamicconfig.go); a change of the watched namespaces
+// with kubernetes.operator.dynamic.namespaces.enabled starts over the same
+// way, on the new namespaces.
 func Run(parent context.Context, opts Options) error {
+	opts.latest = &latestConfig{cfg: opts.Config}
 	for {
+		opts = opts.withLatestConfig()
 		ctx, cancel := context.WithCancelCause(parent)
 		err := run(ctx, cancel, opts)
 		cause := context.Cause(ctx)
 		cancel(nil)
+		if errors.Is(cause, ErrWatchedNamespacesChanged) && parent.Err() == nil {
+			klog.FromContext(parent).Info("Restarting the controllers on the new watched namespaces")
+			continue
+		}
 		if errors.Is(cause, ErrSnapshotCRDInstalled) && parent.Err() == nil {
 			// Start over in this process: fresh informers (now including
 			// FlinkStateSnapshots), fresh queues, snapshot controller on.
@@ -76,11 +90,19 @@ func run(ctx context.Context, cancel context.CancelCauseFunc, opts Options) erro
 		})
 	}
 
+	opts.live = controllerctx.NewLiveConfig(opts.Config)
+	if w := newConfigWatcher(ctx, opts, opts.live, func() { cancel(ErrWatchedNamespacesChanged) }); w != nil {
+		go w.run(ctx, clock.RealClock{})
+	}
+
 	inf := NewInformers(kube, flink, opts.Namespaces, opts.ResyncPeriod)
 
 	ready := &readiness{}
 	ready.set(false, "informer caches not synced")
-	probes, err := listen("probe", opts.ProbeAddr, probeMux(ready))
+	if opts.canaries, err = canary.New(opts.Config, nil); err != nil {
+		return err
+	}
+	probes, err := listen("probe", opts.ProbeAddr, probeMux(ready, opts.canaries.Healthy))
 	if err != nil {
 		return err
 	}
@@ -160,6 +182,7 @@ func run(ctx context.Context, cancel context.CancelCauseFunc, opts Options) erro
 
 	runControllers := func(ctx context.Context) {
 		logger.Info("Running controllers")
+		go opts.canaries.Run(ctx, cl.flink) // bumps and checks the canary resources (pkg/canary)
 		ctrls.run(ctx)
 	}
 	if !opts.LeaderElect {

@@ -7,7 +7,9 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/flinkops/flink-operator/pkg/canary"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/controller/controllerctx"
 	"github.com/flinkops/flink-operator/pkg/webhook"
 )
 
@@ -31,6 +33,14 @@ type Options struct {
 	ProbeAddr string
 	// Config is the operator-wide configuration (defaults plus --config file).
 	Config config.Config
+	// ConfigFile is the --config file Config was loaded from; with
+	// kubernetes.operator.dynamic.config.enabled it is read again every
+	// check interval and a change applies without a restart
+	// (dynamicconfig.go). Empty: nothing to re-read.
+	ConfigFile string
+	// NamespacesFromFlag says Namespaces came from --namespaces: the file's
+	// kubernetes.operator.watched.namespaces then never changes them.
+	NamespacesFromFlag bool
 	// ConnectTimeout bounds the start-up check that the API server answers.
 	ConnectTimeout time.Duration
 	// ShutdownTimeout bounds graceful shutdown of the HTTP servers.
@@ -66,6 +76,14 @@ type Options struct {
 	// Flink REST transport so that a replica whose lease may have passed to
 	// another sends no state-changing request to a JobManager either.
 	fenceFlinkREST func(http.RoundTripper) http.RoundTripper
+	// latest carries the last valid --config contents across internal
+	// runs; live is the configuration the controllers read at each sync
+	// (both set by Run and run, dynamicconfig.go).
+	latest *latestConfig
+	live   *controllerctx.LiveConfig
+	// canaries is set by run: the canary resources the job controllers
+	// note and the liveness probe checks (pkg/canary).
+	canaries *canary.Monitor
 }
 
 // DefaultOptions returns the defaults the flags start from.

@@ -36,9 +36,21 @@ func (r *readiness) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 	http.Error(w, "not ready: "+reason, http.StatusServiceUnavailable)
 }
 
-func probeMux(ready *readiness) *http.ServeMux {
+// probeMux serves /healthz, the liveness probe: it fails when live does
+// (the canary resources of pkg/canary went unreconciled; live always passes
+// with kubernetes.operator.health.probe.enabled=false), so the kubelet
+// restarts a stalled operator; and /readyz.
+func probeMux(ready *readiness, live func() error) *http.ServeMux {
 	mux := http.NewServeMux()
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if live != nil {
+			if err := live(); err != nil {
+				http.Error(w, "unhealthy: "+err.Error(), http.StatusServiceUnavailable)
+				return
+			}
+		}
+		fmt.Fprintln(w, "ok")
+	})
 	mux.Handle("/readyz", ready)
 	return mux
 }

@@ -33,8 +33,16 @@ type Context struct {
 	// Caches are the informer caches of flink.apache.org resources.
 	Caches   *flinkcache.Caches
 	Recorder record.EventRecorder
-	// Config is the operator-wide configuration; default config.Defaults.
+	// Config is the operator-wide configuration the controllers were built
+	// with; default config.Defaults. What is read once when a controller,
+	// its queue or its informers are built (worker counts, retry pacing,
+	// ingress management, snapshot resources and cross-namespace
+	// references) comes from here. Per-sync reads use CurrentConfig.
 	Config config.Config
+	// Live, when set, is the operator configuration in use now: the
+	// operator re-reads its config file and swaps it
+	// (kubernetes.operator.dynamic.config.enabled). Nil: Config.
+	Live *LiveConfig
 	// Clock is the time source (a fake one in tests).
 	Clock clock.WithTicker
 	// Endpoints resolves JobManager REST URLs; default endpoints.Service.
@@ -78,6 +86,16 @@ func (c Context) WithDefaults() Context {
 		c.NewTriggerID = snapshotrules.NewTriggerID
 	}
 	return c
+}
+
+// CurrentConfig is the operator configuration in use now (Live, else
+// Config): what a sync reads its resource defaults from, so that a changed
+// operator config file applies without a restart.
+func (c Context) CurrentConfig() config.Config {
+	if c.Live != nil {
+		return c.Live.Load()
+	}
+	return c.Config
 }
 
 // NewQueue is a controller's rate-limited workqueue, on the context's clock;

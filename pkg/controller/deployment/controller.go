@@ -2,6 +2,7 @@ package deployment
 
 import (
 	"context"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -11,6 +12,7 @@ import (
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	flinkcache "github.com/flinkops/flink-operator/pkg/cache"
+	"github.com/flinkops/flink-operator/pkg/canary"
 	"github.com/flinkops/flink-operator/pkg/controller/controllerctx"
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/controller/jobmanager"
@@ -31,6 +33,9 @@ type Options struct {
 	// a write done before it ("pre-commit:<what>") and after each action
 	// that follows it ("action:<what>"). It exists for crash tests.
 	FaultPoint func(key, point string)
+	// Canaries tracks canary resources (pkg/canary), which are never
+	// deployed; nil: they are skipped, not tracked.
+	Canaries *canary.Monitor
 }
 
 // Controller reconciles FlinkDeployments, in standalone and native mode.
@@ -47,6 +52,7 @@ type Controller struct {
 	// exceptions: the job exceptions reported (exceptions.go).
 	exceptions exceptionMarks
 	engine     *jobengine.Engine[*v1beta1.FlinkDeployment, v1beta1.FlinkDeploymentSpec]
+	canaries   *canary.Monitor
 }
 
 // New creates the controller and registers its event handlers: on the
@@ -61,6 +67,7 @@ func New(cc controllerctx.Context, kubeFactories map[string]kubeinformers.Shared
 		owned:       newOwnedCache(kubeFactories, manageIngress(cc.Config)),
 		queue:       cc.NewQueue(QueueName),
 		jobManagers: cc.Dialer(),
+		canaries:    opts.Canaries,
 	}
 	c.podLogs = c.podLogTail
 	c.engine = &jobengine.Engine[*v1beta1.FlinkDeployment, v1beta1.FlinkDeploymentSpec]{
@@ -129,5 +136,14 @@ func isFlinkGroup(apiVersion string) bool {
 
 // Run starts workers and blocks until ctx ends.
 func (c *Controller) Run(ctx context.Context, n int) {
-	c.Loop(QueueName, "flinkdeployment", c.queue, c.Sync, c.Caches.HasSynced, c.owned.hasSynced).Run(ctx, n)
+	c.Loop(QueueName, "flinkdeployment", c.queue, c.sync, c.Caches.HasSynced, c.owned.hasSynced).Run(ctx, n)
+}
+
+// sync is the queue's: a canary resource (pkg/canary) is only noted as
+// reconciled, never deployed; every other FlinkDeployment goes to Sync.
+func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
+	if isCanary, err := canary.Sync(ctx, c.canaries, c.Client, key, c.Caches.Deployment); isCanary {
+		return 0, err
+	}
+	return c.Sync(ctx, key)
 }

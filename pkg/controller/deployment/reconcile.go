@@ -130,7 +130,7 @@ func (k deploymentJob) Steady(ctx context.Context) error {
 // build computes the cluster's objects; the JobManager also carries the
 // Flink version it was built for.
 func (c *Controller) build(sc *syncState, spec v1beta1.FlinkDeploymentSpec, jobID, restore string) (*cluster.Cluster, error) {
-	in := cluster.Input{Deployment: sc.Obj, Spec: spec, OperatorConfig: c.Config, Native: sc.nativeFor(&spec)}
+	in := cluster.Input{Deployment: sc.Obj, Spec: spec, OperatorConfig: c.CurrentConfig(), Native: sc.nativeFor(&spec)}
 	if spec.Job != nil {
 		in.JobID, in.RestorePath = jobID, restore
 	}

@@ -92,7 +92,7 @@ func (c *Controller) newSync(st *jobengine.State[*v1beta1.FlinkDeployment, v1bet
 		// Only the operator configuration can have changed since the spec
 		// was accepted: act on the operator's values and say so.
 		sc.Fail(jobengine.ReasonValidationError, "spec.flinkConfiguration: %v", err)
-		sc.Cfg = c.Config
+		sc.Cfg = c.CurrentConfig()
 	}
 	if sc.owned, err = c.owned.objectsOf(sc.Base); err != nil {
 		return nil, err

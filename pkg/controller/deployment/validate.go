@@ -31,12 +31,12 @@ func (c *Controller) validate(dep *v1beta1.FlinkDeployment, spec v1beta1.FlinkDe
 	if recorded != nil {
 		last = &recorded.Spec
 	}
-	res, err := validation.DeploymentSpec(&spec, last, c.Config)
+	res, err := validation.DeploymentSpec(&spec, last, c.CurrentConfig())
 	if err != nil {
 		return nil, err
 	}
 	// Whatever the builders refuse (bad ports, memory, pod template, ...).
-	if _, err := cluster.Build(cluster.Input{Deployment: dep, Spec: spec, OperatorConfig: c.Config, JobID: placeholderJobID, Native: cluster.NativeMode(spec.Mode)}); err != nil {
+	if _, err := cluster.Build(cluster.Input{Deployment: dep, Spec: spec, OperatorConfig: c.CurrentConfig(), JobID: placeholderJobID, Native: cluster.NativeMode(spec.Mode)}); err != nil {
 		return nil, err
 	}
 	return &validated{spec: spec, cfg: res.Config, version: res.Version}, nil
@@ -45,5 +45,5 @@ func (c *Controller) validate(dep *v1beta1.FlinkDeployment, spec v1beta1.FlinkDe
 // effectiveConfig is the configuration of a spec that was validated once
 // (a recorded one); it cannot fail unless the operator config changed.
 func (c *Controller) effectiveConfig(spec *v1beta1.FlinkDeploymentSpec) (config.Config, error) {
-	return jobmanager.EffectiveConfig(c.Config, spec.FlinkConfiguration)
+	return jobmanager.EffectiveConfig(c.CurrentConfig(), spec.FlinkConfiguration)
 }

@@ -66,7 +66,7 @@ func (c *Controller) resolveCluster(sc *syncState) bool {
 		c.retryCluster(sc)
 		return false
 	}
-	cfg, err := jobmanager.EffectiveConfig(c.Config, dep.Spec.FlinkConfiguration)
+	cfg, err := jobmanager.EffectiveConfig(c.CurrentConfig(), dep.Spec.FlinkConfiguration)
 	if err == nil {
 		cfg, err = jobmanager.EffectiveConfig(cfg, sc.specForConfig().FlinkConfiguration)
 	}

@@ -12,6 +12,7 @@ import (
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	flinkcache "github.com/flinkops/flink-operator/pkg/cache"
+	"github.com/flinkops/flink-operator/pkg/canary"
 	"github.com/flinkops/flink-operator/pkg/controller/controllerctx"
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/controller/jobmanager"
@@ -45,6 +46,9 @@ type Options struct {
 	// JarDir holds downloaded jars until they are uploaded; default the
 	// system's temporary directory.
 	JarDir string
+	// Canaries tracks canary resources (pkg/canary), which are never
+	// submitted; nil: they are skipped, not tracked.
+	Canaries *canary.Monitor
 }
 
 // Controller reconciles FlinkSessionJobs: jobs submitted through the REST
@@ -57,6 +61,7 @@ type Controller struct {
 	artifactClient *http.Client
 	faultPoint     func(key, point string)
 	engine         *jobengine.Engine[*v1beta1.FlinkSessionJob, v1beta1.FlinkSessionJobSpec]
+	canaries       *canary.Monitor
 
 	// submissions are the background jar submissions (submissions.go).
 	submissions *submissions
@@ -87,6 +92,7 @@ func New(cc controllerctx.Context, opts Options) (*Controller, error) {
 		artifactClient: opts.ArtifactClient,
 		faultPoint:     opts.FaultPoint,
 		submissions:    newSubmissions(opts.MaxConcurrentSubmissions, opts.MaxJarBytes, opts.JarDir),
+		canaries:       opts.Canaries,
 	}
 	c.engine = &jobengine.Engine[*v1beta1.FlinkSessionJob, v1beta1.FlinkSessionJobSpec]{
 		Client: cc.Client, Recorder: cc.Recorder, Caches: caches, Operator: cc.Config, Clock: cc.Clock,
@@ -144,7 +150,16 @@ func (c *Controller) clusterChanged(oldObj, newObj any) {
 // submissions (a stopped operator acts no more).
 func (c *Controller) Run(ctx context.Context, n int) {
 	defer c.submissions.stop()
-	c.Loop(QueueName, "flinksessionjob", c.queue, c.Sync, c.Caches.HasSynced, c.JobManagers.HasSynced).Run(ctx, n)
+	c.Loop(QueueName, "flinksessionjob", c.queue, c.sync, c.Caches.HasSynced, c.JobManagers.HasSynced).Run(ctx, n)
+}
+
+// sync is the queue's: a canary resource (pkg/canary) is only noted as
+// reconciled, never submitted; every other FlinkSessionJob goes to Sync.
+func (c *Controller) sync(ctx context.Context, key string) (time.Duration, error) {
+	if isCanary, err := canary.Sync(ctx, c.canaries, c.Client, key, c.Caches.SessionJob); isCanary {
+		return 0, err
+	}
+	return c.Sync(ctx, key)
 }
 
 func (c *Controller) fault(key, point string) {

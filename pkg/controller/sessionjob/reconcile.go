@@ -34,7 +34,7 @@ func (c *Controller) reconcile(ctx context.Context, sc *syncState) error {
 // the session cluster as it is now, and gives the spec's configuration.
 func (k sessionJob) Validate() (v1beta1.FlinkSessionJobSpec, config.Config, error) {
 	sc := k.sc
-	res, err := validation.SessionJob(sc.Obj, sc.cluster, k.c.Config)
+	res, err := validation.SessionJob(sc.Obj, sc.cluster, k.c.CurrentConfig())
 	if err != nil {
 		return v1beta1.FlinkSessionJobSpec{}, nil, err
 	}

@@ -290,7 +290,7 @@ func retryableSubmitError(err error) bool {
 // submitPoll is how often a sync waiting for a running submission looks
 // again, should the completion's enqueue be lost: a safety net only.
 func (c *Controller) submitPoll() time.Duration {
-	d, err := c.Config.Duration(config.KeyProgressCheckInterval)
+	d, err := c.CurrentConfig().Duration(config.KeyProgressCheckInterval)
 	if err != nil || d <= 0 {
 		return 10 * time.Second
 	}

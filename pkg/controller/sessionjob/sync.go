@@ -86,7 +86,7 @@ func (c *Controller) Sync(ctx context.Context, key string) (time.Duration, error
 // newSync adds this controller's part to the engine's sync state.
 func (c *Controller) newSync(st *jobengine.State[*v1beta1.FlinkSessionJob, v1beta1.FlinkSessionJobSpec]) (*syncState, error) {
 	sc := &syncState{State: st}
-	sc.Cfg = c.Config
+	sc.Cfg = c.CurrentConfig()
 	return sc, nil
 }
 

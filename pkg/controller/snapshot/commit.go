@@ -129,7 +129,7 @@ func (c *Controller) stateChanged(_ context.Context, logger klog.Logger, old, s 
 // normalEvents: kubernetes.operator.snapshot.normal-events.enabled (off by
 // default, as upstream: two writes per snapshot for what the status says).
 func (c *Controller) normalEvents() bool {
-	on, _ := c.Config.Bool(config.KeySnapshotNormalEventsEnabled)
+	on, _ := c.CurrentConfig().Bool(config.KeySnapshotNormalEventsEnabled)
 	return on
 }
 

@@ -246,7 +246,7 @@ func (c *Controller) release(key string) {
 // CountSnapshots feeds the flink_operator_snapshots gauge from the cache;
 // nothing when kubernetes.operator.resource.metrics.enabled is false.
 func (c *Controller) CountSnapshots() []metrics.SnapshotCount {
-	if on, err := c.Config.Bool(config.KeyResourceMetricsEnabled); err != nil || !on {
+	if on, err := c.CurrentConfig().Bool(config.KeyResourceMetricsEnabled); err != nil || !on {
 		return nil
 	}
 	counts := map[metrics.SnapshotCount]int{}

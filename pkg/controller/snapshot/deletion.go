@@ -68,7 +68,7 @@ func (c *Controller) syncDeletion(ctx context.Context, cached *v1beta1.FlinkStat
 		return 0, c.removeFinalizer(ctx, s)
 	}
 
-	timeout, err := c.Config.Duration(config.KeySnapshotDisposeTimeout)
+	timeout, err := c.CurrentConfig().Duration(config.KeySnapshotDisposeTimeout)
 	if err != nil {
 		return 0, err
 	}

@@ -197,7 +197,7 @@ func (c *Controller) trigger(ctx context.Context, base **v1beta1.FlinkStateSnaps
 	if err != nil {
 		return 0, err
 	}
-	total, _, err := c.Config.OptionalInt(config.KeySnapshotMaxConcurrent)
+	total, _, err := c.CurrentConfig().OptionalInt(config.KeySnapshotMaxConcurrent)
 	if err != nil {
 		return 0, err
 	}
@@ -388,7 +388,7 @@ func savepointDir(s *v1beta1.FlinkStateSnapshot, t *target) string {
 // unreadable).
 func (c *Controller) pastTimeout(s *v1beta1.FlinkStateSnapshot) bool {
 	triggered, ok := snapshotrules.ParseTime(s.Status.TriggerTimestamp)
-	timeout, err := config.SnapshotTimeout(c.Config)
+	timeout, err := config.SnapshotTimeout(c.CurrentConfig())
 	return ok && err == nil && c.Clock.Since(triggered) > timeout
 }
 

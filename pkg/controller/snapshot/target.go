@@ -77,7 +77,7 @@ func (c *Controller) resolveTarget(s *v1beta1.FlinkStateSnapshot) (*target, erro
 		initialSavepoint = jobSpec.InitialSavepointPath
 	}
 
-	cfg, err := jobmanager.EffectiveConfig(c.Config, t.cluster.Spec.FlinkConfiguration)
+	cfg, err := jobmanager.EffectiveConfig(c.CurrentConfig(), t.cluster.Spec.FlinkConfiguration)
 	if err != nil {
 		return nil, fmt.Errorf("configuration of FlinkDeployment %s/%s: %w", t.cluster.Namespace, t.cluster.Name, err)
 	}
