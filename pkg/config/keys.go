@@ -92,11 +92,15 @@ const (
 
 	KeyJMDeploymentStartupProbeEnabled = "kubernetes.operator.jm-deployment.startup.probe.enabled"
 
-	KeyJobSavepointOnDeletion      = "kubernetes.operator.job.savepoint-on-deletion"
-	KeyJobDrainOnSavepointDeletion = "kubernetes.operator.job.drain-on-savepoint-deletion"
-	KeyJobRestartFailed            = "kubernetes.operator.job.restart.failed"
-	KeyDeploymentReadinessTimeout  = "kubernetes.operator.deployment.readiness.timeout"
-	KeyDeploymentRollbackEnabled   = "kubernetes.operator.deployment.rollback.enabled"
+	KeyJMDeploymentShutdownTTL             = "kubernetes.operator.jm-deployment.shutdown-ttl"
+	KeyJobSubmissionTimeout                = "kubernetes.operator.job.submission.timeout"
+	KeyJobUpgradeLastStateJobCancelEnabled = "kubernetes.operator.job.upgrade.last-state.job-cancel.enabled"
+	KeySessionDeletionBlockOnUnmanagedJobs = "kubernetes.operator.session.deletion.block-on-unmanaged-jobs"
+	KeyJobSavepointOnDeletion              = "kubernetes.operator.job.savepoint-on-deletion"
+	KeyJobDrainOnSavepointDeletion         = "kubernetes.operator.job.drain-on-savepoint-deletion"
+	KeyJobRestartFailed                    = "kubernetes.operator.job.restart.failed"
+	KeyDeploymentReadinessTimeout          = "kubernetes.operator.deployment.readiness.timeout"
+	KeyDeploymentRollbackEnabled           = "kubernetes.operator.deployment.rollback.enabled"
 
 	// Health checks and restarts (pkg/controller/jobengine/health.go).
 	KeyClusterHealthCheckEnabled                   = "kubernetes.operator.cluster.health-check.enabled"
@@ -386,6 +390,15 @@ var registry = []Key{
 		Description: "HTTP headers sent when downloading a session job's jar, `name:value,name:value`; not sent to another host on a redirect."},
 	{Name: KeyJMDeploymentStartupProbeEnabled, Type: TypeBool, Default: "true", Overridable: true,
 		Description: "Give the JobManager container a startup probe on its REST port."},
+	{Name: KeyJMDeploymentShutdownTTL, Type: TypeDuration, Default: "1 d", Overridable: true, check: positive,
+		Description: "How long the JobManager of an application whose job reached a terminal state (FINISHED, FAILED, CANCELED) keeps running before it is shut down."},
+	{Name: KeyJobSubmissionTimeout, Type: TypeDuration, Default: "10 min", Overridable: true, check: positive,
+		Description: "Bounds each job submission REST call (a FlinkSessionJob's jar upload and jar run)."},
+	{Name: KeyJobUpgradeLastStateJobCancelEnabled, Type: TypeBool, Default: "false", Overridable: true,
+		Description: "Last-state upgrades cancel the job before the cluster is deleted."},
+	{Name: KeySessionDeletionBlockOnUnmanagedJobs, Type: TypeBool, Default: "true", Overridable: true,
+		Deprecated:  []string{"kubernetes.operator.session.block-on-unmanaged-jobs"},
+		Description: "A session cluster is not deleted while it runs jobs that no FlinkSessionJob manages."},
 	{Name: KeyJobSavepointOnDeletion, Type: TypeBool, Default: "false", Overridable: true,
 		Description: "Stop the job with a savepoint when its resource is deleted (bounded by a timeout; deletion never blocks forever)."},
 	{Name: KeyJobDrainOnSavepointDeletion, Type: TypeBool, Default: "false", Overridable: true,

@@ -92,6 +92,12 @@ func (c *Client) Version() Version { return c.version }
 // BaseURL returns the JobManager URL the client talks to.
 func (c *Client) BaseURL() string { return c.base.String() }
 
+// Timeout is the bound of each call but jar upload and run.
+func (c *Client) Timeout() time.Duration { return c.timeout }
+
+// SubmitTimeout is the bound of UploadJar and RunJar.
+func (c *Client) SubmitTimeout() time.Duration { return c.submitTimeout }
+
 // defaultHTTPClient keeps a modest idle pool per host: an operator talks to
 // many JobManagers, each rarely, so large pools would only hold sockets.
 func defaultHTTPClient() *http.Client {

@@ -44,6 +44,9 @@ func (c *Controller) syncDeletion(ctx context.Context, key string, cached *v1bet
 		}
 		return c.commit(ctx, sc)
 	}
+	if c.unmanagedJobsBlockDeletion(ctx, sc) {
+		return c.commit(ctx, sc)
+	}
 	onDeletion, _ := sc.Cfg.Bool(config.KeyJobSavepointOnDeletion)
 	stoppable := sc.Recorded != nil && sc.Recorded.Spec.Job != nil && st.JobStatus.JobID != "" &&
 		st.JobStatus.State != v1beta1.JobStatusSuspended
@@ -256,4 +259,51 @@ func (c *Controller) sessionJobsBlockDeletion(sc *syncState) (bool, error) {
 	sc.Fail(jobengine.ReasonCleanup, "%s", msg) // one Warning event while it stays the same
 	sc.RequeueWithin(sc.ReconcileInterval())
 	return true, nil
+}
+
+// unmanagedJobsBlockDeletion keeps a session cluster, once no
+// FlinkSessionJob runs on it, while it still runs jobs that were submitted
+// by other means (the Flink CLI, the web UI): jobs in its jobs overview
+// that are not globally terminal, as upstream's SessionReconciler with
+// kubernetes.operator.session.deletion.block-on-unmanaged-jobs (default
+// true). Every job left once the FlinkSessionJobs are gone is unmanaged:
+// theirs were stopped by their own deletion. It is reported in
+// status.error with one Cleanup Warning event and looked at again after
+// the reconcile interval; the worker never waits. As upstream, a cluster
+// whose JobManager cannot be asked (not ready, not answering) is not held.
+func (c *Controller) unmanagedJobsBlockDeletion(ctx context.Context, sc *syncState) bool {
+	if sc.Recorded == nil || sc.Recorded.Spec.Job != nil {
+		return false
+	}
+	if on, err := sc.Cfg.Bool(config.KeySessionDeletionBlockOnUnmanagedJobs); err != nil || !on {
+		return false
+	}
+	jm := sc.owned.jobManager
+	if jm == nil || jm.DeletionTimestamp != nil || !ownedBy(jm, sc.Obj) || jm.Status.ReadyReplicas < 1 {
+		return false
+	}
+	client, err := c.clusterClient(sc)
+	if err != nil {
+		sc.Log.Info("Cannot reach the session cluster to look for unmanaged jobs; deleting it", "err", err)
+		return false
+	}
+	jobs, err := client.JobsOverview(ctx)
+	if err != nil {
+		sc.Log.Info("Cannot list the session cluster's jobs to look for unmanaged ones; deleting it", "err", err)
+		return false
+	}
+	var ids []string
+	for _, j := range jobs {
+		if !j.State.IsGloballyTerminal() {
+			ids = append(ids, j.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return false
+	}
+	slices.Sort(ids)
+	sc.Fail(jobengine.ReasonCleanup, "Session cluster %s is kept while it runs jobs no FlinkSessionJob manages: %s; cancel them first (%s: true)",
+		sc.Obj.Name, strings.Join(ids, ", "), config.KeySessionDeletionBlockOnUnmanagedJobs)
+	sc.RequeueWithin(sc.ReconcileInterval())
+	return true
 }

@@ -104,6 +104,9 @@ func (k deploymentJob) CheckpointTrigger() bool {
 // were changed are repaired (drift); the engine's KeepSteady does the rest.
 func (k deploymentJob) Steady(ctx context.Context) error {
 	c, sc := k.c, k.sc
+	if c.shutDownEnded(sc) { // jm-deployment.shutdown-ttl: shutdownttl.go
+		return nil
+	}
 	st := &sc.Obj.Status
 	spec := sc.Recorded.Spec
 	app := spec.Job != nil

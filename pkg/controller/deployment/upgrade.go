@@ -39,9 +39,21 @@ func (k deploymentJob) Unreachable() (bool, bool) {
 // CancelKeepsState: a job whose checkpoints a cancel would delete, or
 // whose new JobManager recovers it through Flink's HA metadata
 // (haRecovery: a cancel would delete that), is stopped by tearing its
-// cluster down instead.
+// cluster down instead. With
+// kubernetes.operator.job.upgrade.last-state.job-cancel.enabled (upstream's
+// allowLastStateCancel) the job is cancelled even then: Flink drops its HA
+// metadata, and the new job restores from the latest checkpoint read
+// through the REST API once the job is CANCELED (the stop protocol's
+// stopLastState, written ahead like any last-state stop); the teardown
+// still keeps the HA ConfigMaps.
 func (k deploymentJob) CancelKeepsState() bool {
-	return !jobengine.DeletesCheckpointsOnCancel(k.sc.Cfg) && !k.c.haRecovery(k.sc)
+	if jobengine.DeletesCheckpointsOnCancel(k.sc.Cfg) {
+		return false
+	}
+	if cancel, _ := k.sc.Cfg.Bool(config.KeyJobUpgradeLastStateJobCancelEnabled); cancel {
+		return true
+	}
+	return !k.c.haRecovery(k.sc)
 }
 
 // neverRan: the job was never seen since its deploy and its JobManager has

@@ -20,7 +20,8 @@
 //   - Client: the operator's endpoints.Resolver (Service DNS name or pod IP)
 //     with that port, the operator's HTTP client, and
 //     kubernetes.operator.flink.client.timeout of the effective
-//     configuration.
+//     configuration, and for the job submission calls (jar upload and
+//     run) kubernetes.operator.job.submission.timeout.
 //
 // The live objects come from the informer caches the FlinkDeployment
 // controller already keeps (Deployments and Services labelled
@@ -78,10 +79,13 @@ type Endpoint struct {
 	Port int
 	// Timeout bounds each REST call (kubernetes.operator.flink.client.timeout).
 	Timeout time.Duration
+	// SubmitTimeout bounds the job submission calls, jar upload and jar run
+	// (kubernetes.operator.job.submission.timeout).
+	SubmitTimeout time.Duration
 }
 
 // Resolve applies the rule (see the package documentation). It fails when
-// no Flink version parses or the client timeout is invalid.
+// no Flink version parses or a timeout is invalid.
 func Resolve(c Cluster) (Endpoint, error) {
 	dep := c.Deployment
 	if dep == nil {
@@ -95,7 +99,11 @@ func Resolve(c Cluster) (Endpoint, error) {
 	if err != nil {
 		return Endpoint{}, err
 	}
-	return Endpoint{Cluster: dep, Version: version, Port: RESTPort(dep, c.RESTService, c.Config), Timeout: timeout}, nil
+	submitTimeout, err := c.Config.Duration(config.KeyJobSubmissionTimeout)
+	if err != nil {
+		return Endpoint{}, err
+	}
+	return Endpoint{Cluster: dep, Version: version, Port: RESTPort(dep, c.RESTService, c.Config), Timeout: timeout, SubmitTimeout: submitTimeout}, nil
 }
 
 // Version is the Flink version dep's running cluster speaks, given its live
@@ -174,7 +182,7 @@ func (d Dialer) Client(ep Endpoint) (*flink.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return flink.New(flink.Config{BaseURL: url, Version: ep.Version, HTTPClient: d.HTTPClient, Timeout: ep.Timeout})
+	return flink.New(flink.Config{BaseURL: url, Version: ep.Version, HTTPClient: d.HTTPClient, Timeout: ep.Timeout, SubmitTimeout: ep.SubmitTimeout})
 }
 
 // Dial resolves c and builds its client.

@@ -167,7 +167,7 @@ func TestResolve(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (Endpoint{Cluster: dep, Version: flink.V1_19, Port: 8088, Timeout: 3 * time.Second}); ep != want {
+	if want := (Endpoint{Cluster: dep, Version: flink.V1_19, Port: 8088, Timeout: 3 * time.Second, SubmitTimeout: 10 * time.Minute}); ep != want {
 		t.Errorf("Resolve = %+v, want %+v", ep, want)
 	}
 
@@ -188,6 +188,49 @@ func TestResolve(t *testing.T) {
 	}
 	if _, err := Resolve(Cluster{Config: cfg}); err == nil {
 		t.Error("no FlinkDeployment: want an error")
+	}
+	bad = config.Defaults()
+	bad[config.KeyJobSubmissionTimeout] = "later"
+	if _, err := Resolve(Cluster{Deployment: dep, Config: bad}); err == nil {
+		t.Error("bad submission timeout: want an error")
+	}
+}
+
+// kubernetes.operator.job.submission.timeout bounds the submission calls
+// (jar upload and run) of the clients Dial builds, 10 min by default, and
+// a resource's own value (its effective configuration) wins; the other
+// calls keep the client timeout.
+func TestDialSubmissionTimeout(t *testing.T) {
+	d := Dialer{Endpoints: func(c *v1beta1.FlinkDeployment, port int) (string, error) {
+		return "http://" + c.Name + ".example:" + fmt.Sprint(port), nil
+	}}
+	dep := flinkDeployment("v1_20", "")
+	for _, tc := range []struct {
+		name  string
+		value string // "" = unset
+		want  time.Duration
+	}{
+		{name: "default", want: 10 * time.Minute},
+		{name: "per resource", value: "90 s", want: 90 * time.Second},
+		{name: "Flink duration syntax", value: "2min", want: 2 * time.Minute},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			operator := config.Defaults()
+			cfg, err := EffectiveConfig(operator, nil)
+			if tc.value != "" {
+				cfg, err = EffectiveConfig(operator, v1beta1.NewConfiguration(map[string]string{config.KeyJobSubmissionTimeout: tc.value}))
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := d.Dial(Cluster{Deployment: dep, Config: cfg})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.SubmitTimeout() != tc.want || c.Timeout() != flink.DefaultTimeout {
+				t.Errorf("submission timeout %v, client timeout %v; want %v and %v", c.SubmitTimeout(), c.Timeout(), tc.want, flink.DefaultTimeout)
+			}
+		})
 	}
 }
 
