@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/labels"
 )
 
 // OperatorPrefix starts every operator option. Unknown keys with this prefix
@@ -52,6 +54,10 @@ const (
 	KeyHealthProbeEnabled          = "kubernetes.operator.health.probe.enabled"
 	KeyHealthProbePort             = "kubernetes.operator.health.probe.port"
 	KeyHealthCanaryResourceTimeout = "kubernetes.operator.health.canary.resource.timeout"
+
+	KeyLabelSelector               = "kubernetes.operator.label.selector"
+	KeyResourceCleanupTimeout      = "kubernetes.operator.resource.cleanup.timeout"
+	KeyResourceDeletionPropagation = "kubernetes.operator.resource.deletion.propagation"
 
 	KeyResourceLifecycleMetricsEnabled             = "kubernetes.operator.resource.lifecycle.metrics.enabled"
 	KeyResourceLifecycleNamespaceHistogramsEnabled = "kubernetes.operator.resource.lifecycle.namespace.histograms.enabled"
@@ -255,6 +261,12 @@ func atLeastFloat(min float64) func(Config, string) error {
 	}
 }
 
+// labelSelector checks Kubernetes label-selector syntax.
+func labelSelector(c Config, key string) error {
+	_, err := labels.Parse(c.String(key))
+	return err
+}
+
 // positive is a check for durations where zero would make the operator spin
 // or give up at once.
 func positive(c Config, key string) error {
@@ -323,6 +335,10 @@ var registry = []Key{
 		Description: "Export how long FlinkDeployments and FlinkSessionJobs spend in each lifecycle state and transition, and their counts by state (`flink_operator_lifecycle_*`, see Metrics). Needs `resource.metrics.enabled`; both are read at start."},
 	{Name: KeyResourceLifecycleNamespaceHistogramsEnabled, Type: TypeBool, Default: "true",
 		Description: "Label the lifecycle histograms with the resource's namespace (the operator-wide view is their sum); false: operator-wide histograms only. Read at start."},
+	{Name: KeyLabelSelector, Type: TypeString, check: labelSelector,
+		Description: "Label selector of the FlinkDeployments, FlinkSessionJobs and FlinkStateSnapshots this operator watches (Kubernetes label-selector syntax, e.g. `team=a,env in (prod)`); unset: all. The snapshots the operator makes copy their job's labels; snapshots a user creates, and a session job's FlinkDeployment, must match too. Read at start."},
+	{Name: KeyResourceCleanupTimeout, Type: TypeDuration, Default: "5 min", check: positive, Deprecated: []string{"kubernetes.operator.reconciler.flink.cluster.shutdown.timeout"},
+		Description: "How long the deletion of a resource waits for its Flink cluster (Deployments and pods) to go before its finalizer is removed anyway, with a Warning event; a teardown before a new cluster reports what it still waits for after this time."},
 	{Name: KeyIngressManage, Type: TypeBool, Default: "true",
 		Description: "Manage the Ingress of `spec.ingress` (create, update, delete it, and watch Ingresses). False: no Ingress informer, no Ingress is created, and a FlinkDeployment with `spec.ingress` gets an `IngressManagement` Warning event when deployed."},
 
@@ -399,6 +415,8 @@ var registry = []Key{
 	{Name: KeySessionDeletionBlockOnUnmanagedJobs, Type: TypeBool, Default: "true", Overridable: true,
 		Deprecated:  []string{"kubernetes.operator.session.block-on-unmanaged-jobs"},
 		Description: "A session cluster is not deleted while it runs jobs that no FlinkSessionJob manages."},
+	{Name: KeyResourceDeletionPropagation, Type: TypeEnum, Default: "Foreground", Enum: []string{"Foreground", "Background", "Orphan"}, Overridable: true,
+		Description: "Deletion propagation of the JobManager and TaskManager Deployments the operator deletes."},
 	{Name: KeyJobSavepointOnDeletion, Type: TypeBool, Default: "false", Overridable: true,
 		Description: "Stop the job with a savepoint when its resource is deleted (bounded by a timeout; deletion never blocks forever)."},
 	{Name: KeyJobDrainOnSavepointDeletion, Type: TypeBool, Default: "false", Overridable: true,

@@ -58,6 +58,8 @@ func TestOperatorWideKeys(t *testing.T) {
 		KeyDynamicNamespacesEnabled,
 		KeyHealthProbeEnabled,
 		KeyHealthCanaryResourceTimeout,
+		KeyLabelSelector,
+		KeyResourceCleanupTimeout,
 		KeyUserArtifactsAllowedSchemes,
 		KeyUserArtifactsBaseDir,
 		KeyUserArtifactsDisallowRestrictedHosts,

@@ -55,6 +55,8 @@ func TestDefaultsMatchSpec(t *testing.T) {
 		KeyJMDeploymentStartupProbeEnabled:             "true",
 		KeyJMDeploymentShutdownTTL:                     "1 d",
 		KeyJobSubmissionTimeout:                        "10 min",
+		KeyResourceCleanupTimeout:                      "5 min",
+		KeyResourceDeletionPropagation:                 "Foreground",
 		KeyJobUpgradeLastStateJobCancelEnabled:         "false",
 		KeySessionDeletionBlockOnUnmanagedJobs:         "true",
 		KeyResourceLifecycleMetricsEnabled:             "true",

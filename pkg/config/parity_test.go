@@ -202,9 +202,9 @@ func TestUpstreamKeyWarnings(t *testing.T) {
 kubernetes.operator.health.probe.port: 8085
 kubernetes.operator.josdk.metrics.enabled: "false"
 kubernetes.operator.job.restart.failed: "true"
-kubernetes.operator.resource.deletion.propagation: Orphan
+kubernetes.operator.session.deletion.block-on-session-jobs: "false"
 kubernetes.operator.events.exceptions.limit-per-reconciliation: 3
-kubernetes.operator.label.selector: team=a
+kubernetes.operator.exception.stacktrace.enabled: "true"
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -214,10 +214,10 @@ kubernetes.operator.label.selector: team=a
 		got[w.Key] = w.Message
 	}
 	for key, want := range map[string]string{
-		"kubernetes.operator.health.probe.port":             "not configurable here: the probe address is the flag --health-probe-bind-address",
-		"kubernetes.operator.josdk.metrics.enabled":         "upstream option with no effect here: configures upstream's Java Operator SDK",
-		"kubernetes.operator.resource.deletion.propagation": "not configurable here",
-		"kubernetes.operator.label.selector":                "not implemented yet",
+		"kubernetes.operator.health.probe.port":                      "not configurable here: the probe address is the flag --health-probe-bind-address",
+		"kubernetes.operator.josdk.metrics.enabled":                  "upstream option with no effect here: configures upstream's Java Operator SDK",
+		"kubernetes.operator.session.deletion.block-on-session-jobs": "not configurable here",
+		"kubernetes.operator.exception.stacktrace.enabled":           "not implemented yet",
 	} {
 		if !strings.Contains(got[key], want) {
 			t.Errorf("warning for %s = %q, want it to contain %q", key, got[key], want)

@@ -76,6 +76,7 @@ var restartOnlyKeys = []string{
 	config.KeyIngressManage,
 	config.KeySnapshotResourceEnabled,
 	config.KeySnapshotCrossNamespaceReferencesEnabled,
+	config.KeyLabelSelector, // the flink.apache.org informers' list/watch selector
 	// The probe server, and this mechanism itself (as upstream, read at
 	// start).
 	config.KeyHealthProbeEnabled,

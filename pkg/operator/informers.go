@@ -9,10 +9,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/flinkops/flink-operator/pkg/cluster"
+	"github.com/flinkops/flink-operator/pkg/config"
 	clientset "github.com/flinkops/flink-operator/pkg/generated/clientset/versioned"
 	flinkinformers "github.com/flinkops/flink-operator/pkg/generated/informers/externalversions"
 )
@@ -27,6 +29,18 @@ import (
 // ConfigMaps, Deployments, Services and pods of the Flink clusters. The operator never needs
 // the rest, and caching every Deployment and ConfigMap of a busy cluster
 // would cost memory for nothing.
+//
+// The flink.apache.org factories see every FlinkDeployment, FlinkSessionJob
+// and FlinkStateSnapshot of the watched namespaces, or, with
+// kubernetes.operator.label.selector (NewInformersWithSelector), only those
+// matching it: as upstream, which sets it on all its controllers, an
+// operator ignores the custom resources another operator (sharded by label)
+// manages. The FlinkStateSnapshots the operator makes carry the labels of
+// their job (pkg/snapshotrules), so they match the selector their job
+// matches; a snapshot a user creates must be labelled to be seen. The
+// Kubernetes factories are not affected: they select the clusters' objects
+// by the operator's own type label, and only the objects of resources the
+// controllers see are ever acted on.
 type Informers struct {
 	Flink map[string]flinkinformers.SharedInformerFactory
 	Kube  map[string]kubeinformers.SharedInformerFactory
@@ -38,8 +52,23 @@ type Informers struct {
 // the same type label.
 var OwnedSelector = cluster.LabelType + " in (" + cluster.TypeStandalone + "," + cluster.TypeNative + ")"
 
-// NewInformers creates the factories for the given namespaces.
+// NewInformers creates the factories for the given namespaces, watching
+// every custom resource in them.
 func NewInformers(kube kubernetes.Interface, flink clientset.Interface, namespaces []string, resync time.Duration) *Informers {
+	inf, _ := NewInformersWithSelector(kube, flink, namespaces, resync, "") // "" always parses
+	return inf
+}
+
+// NewInformersWithSelector is NewInformers with the flink.apache.org
+// factories listing and watching only the custom resources that match
+// selector (kubernetes.operator.label.selector; "" or blanks: all). An
+// invalid selector is an error that names the key, so the operator stops at
+// start instead of watching nothing (the API server would refuse every list).
+func NewInformersWithSelector(kube kubernetes.Interface, flink clientset.Interface, namespaces []string, resync time.Duration, selector string) (*Informers, error) {
+	sel, err := ParseLabelSelector(selector)
+	if err != nil {
+		return nil, err
+	}
 	if len(namespaces) == 0 {
 		namespaces = []string{metav1.NamespaceAll}
 	}
@@ -48,13 +77,28 @@ func NewInformers(kube kubernetes.Interface, flink clientset.Interface, namespac
 		Kube:  map[string]kubeinformers.SharedInformerFactory{},
 	}
 	for _, ns := range namespaces {
-		inf.Flink[ns] = flinkinformers.NewSharedInformerFactoryWithOptions(flink, resync, flinkinformers.WithNamespace(ns),
-			flinkinformers.WithTransform(dropManagedFields))
+		flinkOpts := []flinkinformers.SharedInformerOption{flinkinformers.WithNamespace(ns), flinkinformers.WithTransform(dropManagedFields)}
+		if sel != "" {
+			flinkOpts = append(flinkOpts, flinkinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = sel }))
+		}
+		inf.Flink[ns] = flinkinformers.NewSharedInformerFactoryWithOptions(flink, resync, flinkOpts...)
 		inf.Kube[ns] = kubeinformers.NewSharedInformerFactoryWithOptions(kube, resync, kubeinformers.WithNamespace(ns),
 			kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = OwnedSelector }),
 			kubeinformers.WithTransform(trimKubeObject))
 	}
-	return inf
+	return inf, nil
+}
+
+// ParseLabelSelector checks a kubernetes.operator.label.selector value
+// (Kubernetes label-selector syntax, e.g. `team=a,env in (prod)`) and
+// returns it in the canonical form the API server is sent; "" (or blanks)
+// selects everything and is returned as "".
+func ParseLabelSelector(selector string) (string, error) {
+	sel, err := labels.Parse(selector)
+	if err != nil {
+		return "", fmt.Errorf("%s: invalid label selector %q: %w", config.KeyLabelSelector, selector, err)
+	}
+	return sel.String(), nil
 }
 
 // Start starts every informer requested so far.

@@ -2,18 +2,26 @@ package operator
 
 import (
 	"context"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/cluster"
+	"github.com/flinkops/flink-operator/pkg/config"
 	flinkfake "github.com/flinkops/flink-operator/pkg/generated/clientset/versioned/fake"
+	"github.com/flinkops/flink-operator/pkg/webhook"
 )
 
 // The caches hold no managedFields (never read, often most of an object);
@@ -180,5 +188,128 @@ func startSynced(t *testing.T, inf *Informers) {
 	})
 	if err := inf.WaitForCacheSync(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// With kubernetes.operator.label.selector the flink.apache.org informers
+// list and watch only the custom resources that match it (the fake
+// clientset filters lists by label, not watches: the recorded watches are
+// checked for the selector instead); the Kubernetes informers keep the
+// operator's own selector. The webhook's lookup still finds a resource the
+// selector hides, through its live fallback, so it validates alike.
+func TestInformersLabelSelector(t *testing.T) {
+	team := func(v string) map[string]string {
+		if v == "" {
+			return nil
+		}
+		return map[string]string{"team": v, "env": "prod"}
+	}
+	var objs []runtime.Object
+	for _, v := range []string{"a", "b", ""} {
+		name := "job-" + v
+		if v == "" {
+			name = "unlabelled"
+		}
+		meta := metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: team(v)}
+		objs = append(objs, &v1beta1.FlinkDeployment{ObjectMeta: meta}, &v1beta1.FlinkSessionJob{ObjectMeta: meta},
+			&v1beta1.FlinkStateSnapshot{ObjectMeta: meta})
+	}
+	for _, tc := range []struct {
+		name, selector string
+		namespaces     []string
+		want           []string
+		wantSelector   string
+	}{
+		{"no selector", "", nil, []string{"job-a", "job-b", "unlabelled"}, ""},
+		{"blank selector", "  ", nil, []string{"job-a", "job-b", "unlabelled"}, ""},
+		{"equality", "team=a", nil, []string{"job-a"}, "team=a"},
+		{"set, per namespace", "team in (a),env in (prod)", []string{"ns"}, []string{"job-a"}, "env in (prod),team in (a)"},
+		{"not in", "team notin (a)", nil, []string{"job-b", "unlabelled"}, "team notin (a)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			flink := flinkfake.NewSimpleClientset(objs...)
+			kube := kubefake.NewSimpleClientset()
+			inf, err := NewInformersWithSelector(kube, flink, tc.namespaces, 0, tc.selector)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ns := metav1.NamespaceAll
+			if len(tc.namespaces) > 0 {
+				ns = tc.namespaces[0]
+			}
+			v := inf.Flink[ns].Flink().V1beta1()
+			deps, jobs, snaps := v.FlinkDeployments().Lister(), v.FlinkSessionJobs().Lister(), v.FlinkStateSnapshots().Lister()
+			inf.Kube[ns].Apps().V1().Deployments().Lister()
+			lookup := webhook.NewListerLookup(inf.Flink).WithLiveFallback(flink, 5*time.Second)
+			startSynced(t, inf)
+
+			names := func(list []metav1.Object) []string {
+				var out []string
+				for _, o := range list {
+					out = append(out, o.GetName())
+				}
+				slices.Sort(out)
+				return out
+			}
+			d, _ := deps.List(labels.Everything())
+			j, _ := jobs.List(labels.Everything())
+			s, _ := snaps.List(labels.Everything())
+			for kind, got := range map[string][]string{
+				"FlinkDeployments":    names(asObjects(d)),
+				"FlinkSessionJobs":    names(asObjects(j)),
+				"FlinkStateSnapshots": names(asObjects(s)),
+			} {
+				if !slices.Equal(got, tc.want) {
+					t.Errorf("cached %s %v, want %v", kind, got, tc.want)
+				}
+			}
+			for _, a := range flink.Actions() {
+				if a.GetVerb() != "list" && a.GetVerb() != "watch" {
+					continue
+				}
+				var got string
+				switch a := a.(type) {
+				case k8stesting.ListActionImpl:
+					got = a.ListOptions.LabelSelector
+				case k8stesting.WatchActionImpl:
+					got = a.ListOptions.LabelSelector
+				}
+				if got != tc.wantSelector {
+					t.Errorf("%s %s with label selector %q, want %q", a.GetVerb(), a.GetResource().Resource, got, tc.wantSelector)
+				}
+			}
+			for _, a := range kube.Actions() {
+				if w, ok := a.(k8stesting.WatchActionImpl); ok && w.ListOptions.LabelSelector != OwnedSelector {
+					t.Errorf("watch %s with label selector %q, want the operator's own %q", a.GetResource().Resource, w.ListOptions.LabelSelector, OwnedSelector)
+				}
+			}
+			// Any operator's webhook finds every resource, matching or not.
+			for _, name := range []string{"job-a", "job-b", "unlabelled"} {
+				if _, err := lookup.Deployment("ns", name); err != nil {
+					t.Errorf("webhook lookup of FlinkDeployment %s: %v", name, err)
+				}
+				if _, err := lookup.SessionJob("ns", name); err != nil {
+					t.Errorf("webhook lookup of FlinkSessionJob %s: %v", name, err)
+				}
+			}
+		})
+	}
+}
+
+func asObjects[T metav1.Object](list []T) []metav1.Object {
+	out := make([]metav1.Object, len(list))
+	for i, o := range list {
+		out[i] = o
+	}
+	return out
+}
+
+// An invalid selector is refused, naming the key, before anything starts.
+func TestInformersInvalidLabelSelector(t *testing.T) {
+	for _, sel := range []string{"team in (a", "!", "team=a b", "Team/x=1"} {
+		inf, err := NewInformersWithSelector(kubefake.NewSimpleClientset(), flinkfake.NewSimpleClientset(), nil, 0, sel)
+		if err == nil || inf != nil || !strings.Contains(err.Error(), config.KeyLabelSelector) || !strings.Contains(err.Error(), strconv.Quote(sel)) {
+			t.Errorf("selector %q: informers %v, error %v; want an error naming %s and the value", sel, inf, err, config.KeyLabelSelector)
+		}
 	}
 }

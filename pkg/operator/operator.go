@@ -20,6 +20,7 @@ import (
 
 	flinkv1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/canary"
+	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/controller/controllerctx"
 	clientset "github.com/flinkops/flink-operator/pkg/generated/clientset/versioned"
 )
@@ -95,7 +96,14 @@ func run(ctx context.Context, cancel context.CancelCauseFunc, opts Options) erro
 		go w.run(ctx, clock.RealClock{})
 	}
 
-	inf := NewInformers(kube, flink, opts.Namespaces, opts.ResyncPeriod)
+	sel := opts.Config.String(config.KeyLabelSelector)
+	inf, err := NewInformersWithSelector(kube, flink, opts.Namespaces, opts.ResyncPeriod, sel)
+	if err != nil {
+		return err
+	}
+	if sel != "" {
+		logger.Info("Watching only the custom resources matching the label selector", "labelSelector", sel)
+	}
 
 	ready := &readiness{}
 	ready.set(false, "informer caches not synced")

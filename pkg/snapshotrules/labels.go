@@ -41,3 +41,33 @@ func DesiredLabels(s *v1beta1.FlinkStateSnapshot, state v1beta1.SnapshotState, j
 	}
 	return labels
 }
+
+// snapshotLabelKeys are the labels the operator itself sets on snapshots.
+var snapshotLabelKeys = []string{
+	v1beta1.LabelSnapshotType,
+	v1beta1.LabelSnapshotTriggerType,
+	v1beta1.LabelSnapshotState,
+	v1beta1.LabelJobReferenceKind,
+	v1beta1.LabelJobReferenceName,
+	v1beta1.LabelJobReferenceNamespace,
+}
+
+// JobLabels are the labels an operator-made snapshot copies from its job
+// (a new map, never nil): all of them, so the snapshot matches the
+// kubernetes.operator.label.selector its job matches and an operator
+// sharded by label sees the snapshots of its own jobs and no other's.
+// The operator sets no labels on FlinkDeployments or FlinkSessionJobs, so
+// these are the user's; the keys the operator sets on snapshots
+// (snapshot.*, job-reference.*) are left out, to be set from the snapshot
+// itself. The labels are copied when the snapshot is made: relabelling a
+// job later does not relabel its existing snapshots.
+func JobLabels(job map[string]string) map[string]string {
+	labels := maps.Clone(job)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	for _, k := range snapshotLabelKeys {
+		delete(labels, k)
+	}
+	return labels
+}

@@ -19,6 +19,10 @@ type JobView struct {
 	Kind      v1beta1.JobReferenceKind
 	Namespace string
 	Name      string
+	// Labels are the job's labels (metadata.labels), copied onto every
+	// snapshot made for it (JobLabels), so the snapshot matches the
+	// kubernetes.operator.label.selector its job matches.
+	Labels map[string]string
 	// Config is the job's effective configuration.
 	Config config.Config
 	// CheckpointsSupported is false below Flink 1.17.
@@ -195,23 +199,25 @@ func minPositive(a, b time.Duration) time.Duration {
 	return a
 }
 
-// newSnapshot builds a snapshot the operator creates for a job. Operator-made
-// snapshots always carry an explicit backoffLimit [ours].
+// newSnapshot builds a snapshot the operator creates for a job, the one
+// place every operator-made snapshot (periodic, manual nonce, upgrade,
+// suspend, savepoint on deletion) comes from. Operator-made snapshots always
+// carry an explicit backoffLimit [ours], and the job's labels (JobLabels).
 func newSnapshot(job JobView, typ string, trigger v1beta1.SnapshotTriggerType, slot int64) (*v1beta1.FlinkStateSnapshot, error) {
 	backoff, err := job.Config.Int(config.KeySnapshotBackoffLimit)
 	if err != nil {
 		return nil, err
 	}
+	labels := JobLabels(job.Labels)
+	labels[v1beta1.LabelSnapshotType] = typ
+	labels[v1beta1.LabelSnapshotTriggerType] = string(trigger)
+	labels[v1beta1.LabelJobReferenceKind] = string(job.Kind)
+	labels[v1beta1.LabelJobReferenceName] = job.Name
 	s := &v1beta1.FlinkStateSnapshot{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      Name(job.Name, typ, trigger, slot),
 			Namespace: job.Namespace,
-			Labels: map[string]string{
-				v1beta1.LabelSnapshotType:        typ,
-				v1beta1.LabelSnapshotTriggerType: string(trigger),
-				v1beta1.LabelJobReferenceKind:    string(job.Kind),
-				v1beta1.LabelJobReferenceName:    job.Name,
-			},
+			Labels:    labels,
 		},
 		Spec: v1beta1.FlinkStateSnapshotSpec{
 			JobReference: &v1beta1.JobReference{Kind: job.Kind, Name: job.Name},

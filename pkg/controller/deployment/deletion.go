@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/cluster"
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/lifecycle"
@@ -23,8 +24,9 @@ import (
 // stopped with a savepoint (the same crash-safe stop as an upgrade, recorded
 // as an UPGRADE snapshot), bounded by the job's checkpoint timeout: after it
 // the finalizer goes anyway, with a Warning event, so deletion never hangs.
-// The cluster's objects are garbage-collected through their owner
-// references.
+// A native cluster is then shut down (shutdownOnDeletion, bounded by
+// kubernetes.operator.resource.cleanup.timeout); the cluster's other
+// objects are garbage-collected through their owner references.
 func (c *Controller) syncDeletion(ctx context.Context, key string, cached *v1beta1.FlinkDeployment) (time.Duration, error) {
 	if !slices.Contains(cached.Finalizers, Finalizer) {
 		return 0, nil
@@ -68,96 +70,192 @@ func (c *Controller) syncDeletion(ctx context.Context, key string, cached *v1bet
 			}
 		}
 	}
-	if done && c.shutdownOnDeletion(sc, onDeletion && stoppable) {
+	if !done {
+		return c.commit(ctx, sc)
+	}
+	pending, orphaned := c.shutdownOnDeletion(sc, onDeletion && stoppable)
+	if pending {
 		sc.RequeueWithin(teardownPoll)
 		return c.commit(ctx, sc)
 	}
-	if done {
+	if orphaned {
+		// Orphan propagation left the cluster running: its HA metadata
+		// stays with it (upstream deletes it under the running JobManager).
+		sc.Event(corev1.EventTypeNormal, jobengine.ReasonCleanup, "The pods of %s are left running (%s: Orphan), with its HA ConfigMaps; delete them yourself",
+			sc.Obj.Name, config.KeyResourceDeletionPropagation)
+	} else {
 		// Upstream deletes the HA metadata on deletion (deleteHaData true),
 		// after the JobManagers are gone so none writes it again. In order:
 		// a failed delete keeps the finalizer, and the next sync retries.
 		c.deleteHAConfigMaps(sc)
-		sc.Event(corev1.EventTypeNormal, jobengine.ReasonCleanup, "Cleaning up FlinkDeployment")
-		c.engine.RemoveFinalizer(sc.State, Finalizer)
 	}
+	sc.Event(corev1.EventTypeNormal, jobengine.ReasonCleanup, "Cleaning up FlinkDeployment")
+	c.engine.RemoveFinalizer(sc.State, Finalizer)
 	return c.commit(ctx, sc)
 }
 
-// shutdownTimeout bounds how long a deleted native cluster's finalizer
-// waits for the JobManager Deployment and the TaskManager pods to go (after
-// the savepoint on deletion, if any); then it goes anyway, with a Warning
-// event, and the garbage collector finishes through the owner references.
-const shutdownTimeout = time.Minute
-
 // shutdownOnDeletion stops a native cluster before its finalizer goes, as
 // upstream's deleteClusterDeployment: the JobManager Deployment is deleted
-// in the foreground, and it reports while it or any TaskManager pod Flink
-// created is left (shutDownCluster). A standalone cluster is left to
-// the garbage collector (its TaskManagers are a Deployment the operator
-// owns). Never longer than shutdownTimeout.
-func (c *Controller) shutdownOnDeletion(sc *syncState, savepointOnDeletion bool) bool {
+// with kubernetes.operator.resource.deletion.propagation, and it reports
+// while it, its pods or any TaskManager pod Flink created is left
+// (shutDownCluster). A standalone cluster is left to the garbage collector
+// (its TaskManagers are a Deployment the operator owns). Pods that Orphan
+// propagation leaves running are not waited for: that is what Orphan asks.
+// Never longer than kubernetes.operator.resource.cleanup.timeout after the
+// deletion (after the savepoint on deletion's own bound, if any): then the
+// finalizer goes anyway, with a Warning event, and the garbage collector
+// finishes through the owner references. orphaned reports pods left
+// running on purpose.
+func (c *Controller) shutdownOnDeletion(sc *syncState, savepointOnDeletion bool) (pending, orphaned bool) {
 	if !sc.native() {
-		return false
+		return false, false
 	}
-	deadline := sc.Obj.DeletionTimestamp.Add(shutdownTimeout)
+	timeout := cleanupTimeout(sc.Cfg)
+	deadline := sc.Obj.DeletionTimestamp.Add(timeout)
 	if savepointOnDeletion {
 		deadline = deadline.Add(lifecycle.StopTimeout(sc.Cfg))
 	}
-	pending, err := c.shutDownCluster(sc)
+	left, err := c.shutDownCluster(sc)
 	if err != nil {
-		sc.Log.Error(err, "Cannot list the TaskManager pods")
+		sc.Log.Error(err, "Cannot list the cluster's pods")
 	}
-	if !pending {
-		return false
+	orphaned = len(left.orphaned) > 0
+	if !left.pending() {
+		return false, orphaned
 	}
 	if !sc.Now.Before(deadline) {
-		sc.Event(corev1.EventTypeWarning, jobengine.ReasonCleanup, "The JobManager Deployment or TaskManager pods of %s are still there %s after the deletion; "+
-			"removing the finalizer, the garbage collector deletes them through their owner references", sc.Obj.Name, sc.Now.Sub(sc.Obj.DeletionTimestamp.Time).Round(time.Second))
-		return false
+		sc.Event(corev1.EventTypeWarning, jobengine.ReasonCleanup, "%s of %s still there %s after the deletion (%s: %s); "+
+			"removing the finalizer, the garbage collector deletes them through their owner references",
+			left.describe(), sc.Obj.Name, sc.Now.Sub(sc.Obj.DeletionTimestamp.Time).Round(time.Second), config.KeyResourceCleanupTimeout, timeout)
+		return false, orphaned
 	}
-	return true
+	return true, orphaned
+}
+
+// cleanupTimeout is kubernetes.operator.resource.cleanup.timeout (upstream's
+// "timeout for the resource clean up to wait for flink to shutdown
+// cluster", default 5 min): how long a deletion waits for the cluster's
+// Deployments and pods to go before its finalizer goes anyway, and how long
+// a teardown waits before it says so in a Warning (it never stops waiting:
+// a new cluster is never started beside the old one).
+func cleanupTimeout(cfg config.Config) time.Duration {
+	d, err := cfg.Duration(config.KeyResourceCleanupTimeout)
+	if err != nil || d <= 0 {
+		return defaultCleanupTimeout
+	}
+	return d
+}
+
+const defaultCleanupTimeout = 5 * time.Minute
+
+// deletionPropagation is kubernetes.operator.resource.deletion.propagation
+// (upstream's "JM/TM Deployment deletion propagation", default Foreground,
+// per resource): the propagation policy of every delete of a JobManager or
+// TaskManager Deployment the operator makes. A value that does not parse
+// (the webhook and validation refuse it) is Foreground.
+func deletionPropagation(cfg config.Config) metav1.DeletionPropagation {
+	v, err := cfg.Enum(config.KeyResourceDeletionPropagation)
+	switch p := metav1.DeletionPropagation(v); {
+	case err != nil:
+	case p == metav1.DeletePropagationBackground, p == metav1.DeletePropagationOrphan:
+		return p
+	}
+	return metav1.DeletePropagationForeground
+}
+
+// clusterLeft is what shutDownCluster found left of a cluster.
+type clusterLeft struct {
+	// deployments are the owned JobManager and TaskManager Deployments
+	// not gone yet.
+	deployments []string
+	// pods are the cluster's JobManager and TaskManager pods that are
+	// still there and will go by themselves: terminating, or owned by
+	// something the garbage collector deletes.
+	pods []string
+	// orphaned are pods that Orphan propagation leaves running: they
+	// never go unless someone deletes them (or their ReplicaSet).
+	orphaned []string
+	// since is the earliest deletion timestamp of what is left (zero:
+	// none has one).
+	since time.Time
+}
+
+// pending: something is left that goes by itself.
+func (l clusterLeft) pending() bool { return len(l.deployments)+len(l.pods) > 0 }
+
+func (l *clusterLeft) deleting(t *metav1.Time) {
+	if t != nil && (l.since.IsZero() || t.Time.Before(l.since)) {
+		l.since = t.Time
+	}
+}
+
+// describe names what is left, for events.
+func (l clusterLeft) describe() string {
+	var parts []string
+	if len(l.deployments) > 0 {
+		parts = append(parts, "Deployments "+strings.Join(l.deployments, ", "))
+	}
+	if pods := append(slices.Clone(l.pods), l.orphaned...); len(pods) > 0 {
+		parts = append(parts, "pods "+strings.Join(pods, ", "))
+	}
+	return strings.Join(parts, " and ")
 }
 
 // shutDownCluster queues the deletes that stop a cluster's JobManager and
-// TaskManagers: the JobManager and TaskManager Deployments it owns,
-// foreground. In native mode the TaskManager pods Flink created are owned
-// by the JobManager Deployment (Flink's owner reference, with
-// blockOwnerDeletion), so the garbage collector deletes them before the
-// Deployment goes; the operator, which may not delete pods, waits for them
-// too (also those of a native cluster being switched to standalone). A pod
-// without an owner reference, which the garbage collector would never
-// delete, is not waited for. It reports whether anything is left.
-func (c *Controller) shutDownCluster(sc *syncState) (bool, error) {
-	pending := false
+// TaskManagers: the JobManager and TaskManager Deployments it owns, with
+// kubernetes.operator.resource.deletion.propagation (deletionPropagation),
+// and reports what is left. The cluster is gone only when its pods are
+// too, whatever the propagation: with Foreground a Deployment goes after
+// its pods (and, for the JobManager of a native cluster, the TaskManager
+// pods Flink created with blockOwnerDeletion), but with Background it goes
+// at once and the garbage collector deletes its ReplicaSet and pods later,
+// so the JobManager and TaskManager pods of the cluster (both modes, from
+// the pod informer) are looked at too: two JobManagers of one job must
+// never run at once. The operator, which may not delete pods, waits for
+// them. A pod without an owner reference, which the garbage collector would
+// never delete, is not waited for; pods still running once Orphan
+// propagation deleted their Deployments are reported as orphaned.
+func (c *Controller) shutDownCluster(sc *syncState) (clusterLeft, error) {
+	var left clusterLeft
+	policy := deletionPropagation(sc.Cfg)
 	for _, d := range []*appsv1.Deployment{sc.owned.jobManager, sc.owned.taskManager} {
 		if d == nil || !ownedBy(d, sc.Obj) {
 			continue
 		}
-		pending = true
+		left.deployments = append(left.deployments, d.Name)
+		left.deleting(d.DeletionTimestamp)
 		if d.DeletionTimestamp == nil {
-			c.deleteDeployment(sc, d.Name)
+			c.deleteDeployment(sc, d.Name, policy)
 		}
 	}
-	pods, err := c.owned.nativeTaskManagerPods(sc.Obj)
+	pods, err := c.owned.podsOf(sc.Obj)
 	if err != nil {
-		return pending, err
+		return left, err
 	}
 	for _, p := range pods {
-		if len(p.OwnerReferences) > 0 {
-			pending = true
+		switch {
+		case len(p.OwnerReferences) == 0,
+			p.Labels[cluster.LabelComponent] != cluster.ComponentJobManager && p.Labels[cluster.LabelComponent] != cluster.ComponentTaskManager,
+			p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed: // no process left
+		case p.DeletionTimestamp != nil:
+			left.pods = append(left.pods, p.Name)
+			left.deleting(p.DeletionTimestamp)
+		case policy == metav1.DeletePropagationOrphan:
+			left.orphaned = append(left.orphaned, p.Name)
+		default:
+			left.pods = append(left.pods, p.Name)
 		}
 	}
-	return pending, nil
+	slices.Sort(left.pods)
+	slices.Sort(left.orphaned)
+	return left, nil
 }
 
-// deleteDeployment queues a foreground delete of an owned Deployment, so it
-// is gone with its pods (and, for the JobManager of a native cluster, the
-// TaskManager pods Flink created with blockOwnerDeletion) before anything
-// new is created.
-func (c *Controller) deleteDeployment(sc *syncState, name string) {
+// deleteDeployment queues a delete of an owned Deployment with the given
+// propagation policy.
+func (c *Controller) deleteDeployment(sc *syncState, name string, policy metav1.DeletionPropagation) {
 	ns := sc.Obj.Namespace
 	sc.AfterStatusWrite("delete Deployment "+name, func(ctx context.Context) error {
-		policy := metav1.DeletePropagationForeground
 		err := c.Kube.AppsV1().Deployments(ns).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &policy})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting Deployment %s/%s: %w", ns, name, err)

@@ -432,7 +432,8 @@ func TestNativeDeletion(t *testing.T) {
 }
 
 // A TaskManager pod that never goes (stuck terminating) does not hold the
-// deletion past shutdownTimeout: the finalizer goes with a Warning.
+// deletion past kubernetes.operator.resource.cleanup.timeout (default 5 min):
+// the finalizer goes with a Warning.
 func TestNativeDeletionNeverHangs(t *testing.T) {
 	f := newNativeFixture(t)
 	f.Deploy(native(f.application("job", v1beta1.UpgradeModeSavepoint)))
@@ -449,8 +450,8 @@ func TestNativeDeletionNeverHangs(t *testing.T) {
 	if finalized(f.Get("job")) {
 		t.Fatalf("finalizer removed while the cluster is still there")
 	}
-	f.Until("job", 60, "finalizer removed", finalized)
-	if f.Clock.Now().Sub(now.Time) > shutdownTimeout+time.Minute {
+	f.Until("job", 200, "finalizer removed", finalized)
+	if f.Clock.Now().Sub(now.Time) > defaultCleanupTimeout+time.Minute {
 		t.Errorf("deletion took %s", f.Clock.Now().Sub(now.Time))
 	}
 	if !hasEvent(f.Events(), "Warning", jobengine.ReasonCleanup) {

@@ -17,8 +17,9 @@ import (
 // globally terminal (FINISHED, FAILED, CANCELED) since longer than the TTL
 // (counted from jobStatus.updateTime, written when the job was seen
 // ending) is shut down. Its JobManager and TaskManager Deployments are
-// deleted (foreground; in native mode the TaskManager pods Flink created
-// go with the JobManager's, shutDownCluster) and jobManagerDeploymentStatus
+// deleted (with kubernetes.operator.resource.deletion.propagation; in
+// native mode the TaskManager pods Flink created go with the JobManager's,
+// shutDownCluster) and jobManagerDeploymentStatus
 // becomes MISSING; everything a later upgrade, resume or restart needs
 // stays: jobStatus (the terminal state, the job id, and the last
 // checkpoint or savepoint recorded in upgradeSavepointPath in the same
@@ -63,13 +64,15 @@ func (c *Controller) shutDownEnded(sc *syncState) bool {
 		sc.Event(corev1.EventTypeNormal, jobengine.ReasonCleanup, "Job %s is %s since %s: shutting its cluster down (%s: %s); an upgrade restarts it from %s",
 			js.JobID, js.State, time.UnixMilli(endedMs).UTC().Format(time.RFC3339), config.KeyJMDeploymentShutdownTTL, ttl, restore)
 	}
-	pending, err := c.shutDownCluster(sc)
+	// Pods Orphan propagation leaves running are not waited for here:
+	// nothing new starts, and a later upgrade or restart waits for them
+	// (teardown).
+	left, err := c.shutDownCluster(sc)
 	if err != nil {
-		sc.Log.Error(err, "Cannot list the TaskManager pods")
-		pending = true
+		sc.Log.Error(err, "Cannot list the cluster's pods")
 	}
 	st.JobManagerDeploymentStatus = v1beta1.JobManagerMissing
-	if pending {
+	if err != nil || left.pending() {
 		sc.RequeueWithin(teardownPoll)
 	} else {
 		sc.RequeueWithin(sc.ReconcileInterval())

@@ -104,32 +104,54 @@ func (c *Controller) jobStarting(sc *syncState) bool {
 	return false
 }
 
-// teardown deletes the JobManager and TaskManager Deployments (foreground,
-// so they are gone with their pods before the new ones are created) and, in
-// native mode, waits for the TaskManager pods Flink created to be gone too
-// (shutDownCluster). The ConfigMap and Services stay and are
-// updated by the deploy. Unless the upgrade mode is last-state, the
-// cluster's Kubernetes-HA ConfigMaps are deleted too, as upstream does
-// (stateless and savepoint upgrades and suspends), or Flink would recover
-// the old job from them; last-state keeps them (the new JobManager recovers
-// the job from its latest checkpoint through them). It reports whether
-// there is anything to wait for.
+// teardown deletes the JobManager and TaskManager Deployments (with
+// kubernetes.operator.resource.deletion.propagation) and waits for them
+// and for all the pods of the old cluster, JobManager and TaskManagers, to
+// be gone (shutDownCluster) before the new cluster is created: two
+// JobManagers of one job never run at once, whatever the propagation. The
+// ConfigMap and Services stay and are updated by the deploy. Unless the
+// upgrade mode is last-state, the cluster's Kubernetes-HA ConfigMaps are
+// deleted too once its pods are gone (so no JobManager writes them again),
+// as upstream does (stateless and savepoint upgrades and suspends), or Flink
+// would recover the old job from them; last-state keeps them (the new
+// JobManager recovers the job from its latest checkpoint through them). It
+// reports whether there is anything to wait for.
+//
+// The wait never ends by itself while something of the old cluster is
+// left: past kubernetes.operator.resource.cleanup.timeout after their
+// deletion, status.error and a Warning event say what it waits for. Pods
+// that Orphan propagation left running never go by themselves: the new
+// cluster waits until someone deletes them (or their ReplicaSets), and
+// status.error says so at once.
 func (c *Controller) teardown(sc *syncState) bool {
-	waiting, err := c.shutDownCluster(sc)
+	left, err := c.shutDownCluster(sc)
+	waiting := left.pending() || len(left.orphaned) > 0
 	if err != nil {
-		sc.Log.Error(err, "Cannot list the TaskManager pods")
+		sc.Log.Error(err, "Cannot list the cluster's pods")
 		waiting = true
 	}
-	if jobengine.UpgradeMode(&sc.Recorded.Spec) != v1beta1.UpgradeModeLastState && c.deleteHAConfigMaps(sc) {
+	if !waiting && jobengine.UpgradeMode(&sc.Recorded.Spec) != v1beta1.UpgradeModeLastState && c.deleteHAConfigMaps(sc) {
 		// Until they are gone: the new cluster would recover the old job
 		// from them.
 		waiting = true
 	}
-	if waiting {
-		sc.Obj.Status.JobManagerDeploymentStatus = v1beta1.JobManagerMissing
-		sc.RequeueWithin(teardownPoll)
+	if !waiting {
+		return false
 	}
-	return waiting
+	sc.Obj.Status.JobManagerDeploymentStatus = v1beta1.JobManagerMissing
+	timeout := cleanupTimeout(sc.Cfg)
+	switch {
+	case !left.pending() && len(left.orphaned) > 0:
+		sc.Fail(jobengine.ReasonCleanup, "The new cluster of %s waits for pods of its old cluster that %s Orphan left running: %s; "+
+			"delete them (or their ReplicaSets): it is not started beside them", sc.Obj.Name, config.KeyResourceDeletionPropagation, strings.Join(left.orphaned, ", "))
+		sc.RequeueWithin(sc.ReconcileInterval()) // and at once when a pod goes
+		return true
+	case left.pending() && !left.since.IsZero() && sc.Now.Sub(left.since) >= timeout:
+		sc.Fail(jobengine.ReasonCleanup, "%s of the old cluster of %s still there more than %s (%s) after their deletion; the new cluster waits for them",
+			left.describe(), sc.Obj.Name, timeout, config.KeyResourceCleanupTimeout)
+	}
+	sc.RequeueWithin(teardownPoll)
+	return true
 }
 
 func haEnabled(cfg map[string]string) bool {

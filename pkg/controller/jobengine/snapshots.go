@@ -50,6 +50,7 @@ func (s *State[T, S]) JobView(running, checkpoints bool) (snapshotrules.JobView,
 		Kind:                 jobReferenceKind(obj),
 		Namespace:            obj.GetNamespace(),
 		Name:                 obj.GetName(),
+		Labels:               obj.GetLabels(),
 		Config:               s.Cfg,
 		Running:              running,
 		Since:                obj.GetCreationTimestamp().Time,
@@ -273,7 +274,8 @@ func (s *State[T, S]) recordUpgradeSnapshot(path string, triggered int64) (bool,
 	if !s.SnapshotResources() {
 		return false, nil
 	}
-	view := snapshotrules.JobView{Kind: jobReferenceKind(s.Obj), Namespace: s.Obj.GetNamespace(), Name: s.Obj.GetName(), Config: s.Cfg}
+	view := snapshotrules.JobView{Kind: jobReferenceKind(s.Obj), Namespace: s.Obj.GetNamespace(), Name: s.Obj.GetName(),
+		Labels: s.Obj.GetLabels(), Config: s.Cfg}
 	var format v1beta1.SavepointFormatType
 	if info := s.JobStatus().SavepointInfo; info != nil {
 		format = info.FormatType
