@@ -15,6 +15,7 @@ import (
 	flinkjvm "github.com/flinkops/flink-operator/e2e/flink"
 	"github.com/flinkops/flink-operator/e2e/framework"
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 )
 
 // TestFailureSurfaced is issue 18 item 1's acceptance test: a
@@ -48,7 +49,7 @@ func TestFailureSurfaced(t *testing.T) {
 	t0 := time.Now()
 	r.apply(broken)
 	dep := r.waitDeployment(30*time.Second, "status.error naming the missing class, JobManager ERROR", func(d *v1beta1.FlinkDeployment) bool {
-		return strings.Contains(d.Status.Error, missing) && d.Status.JobManagerDeploymentStatus == v1beta1.JobManagerError
+		return strings.Contains(jobengine.ErrorMessage(d.Status.Error), missing) && d.Status.JobManagerDeploymentStatus == v1beta1.JobManagerError
 	})
 	r.record("apply (missing entry class) → status.error", time.Since(t0))
 	t.Logf("status.error: %s", dep.Status.Error)

@@ -27,6 +27,7 @@ import (
 	"github.com/flinkops/flink-operator/e2e/localcluster"
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/cluster"
+	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	flinkclient "github.com/flinkops/flink-operator/pkg/generated/clientset/versioned"
 	"github.com/flinkops/flink-operator/pkg/webhook/review"
 )
@@ -186,7 +187,7 @@ func TestCertManagerOverlayCrossNamespaceReview(t *testing.T) {
 		t.Errorf("unreviewed snapshot acted on: %+v", early.Status)
 	}
 	s.waitDeployment(teamA, "early-clone", time.Minute, "a ValidationError naming the missing review", func(d *v1beta1.FlinkDeployment) bool {
-		return strings.Contains(d.Status.Error, "was not reviewed by the operator's admission webhook")
+		return strings.Contains(jobengine.ErrorMessage(d.Status.Error), "was not reviewed by the operator's admission webhook")
 	})
 	s.noCluster(teamA, "early-clone")
 	s.warningEvent(teamA, "early", "ValidationError")
@@ -244,7 +245,7 @@ subjects:
 	s.kubectl("delete", "validatingwebhookconfiguration", "flink-operator")
 	s.apply(strings.Replace(runningDeployment(teamA, "copycat", "base"), "metadata:\n", "metadata:\n  annotations:\n    "+review.Annotation+": '"+stamp+"'\n", 1))
 	s.waitDeployment(teamA, "copycat", time.Minute, "the copied stamp rejected", func(d *v1beta1.FlinkDeployment) bool {
-		return strings.Contains(d.Status.Error, "does not vouch for this FlinkDeployment team-a/copycat")
+		return strings.Contains(jobengine.ErrorMessage(d.Status.Error), "does not vouch for this FlinkDeployment team-a/copycat")
 	})
 	s.noCluster(teamA, "copycat")
 	t.Logf("copied stamp rejected")

@@ -24,6 +24,7 @@ import (
 	"github.com/flinkops/flink-operator/e2e/localcluster"
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/cluster"
+	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 )
 
 const (
@@ -140,7 +141,7 @@ func (r *run) missingServiceAccount() {
 	t0 := time.Now()
 	r.apply(y)
 	d := r.waitDeployment(bad, 30*time.Second, "status.error about the ServiceAccount", func(d *v1beta1.FlinkDeployment) bool {
-		return strings.Contains(d.Status.Error, "nobody")
+		return strings.Contains(jobengine.ErrorMessage(d.Status.Error), "nobody")
 	})
 	r.WaitFor(t, 30*time.Second-time.Since(t0), "a Warning ServiceAccountError event", func() (bool, string) {
 		l, err := r.Kube.CoreV1().Events(r.ns).List(r.Ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + bad})
@@ -521,7 +522,7 @@ subjects:
 	r.apply(bad + "---\n" + sessionJob(job2))
 	want := fmt.Sprintf("ServiceAccount %s/%s may not create pods", r.ns, noPods)
 	d := r.waitDeployment(noPods, 30*time.Second, "status.error: may not create pods", func(d *v1beta1.FlinkDeployment) bool {
-		return strings.Contains(d.Status.Error, want)
+		return strings.Contains(jobengine.ErrorMessage(d.Status.Error), want)
 	})
 	r.waitWarning(noPods, "ServiceAccountError", "create pods", 30*time.Second-time.Since(t0))
 	t.Logf("%s: under-privileged ServiceAccount reported %s after the apply: %s", r.version, time.Since(t0).Round(100*time.Millisecond), d.Status.Error)
@@ -530,7 +531,7 @@ subjects:
 	if _, err := r.Kube.AppsV1().Deployments(r.ns).Get(r.Ctx, noPods, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("JobManager Deployment %s exists although its ServiceAccount may not create pods (%v)", noPods, err)
 	}
-	if d := r.getDeployment(noPods); !strings.Contains(d.Status.Error, want) {
+	if d := r.getDeployment(noPods); !strings.Contains(jobengine.ErrorMessage(d.Status.Error), want) {
 		t.Errorf("%s: status.error now %q, want it to keep naming the missing permission", noPods, d.Status.Error)
 	}
 

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -54,6 +55,12 @@ const (
 	KeyHealthProbeEnabled          = "kubernetes.operator.health.probe.enabled"
 	KeyHealthProbePort             = "kubernetes.operator.health.probe.port"
 	KeyHealthCanaryResourceTimeout = "kubernetes.operator.health.canary.resource.timeout"
+
+	KeyExceptionFieldMaxLength        = "kubernetes.operator.exception.field.max.length"
+	KeyExceptionLabelMapper           = "kubernetes.operator.exception.label.mapper"
+	KeyExceptionStackTraceEnabled     = "kubernetes.operator.exception.stacktrace.enabled"
+	KeyExceptionStackTraceMaxLength   = "kubernetes.operator.exception.stacktrace.max.length"
+	KeyExceptionThrowableListMaxCount = "kubernetes.operator.exception.throwable.list.max.count"
 
 	KeyLabelSelector               = "kubernetes.operator.label.selector"
 	KeyResourceCleanupTimeout      = "kubernetes.operator.resource.cleanup.timeout"
@@ -267,6 +274,20 @@ func labelSelector(c Config, key string) error {
 	return err
 }
 
+// regexpKeys checks that every key of a Map value is a regular expression.
+func regexpKeys(c Config, key string) error {
+	m, err := c.Map(key)
+	if err != nil {
+		return err
+	}
+	for k := range m {
+		if _, err := regexp.Compile(k); err != nil {
+			return fmt.Errorf("%q is not a regular expression: %w", k, err)
+		}
+	}
+	return nil
+}
+
 // positive is a check for durations where zero would make the operator spin
 // or give up at once.
 func positive(c Config, key string) error {
@@ -335,6 +356,16 @@ var registry = []Key{
 		Description: "Export how long FlinkDeployments and FlinkSessionJobs spend in each lifecycle state and transition, and their counts by state (`flink_operator_lifecycle_*`, see Metrics). Needs `resource.metrics.enabled`; both are read at start."},
 	{Name: KeyResourceLifecycleNamespaceHistogramsEnabled, Type: TypeBool, Default: "true",
 		Description: "Label the lifecycle histograms with the resource's namespace (the operator-wide view is their sum); false: operator-wide histograms only. Read at start."},
+	{Name: KeyExceptionFieldMaxLength, Type: TypeInt, Default: "2048", check: atLeast(0),
+		Description: "Maximum length of the type, message and reason of each exception in the JSON of `status.error`."},
+	{Name: KeyExceptionLabelMapper, Type: TypeMap, check: regexpKeys,
+		Description: "Maps a regular expression to a label (`regex:label,...`); when it is found in the message of the `status.error` exception or of one of its causes, the label is added to `additionalMetadata.labels`."},
+	{Name: KeyExceptionStackTraceEnabled, Type: TypeBool, Default: "false",
+		Description: "Put the exception's stack trace into `status.error` (`stackTrace`) when it has one."},
+	{Name: KeyExceptionStackTraceMaxLength, Type: TypeInt, Default: "2048", check: atLeast(0),
+		Description: "Maximum length of that stack trace."},
+	{Name: KeyExceptionThrowableListMaxCount, Type: TypeInt, Default: "2", check: atLeast(0),
+		Description: "Maximum number of causes in `throwableList` of `status.error`."},
 	{Name: KeyLabelSelector, Type: TypeString, check: labelSelector,
 		Description: "Label selector of the FlinkDeployments, FlinkSessionJobs and FlinkStateSnapshots this operator watches (Kubernetes label-selector syntax, e.g. `team=a,env in (prod)`); unset: all. The snapshots the operator makes copy their job's labels; snapshots a user creates, and a session job's FlinkDeployment, must match too. Read at start."},
 	{Name: KeyResourceCleanupTimeout, Type: TypeDuration, Default: "5 min", check: positive, Deprecated: []string{"kubernetes.operator.reconciler.flink.cluster.shutdown.timeout"},

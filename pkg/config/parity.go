@@ -41,10 +41,9 @@ type UpstreamKey struct {
 
 // Reasons used by several keys.
 const (
-	reasonJOSDK         = "configures upstream's Java Operator SDK (JOSDK), which this operator does not use"
-	reasonScope         = "scope format of Flink's metric reporters; metrics here are Prometheus series with labels (`namespace`, `type`, …), see [Metrics](operations.md#metrics)"
-	reasonParity        = "issue 18, item 5"
-	reasonExceptionJSON = "issue 18, item 1: `status.error` here is a plain message (the reason, the pod and container, Flink's exception line), not upstream's JSON-serialized Java exception, so upstream's limits on its fields do not apply yet; Flink's job exceptions are reported as `JobException` events (see `events.exceptions.*`)"
+	reasonJOSDK  = "configures upstream's Java Operator SDK (JOSDK), which this operator does not use"
+	reasonScope  = "scope format of Flink's metric reporters; metrics here are Prometheus series with labels (`namespace`, `type`, …), see [Metrics](operations.md#metrics)"
+	reasonParity = "issue 18, item 5"
 )
 
 // upstreamKeys lists every option of upstream's operator configuration
@@ -78,11 +77,15 @@ var upstreamKeys = []UpstreamKey{
 		Reason: "a changed namespace set rebuilds the informers, caches and controllers in the same process (as when the FlinkStateSnapshot CRD appears), where upstream only restarts its event sources: probes and webhook restart briefly and, with leader election, the lease is contested again; `--namespaces`, when given, wins"},
 	{Key: KeyEventsExceptionsLimit, Status: StatusImplemented},
 	{Key: KeyEventsExceptionsStacktraceLines, Status: StatusImplemented},
-	{Key: "kubernetes.operator.exception.field.max.length", Status: StatusNotYet, Reason: reasonExceptionJSON},
-	{Key: "kubernetes.operator.exception.label.mapper", Status: StatusNotYet, Reason: "issue 18, item 1; see `exception.field.max.length`"},
-	{Key: "kubernetes.operator.exception.stacktrace.enabled", Status: StatusNotYet, Reason: "issue 18, item 1; see `exception.field.max.length`"},
-	{Key: "kubernetes.operator.exception.stacktrace.max.length", Status: StatusNotYet, Reason: "issue 18, item 1; see `exception.field.max.length`"},
-	{Key: "kubernetes.operator.exception.throwable.list.max.count", Status: StatusNotYet, Reason: "issue 18, item 1; see `exception.field.max.length`"},
+	{Key: KeyExceptionFieldMaxLength, Status: StatusImplemented,
+		Reason: "`status.error` is upstream's FlinkResourceException JSON (several errors of one reconcile: the first's type, all messages joined with `; `); lengths count characters rather than UTF-16 units"},
+	{Key: KeyExceptionLabelMapper, Status: StatusDifferent,
+		Reason: "Go (RE2) regular expressions instead of Java's; patterns are applied in sorted order"},
+	{Key: KeyExceptionStackTraceEnabled, Status: StatusDifferent,
+		Reason: "the operator's own errors are Go errors with no Java stack trace, so only an error that carries Flink's exception has a `stackTrace`; a FAILED job's exception is reported as `JobException` events, not in `status.error`"},
+	{Key: KeyExceptionStackTraceMaxLength, Status: StatusDifferent,
+		Reason: "see `exception.stacktrace.enabled`"},
+	{Key: KeyExceptionThrowableListMaxCount, Status: StatusImplemented},
 	{Key: KeyFlinkClientCancelTimeout, Status: StatusImplemented},
 	{Key: KeyFlinkClientTimeout, Status: StatusImplemented},
 	{Key: KeyHealthCanaryResourceTimeout, Status: StatusImplemented,

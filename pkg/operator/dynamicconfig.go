@@ -83,6 +83,13 @@ var restartOnlyKeys = []string{
 	config.KeyHealthProbePort,
 	config.KeyDynamicConfigEnabled,
 	config.KeyDynamicConfigCheckInterval,
+	// status.error's shape: the job engine reads it from the operator
+	// configuration it was built with.
+	config.KeyExceptionFieldMaxLength,
+	config.KeyExceptionLabelMapper,
+	config.KeyExceptionStackTraceEnabled,
+	config.KeyExceptionStackTraceMaxLength,
+	config.KeyExceptionThrowableListMaxCount,
 	// Lifecycle metrics: the tracker is built with the controllers.
 	config.KeyResourceLifecycleMetricsEnabled,
 	config.KeyResourceLifecycleNamespaceHistogramsEnabled,

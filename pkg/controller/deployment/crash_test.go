@@ -10,6 +10,7 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/cluster"
 	"github.com/flinkops/flink-operator/pkg/controller/controllertest"
+	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/flink"
 	"github.com/flinkops/flink-operator/pkg/flink/fakejm"
 )
@@ -160,7 +161,7 @@ func TestFinishedStopWithLostSavepointNeedsManualRestore(t *testing.T) {
 		f.Step("job")
 	}
 	got := f.Get("job")
-	if !strings.Contains(got.Status.Error, "Manual restore required") || f.jmDeployment("job").UID != jmUID {
+	if !strings.Contains(jobengine.ErrorMessage(got.Status.Error), "Manual restore required") || f.jmDeployment("job").UID != jmUID {
 		t.Fatalf("status %s", statusString(got))
 	}
 }

@@ -75,7 +75,7 @@ func TestCrossNamespaceSnapshotRefNeedsReviewStamp(t *testing.T) {
 				f.Step("clone")
 			}
 			got := f.Get("clone")
-			if !strings.Contains(got.Status.Error, "was not reviewed by the operator's admission webhook") || !strings.Contains(got.Status.Error, tc.want) ||
+			if !strings.Contains(jobengine.ErrorMessage(got.Status.Error), "was not reviewed by the operator's admission webhook") || !strings.Contains(jobengine.ErrorMessage(got.Status.Error), tc.want) ||
 				got.Status.ReconciliationStatus.LastReconciledSpec != "" {
 				t.Errorf("status %s, want a ValidationError containing %q and nothing recorded", statusString(got), tc.want)
 			}
@@ -101,7 +101,7 @@ func TestCrossNamespaceSnapshotRefWithoutKeyOrOption(t *testing.T) {
 		d.Spec.Job.InitialStateSnapshotRef = &v1beta1.SnapshotReference{Name: "base", Namespace: "team-b"}
 		f.Create(d)
 		f.Step("clone")
-		got := f.Get("clone").Status.Error
+		got := jobengine.ErrorMessage(f.Get("clone").Status.Error)
 		want := map[bool]string{true: "has not loaded its review key", false: "cross-namespace-references.enabled is false"}[on]
 		if !strings.Contains(got, want) {
 			t.Errorf("option %v: error %q, want %q", on, got, want)

@@ -112,7 +112,7 @@ func TestSessionClusterDeletionWaitsForSessionJobs(t *testing.T) {
 		f.Step("session")
 	}
 	got := f.Get("session")
-	if finalized(got) || !strings.Contains(got.Status.Error, "FlinkSessionJobs run on it: etl") {
+	if finalized(got) || !strings.Contains(jobengine.ErrorMessage(got.Status.Error), "FlinkSessionJobs run on it: etl") {
 		t.Fatalf("finalizers %v, %s: want the cluster kept with the reason", got.Finalizers, statusString(got))
 	}
 	if ev := f.Events(); len(ev) != 1 || !strings.Contains(ev[0], "Warning Cleanup") {

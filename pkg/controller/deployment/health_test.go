@@ -346,7 +346,7 @@ func TestJobManagerDeploymentRecovery(t *testing.T) {
 				t.Fatalf("JobManager recreated with %s false", config.KeyJMDeploymentRecoveryEnabled)
 			}
 			got := f.Get("job")
-			if !strings.Contains(got.Status.Error, "Missing JobManager deployment") || got.Status.JobManagerDeploymentStatus != v1beta1.JobManagerMissing {
+			if !strings.Contains(jobengine.ErrorMessage(got.Status.Error), "Missing JobManager deployment") || got.Status.JobManagerDeploymentStatus != v1beta1.JobManagerMissing {
 				t.Errorf("status %s", statusString(got))
 			}
 			if ev := f.Events(); countEventsWith(ev, "Warning Missing ") != 1 || countEventsWith(ev, "Warning RecoverDeployment") != 0 {

@@ -12,6 +12,7 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/cluster"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 )
 
 func (f *fixture) ingress(name string) *networkingv1.Ingress {
@@ -110,7 +111,7 @@ func TestIngressNotOwned(t *testing.T) {
 	app.Spec.Ingress = &v1beta1.IngressSpec{Template: "{{name}}.example.com"}
 	f.Create(app)
 	f.Until("app", 10, "error reported", func(d *v1beta1.FlinkDeployment) bool {
-		return strings.Contains(d.Status.Error, "Ingress app exists and is not controlled")
+		return strings.Contains(jobengine.ErrorMessage(d.Status.Error), "Ingress app exists and is not controlled")
 	})
 	if ing := f.ingress("app"); len(ing.Spec.Rules) != 0 || len(ing.OwnerReferences) != 0 {
 		t.Errorf("foreign Ingress changed: %+v", ing)
@@ -147,7 +148,7 @@ func TestIngressTemplateInvalid(t *testing.T) {
 	app.Spec.Ingress = &v1beta1.IngressSpec{Template: "example.com:port"}
 	f.Create(app)
 	f.Until("app", 5, "validation error", func(d *v1beta1.FlinkDeployment) bool {
-		return strings.Contains(d.Status.Error, "Unable to process the Ingress template(example.com:port)")
+		return strings.Contains(jobengine.ErrorMessage(d.Status.Error), "Unable to process the Ingress template(example.com:port)")
 	})
 	if _, err := f.Kube.AppsV1().Deployments(ns).Get(f.Ctx, "app", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("JobManager Deployment: err %v, want none deployed", err)

@@ -217,7 +217,7 @@ func TestBadSpecKeepsLastGoodDeployment(t *testing.T) {
 				f.Step("job")
 			}
 			got := f.Get("job")
-			if !strings.Contains(got.Status.Error, tc.want) {
+			if !strings.Contains(jobengine.ErrorMessage(got.Status.Error), tc.want) {
 				t.Fatalf("error %q, want it to mention %q", got.Status.Error, tc.want)
 			}
 			if got.Status.LifecycleState != v1beta1.LifecycleStable || got.Status.JobStatus.State != v1beta1.JobStatusRunning ||
@@ -258,7 +258,7 @@ func TestInvalidFirstSpecDeploysNothing(t *testing.T) {
 	f.Create(d)
 	f.Step("job")
 	got := f.Get("job")
-	if got.Status.LifecycleState != v1beta1.LifecycleFailed || !strings.Contains(got.Status.Error, "spec.image") ||
+	if got.Status.LifecycleState != v1beta1.LifecycleFailed || !strings.Contains(jobengine.ErrorMessage(got.Status.Error), "spec.image") ||
 		got.Status.ReconciliationStatus.LastReconciledSpec != "" {
 		t.Fatalf("status %s", statusString(got))
 	}
@@ -337,7 +337,7 @@ func TestDeletedJobManagerOfStatefulJob(t *testing.T) {
 	f.kubeTick()
 	f.Step("job")
 	got := f.Get("job")
-	if !strings.Contains(got.Status.Error, "Manual restore required") || got.Status.LifecycleState != v1beta1.LifecycleFailed ||
+	if !strings.Contains(jobengine.ErrorMessage(got.Status.Error), "Manual restore required") || got.Status.LifecycleState != v1beta1.LifecycleFailed ||
 		got.Status.JobManagerDeploymentStatus != v1beta1.JobManagerMissing {
 		t.Fatalf("status %s", statusString(got))
 	}

@@ -331,7 +331,7 @@ func TestNativeTaskManagerPodFailure(t *testing.T) {
 	}
 	f.Step("job")
 	got := f.Get("job")
-	if !strings.Contains(got.Status.Error, "TaskManager pod job-taskmanager-1-1") || !strings.Contains(got.Status.Error, ReasonImagePull) {
+	if !strings.Contains(jobengine.ErrorMessage(got.Status.Error), "TaskManager pod job-taskmanager-1-1") || !strings.Contains(jobengine.ErrorMessage(got.Status.Error), ReasonImagePull) {
 		t.Fatalf("status %s", statusString(got))
 	}
 	if !hasEvent(f.Events(), "Warning", ReasonImagePull) {
@@ -529,7 +529,7 @@ func TestNativeServiceAccountChecked(t *testing.T) {
 			f.Step("job")
 			f.Step("job")
 			got := f.Get("job")
-			if !strings.Contains(got.Status.Error, tc.want) {
+			if !strings.Contains(jobengine.ErrorMessage(got.Status.Error), tc.want) {
 				t.Fatalf("status.error %q, want %q", got.Status.Error, tc.want)
 			}
 			if !hasEvent(f.Events(), "Warning", ReasonServiceAccount) {

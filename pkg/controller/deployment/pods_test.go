@@ -279,8 +279,8 @@ func TestJobManagerCrashLoopAndFixedSpec(t *testing.T) {
 	f.setPod("app", cluster.ComponentJobManager, mainStatus(waiting("CrashLoopBackOff", "back-off 1s restarting failed container"), crash, 1, false))
 	f.MustSync("app")
 	d := f.Get("app")
-	if d.Status.JobManagerDeploymentStatus != v1beta1.JobManagerError || !strings.Contains(d.Status.Error, "org.example.Missing") ||
-		!strings.Contains(d.Status.Error, "CrashLoopBackOff") {
+	if d.Status.JobManagerDeploymentStatus != v1beta1.JobManagerError || !strings.Contains(jobengine.ErrorMessage(d.Status.Error), "org.example.Missing") ||
+		!strings.Contains(jobengine.ErrorMessage(d.Status.Error), "CrashLoopBackOff") {
 		t.Fatalf("crash loop not surfaced: %s", statusString(d))
 	}
 	if d.Status.JobStatus.State != v1beta1.JobStatusReconciling {
@@ -354,7 +354,7 @@ func TestJobManagerOOMAfterRunning(t *testing.T) {
 	f.setPod("app", cluster.ComponentJobManager, mainStatus(waiting("CrashLoopBackOff", "back-off"), crashed(137, "OOMKilled", "", f.Clock.Now()), 1, false))
 	f.MustSync("app")
 	d := f.Get("app")
-	if d.Status.JobManagerDeploymentStatus != v1beta1.JobManagerError || !strings.Contains(d.Status.Error, "OOMKilled") {
+	if d.Status.JobManagerDeploymentStatus != v1beta1.JobManagerError || !strings.Contains(jobengine.ErrorMessage(d.Status.Error), "OOMKilled") {
 		t.Fatalf("OOMKilled JobManager: %s", statusString(d))
 	}
 	if d.Status.JobStatus.State != v1beta1.JobStatusRunning {
@@ -400,8 +400,8 @@ func TestTaskManagerFailures(t *testing.T) {
 	f.setPod("app", cluster.ComponentTaskManager, mainStatus(waiting("CrashLoopBackOff", "back-off"), crash, 1, false))
 	f.MustSync("app")
 	d := f.Get("app")
-	if d.Status.JobManagerDeploymentStatus != v1beta1.JobManagerReady || !strings.Contains(d.Status.Error, "TaskManager pod app-taskmanager-0") ||
-		!strings.Contains(d.Status.Error, "bad memory settings") {
+	if d.Status.JobManagerDeploymentStatus != v1beta1.JobManagerReady || !strings.Contains(jobengine.ErrorMessage(d.Status.Error), "TaskManager pod app-taskmanager-0") ||
+		!strings.Contains(jobengine.ErrorMessage(d.Status.Error), "bad memory settings") {
 		t.Fatalf("TaskManager crash loop: %s", statusString(d))
 	}
 	if ev := f.Events(); countEvents(ev, "Warning CrashLoopBackOff ") != 1 {
@@ -429,7 +429,7 @@ func TestTaskManagerFailures(t *testing.T) {
 	}
 	f.MustSync("app")
 	d = f.Get("app")
-	if !strings.Contains(d.Status.Error, "cannot be scheduled: 0/1 nodes are available: 1 Insufficient cpu.") || d.Status.JobManagerDeploymentStatus != v1beta1.JobManagerReady {
+	if !strings.Contains(jobengine.ErrorMessage(d.Status.Error), "cannot be scheduled: 0/1 nodes are available: 1 Insufficient cpu.") || d.Status.JobManagerDeploymentStatus != v1beta1.JobManagerReady {
 		t.Errorf("unschedulable TaskManager: %s", statusString(d))
 	}
 	if ev := f.Events(); countEvents(ev, "Warning Unschedulable ") != 1 {
@@ -526,7 +526,7 @@ func TestUpgradeToCrashLoopThenFix(t *testing.T) {
 		return d.Status.JobManagerDeploymentStatus == v1beta1.JobManagerError
 	})
 	savepoint := d.Status.JobStatus.UpgradeSavepointPath
-	if savepoint == "" || f.stops() != 1 || !strings.Contains(d.Status.Error, "org.example.Missing") {
+	if savepoint == "" || f.stops() != 1 || !strings.Contains(jobengine.ErrorMessage(d.Status.Error), "org.example.Missing") {
 		t.Fatalf("after the upgrade: %d stops, status %s", f.stops(), statusString(d))
 	}
 

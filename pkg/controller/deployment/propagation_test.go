@@ -116,7 +116,7 @@ func TestTeardownWaitsForJobManagerPods(t *testing.T) {
 	}
 	got := f.Get("job")
 	if got.Status.ReconciliationStatus.State != v1beta1.ReconciliationUpgrading ||
-		!strings.Contains(got.Status.Error, config.KeyResourceCleanupTimeout) || !strings.Contains(got.Status.Error, old.Name) {
+		!strings.Contains(jobengine.ErrorMessage(got.Status.Error), config.KeyResourceCleanupTimeout) || !strings.Contains(jobengine.ErrorMessage(got.Status.Error), old.Name) {
 		t.Fatalf("status %s", statusString(got))
 	}
 	if !hasEvent(f.Events(), "Warning", jobengine.ReasonCleanup) {
@@ -146,7 +146,7 @@ func TestTeardownOrphanWaitsForOrphanedPods(t *testing.T) {
 		t.Fatal("new JobManager Deployment created beside the orphaned JobManager pod")
 	}
 	got := f.Get("job")
-	if !strings.Contains(got.Status.Error, "Orphan") || !strings.Contains(got.Status.Error, old.Name) {
+	if !strings.Contains(jobengine.ErrorMessage(got.Status.Error), "Orphan") || !strings.Contains(jobengine.ErrorMessage(got.Status.Error), old.Name) {
 		t.Fatalf("status %s", statusString(got))
 	}
 	if err := f.Kube.CoreV1().Pods(ns).Delete(f.Ctx, old.Name, metav1.DeleteOptions{}); err != nil {

@@ -206,7 +206,7 @@ func TestRollbackOffByDefault(t *testing.T) {
 	}
 	got := f.Get("job")
 	if got.Status.ReconciliationStatus.State != v1beta1.ReconciliationDeployed || got.Status.LifecycleState != v1beta1.LifecycleDeployed ||
-		!strings.Contains(got.Status.Error, "not ready") || f.jmImage("job") != brokenImage {
+		!strings.Contains(jobengine.ErrorMessage(got.Status.Error), "not ready") || f.jmImage("job") != brokenImage {
 		t.Errorf("without rollbacks: %s", statusString(got))
 	}
 	if n := countEvents(f.Events(), "Normal "+jobengine.ReasonRollback+" "); n != 0 {

@@ -12,6 +12,7 @@ import (
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 )
 
 // A job with spec.job.initialStateSnapshotRef starts from the snapshot's
@@ -44,7 +45,7 @@ func TestSnapshotRefNotCompletedDeploysNothing(t *testing.T) {
 		f.Step("from-ref")
 	}
 	got := f.Get("from-ref")
-	if !strings.Contains(got.Status.Error, "FlinkStateSnapshot default/"+snap+" is FAILED, not COMPLETED") ||
+	if !strings.Contains(jobengine.ErrorMessage(got.Status.Error), "FlinkStateSnapshot default/"+snap+" is FAILED, not COMPLETED") ||
 		got.Status.ReconciliationStatus.LastReconciledSpec != "" || got.Status.LifecycleState != v1beta1.LifecycleFailed {
 		t.Errorf("status %s, want the FAILED snapshot reported and nothing recorded", statusString(got))
 	}
@@ -59,7 +60,7 @@ func TestSnapshotRefNotCompletedDeploysNothing(t *testing.T) {
 	missing.Spec.Job.InitialStateSnapshotRef = &v1beta1.SnapshotReference{Name: "nope"}
 	f.Create(missing)
 	f.Step("missing-ref")
-	if got := f.Get("missing-ref"); !strings.Contains(got.Status.Error, "was not found") || got.Status.JobStatus.JobID != "" {
+	if got := f.Get("missing-ref"); !strings.Contains(jobengine.ErrorMessage(got.Status.Error), "was not found") || got.Status.JobStatus.JobID != "" {
 		t.Errorf("missing reference: %s", statusString(got))
 	}
 
@@ -84,7 +85,7 @@ func TestRedeployFromSnapshotRef(t *testing.T) {
 	})
 	f.Step("job")
 	got := f.Get("job")
-	if !strings.Contains(got.Status.Error, "is ABANDONED") || got.Status.JobStatus.JobID != before.Status.JobStatus.JobID ||
+	if !strings.Contains(jobengine.ErrorMessage(got.Status.Error), "is ABANDONED") || got.Status.JobStatus.JobID != before.Status.JobStatus.JobID ||
 		got.Status.ReconciliationStatus.State != v1beta1.ReconciliationDeployed {
 		t.Fatalf("unusable reference: %s", statusString(got))
 	}

@@ -536,7 +536,7 @@ func TestBadPeriodicInterval(t *testing.T) {
 	f.MustSync("job")
 	f.MustSync("job")
 	got := f.Get("job")
-	if !strings.Contains(got.Status.Error, config.KeyPeriodicSavepointInterval) || len(f.Snapshots()) != 0 {
+	if !strings.Contains(jobengine.ErrorMessage(got.Status.Error), config.KeyPeriodicSavepointInterval) || len(f.Snapshots()) != 0 {
 		t.Errorf("status %s, %d snapshots", statusString(got), len(f.Snapshots()))
 	}
 	warnings := 0

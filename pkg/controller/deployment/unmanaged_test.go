@@ -9,6 +9,7 @@ import (
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/flink"
 	"github.com/flinkops/flink-operator/pkg/flink/fakejm"
 )
@@ -80,7 +81,7 @@ func TestSessionClusterDeletionUnmanagedJobs(t *testing.T) {
 				return
 			}
 			for _, id := range running {
-				if !strings.Contains(got.Status.Error, id) || !strings.Contains(got.Status.Error, "no FlinkSessionJob manages") {
+				if !strings.Contains(jobengine.ErrorMessage(got.Status.Error), id) || !strings.Contains(jobengine.ErrorMessage(got.Status.Error), "no FlinkSessionJob manages") {
 					t.Errorf("status.error %q does not name job %s", got.Status.Error, id)
 				}
 			}
@@ -120,14 +121,14 @@ func TestSessionClusterDeletionSessionJobsThenUnmanaged(t *testing.T) {
 	}
 	f.markDeleted("session")
 	f.Step("session")
-	if got := f.Get("session"); finalized(got) || !strings.Contains(got.Status.Error, "FlinkSessionJobs run on it: etl") {
+	if got := f.Get("session"); finalized(got) || !strings.Contains(jobengine.ErrorMessage(got.Status.Error), "FlinkSessionJobs run on it: etl") {
 		t.Fatalf("%s: want it held by the session job", statusString(got))
 	}
 	if err := f.Client.FlinkV1beta1().FlinkSessionJobs(ns).Delete(f.Ctx, "etl", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	f.Step("session")
-	if got := f.Get("session"); finalized(got) || !strings.Contains(got.Status.Error, cli) {
+	if got := f.Get("session"); finalized(got) || !strings.Contains(jobengine.ErrorMessage(got.Status.Error), cli) {
 		t.Fatalf("%s: want it held by the unmanaged job %s", statusString(got), cli)
 	}
 }

@@ -183,7 +183,7 @@ func TestSavepointFailureWithoutFallbackTearsNothingDown(t *testing.T) {
 		setConf(s, config.KeyJobUpgradeLastStateFallbackEnabled, "false")
 	})
 	got := f.Until("job", 6, "savepoint error reported", func(d *v1beta1.FlinkDeployment) bool { return d.Status.Error != "" })
-	if !strings.Contains(got.Status.Error, "fallback is disabled") || !strings.Contains(got.Status.Error, "disk full") ||
+	if !strings.Contains(jobengine.ErrorMessage(got.Status.Error), "fallback is disabled") || !strings.Contains(jobengine.ErrorMessage(got.Status.Error), "disk full") ||
 		got.Status.LifecycleState != v1beta1.LifecycleUpgrading {
 		t.Fatalf("status %s", statusString(got))
 	}
@@ -229,7 +229,7 @@ func TestSavepointUpgradeOfRestartingJob(t *testing.T) {
 				f.Step("job")
 			}
 			got := f.Get("job")
-			if !strings.Contains(got.Status.Error, "cannot be stopped with a savepoint") || f.jm("job") != jm {
+			if !strings.Contains(jobengine.ErrorMessage(got.Status.Error), "cannot be stopped with a savepoint") || f.jm("job") != jm {
 				t.Fatalf("fallback disabled: %s", statusString(got))
 			}
 			continue
@@ -292,7 +292,7 @@ func TestLastStateUnknownNeedsManualRestore(t *testing.T) {
 		f.Step("job")
 	}
 	got := f.Get("job")
-	if !strings.Contains(got.Status.Error, "Manual restore required") || got.Status.ReconciliationStatus.State != v1beta1.ReconciliationUpgrading {
+	if !strings.Contains(jobengine.ErrorMessage(got.Status.Error), "Manual restore required") || got.Status.ReconciliationStatus.State != v1beta1.ReconciliationUpgrading {
 		t.Fatalf("status %s", statusString(got))
 	}
 	if f.jmDeployment("job").UID != jmUID {
@@ -400,7 +400,7 @@ func TestSavepointRedeployNonce(t *testing.T) {
 		s.Job.SavepointRedeployNonce = new(int64(2))
 	})
 	f.Step("job")
-	if got := f.Get("job"); !strings.Contains(got.Status.Error, "InitialSavepointPath must not be empty") || got.Status.JobStatus.JobID != after.Status.JobStatus.JobID {
+	if got := f.Get("job"); !strings.Contains(jobengine.ErrorMessage(got.Status.Error), "InitialSavepointPath must not be empty") || got.Status.JobStatus.JobID != after.Status.JobStatus.JobID {
 		t.Errorf("rejected redeploy: %s", statusString(got))
 	}
 }
@@ -473,7 +473,7 @@ func TestUpgradeOfDeploymentThatNeverRan(t *testing.T) {
 	}
 	f.Clock.Step(6 * time.Minute)
 	f.Step("job")
-	if got := f.Get("job"); got.Status.JobManagerDeploymentStatus != v1beta1.JobManagerError || !strings.Contains(got.Status.Error, "not ready") {
+	if got := f.Get("job"); got.Status.JobManagerDeploymentStatus != v1beta1.JobManagerError || !strings.Contains(jobengine.ErrorMessage(got.Status.Error), "not ready") {
 		t.Fatalf("stuck deployment: %s", statusString(got))
 	}
 	f.broken["job"] = false

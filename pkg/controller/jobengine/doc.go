@@ -17,9 +17,10 @@
 // the writes and Flink calls the new status announces (AfterStatusWrite)
 // and when to look again (RequeueWithin). Engine.Commit then runs the
 // pre-writes, writes the status at most once, emits the events (a Warning
-// per error only when status.error changes) and runs the actions. The
-// status is a write-ahead log: a crash between any two steps leaves a
-// status from which the next sync continues the same step.
+// per error only when the message of status.error changes; status.error
+// is upstream's FlinkResourceException JSON, resourceerror.go) and runs
+// the actions. The status is a write-ahead log: a crash between any two
+// steps leaves a status from which the next sync continues the same step.
 //
 // # Where each job transition happens
 //

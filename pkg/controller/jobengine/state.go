@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -98,6 +97,10 @@ type syncError struct {
 	// manual: a person must say where the job restarts from
 	// (lifecycle.ErrManualRestore).
 	manual bool
+	// Of an error kept from the last status.error (keptError): its
+	// exception type, stack trace, additionalMetadata.reason and causes.
+	typ, stack, metaReason string
+	causes                 []ResourceException
 }
 
 type event struct{ typ, reason, msg string }
@@ -147,7 +150,8 @@ func (s *State[T, S]) Status() Status { return StatusOf(s.Obj) }
 func (s *State[T, S]) JobStatus() *v1beta1.JobStatus { return StatusOf(s.Obj).Job }
 
 // Fail records an error for status.error; its Warning event is emitted only
-// when status.error changes, so a persisting error is not repeated.
+// when the message of status.error changes, so a persisting error is not
+// repeated.
 // An error argument wrapping lifecycle.ErrManualRestore marks the failure
 // as one that needs a manual restore.
 func (s *State[T, S]) Fail(reason, format string, args ...any) {
@@ -157,14 +161,14 @@ func (s *State[T, S]) Fail(reason, format string, args ...any) {
 			manual = true
 		}
 	}
-	s.errs = append(s.errs, syncError{reason, fmt.Sprintf(format, args...), manual})
+	s.errs = append(s.errs, syncError{reason: reason, msg: fmt.Sprintf(format, args...), manual: manual})
 }
 
 // FailManualRestore records an error after which a person must say where
 // the job restarts from (lifecycle.ManualRestore ends up FAILED); the
 // message says how.
 func (s *State[T, S]) FailManualRestore(reason, format string, args ...any) {
-	s.errs = append(s.errs, syncError{reason, fmt.Sprintf(format, args...), true})
+	s.errs = append(s.errs, syncError{reason: reason, msg: fmt.Sprintf(format, args...), manual: true})
 }
 
 // NeedsManualRestore: this sync recorded an error that needs a manual
@@ -182,7 +186,7 @@ func (s *State[T, S]) NeedsManualRestore() bool {
 // waited out), without a new event.
 func (s *State[T, S]) KeepError(reason string) {
 	if prev := *StatusOf(s.Base).Error; prev != "" {
-		s.errs = append(s.errs, syncError{reason: reason, msg: prev})
+		s.errs = append(s.errs, keptError(reason, prev))
 	}
 }
 
@@ -245,14 +249,12 @@ func (s *State[T, S]) ReconcileInterval() time.Duration {
 	return d
 }
 
-// SetError joins this sync's errors into status.error. The controller
+// SetError writes this sync's errors into status.error as upstream's
+// FlinkResourceException JSON (resourceerror.go), shaped by the
+// operator's kubernetes.operator.exception.* options. The controller
 // calls it before deriving what depends on the error (lifecycle state).
 func (s *State[T, S]) SetError() {
-	msgs := make([]string, 0, len(s.errs))
-	for _, e := range s.errs {
-		msgs = append(msgs, e.msg)
-	}
-	*s.Status().Error = strings.Join(msgs, "; ")
+	*s.Status().Error = renderError(s.errs, readExceptionOptions(s.e.Operator))
 }
 
 // KeepSuspendedStable: a job suspended by the user is stable in that state
@@ -315,7 +317,9 @@ func (w *Engine[T, S]) Commit(ctx context.Context, s *State[T, S]) (time.Duratio
 		s.Base = written
 		w.fault(s.Key, "status-written")
 	}
-	if *after.Error != "" && *after.Error != *before.Error {
+	// A Warning per error when the message changes (not when only the
+	// JSON around it does, as after an upgrade from plain messages).
+	if *after.Error != "" && ErrorMessage(*after.Error) != ErrorMessage(*before.Error) {
 		for _, e := range s.errs {
 			w.Recorder.Event(s.Obj, corev1.EventTypeWarning, e.reason, e.msg)
 		}

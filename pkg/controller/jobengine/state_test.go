@@ -57,6 +57,15 @@ type statusEditor interface {
 	FailManualRestore(reason, format string, args ...any)
 }
 
+// Errors as an earlier sync wrote them (upstream's JSON).
+const (
+	validationSame = `{"type":"org.apache.flink.kubernetes.operator.exception.ValidationException","message":"same","additionalMetadata":{},"throwableList":[]}`
+	// keptWaiting has what only a decoded error keeps: a stack trace
+	// (rendered only with stacktrace.enabled, so dropped here by default
+	// — not in this constant), a reason and causes.
+	keptWaiting = `{"type":"org.apache.flink.util.SerializedThrowable","message":"waiting","additionalMetadata":{"reason":"X"},"throwableList":[{"type":"java.io.IOException","message":"disk full","additionalMetadata":{}}]}`
+)
+
 func commitCases(j *journal) []commitCase {
 	act := func(name string) func(context.Context) error {
 		return func(context.Context) error { j.add(name); return nil }
@@ -88,18 +97,30 @@ func commitCases(j *journal) []commitCase {
 			s.Fail("UpgradeFailed", "worse")
 		},
 		wantSteps: []string{"status", "fault status-written", "event Warning ValidationError bad 1", "event Warning UpgradeFailed worse"},
-		wantError: "bad 1; worse",
+		wantError: `{"type":"org.apache.flink.kubernetes.operator.exception.ValidationException","message":"bad 1; worse","additionalMetadata":{},"throwableList":[]}`,
 	}, {
 		name:      "an error that persists is not announced again",
-		prevError: "same",
+		prevError: validationSame,
 		edit:      func(s statusEditor) { s.Fail("ValidationError", "same") },
 		wantSteps: nil,
-		wantError: "same",
+		wantError: validationSame,
 	}, {
 		name:      "a kept error stays without an event",
+		prevError: keptWaiting,
+		edit:      func(s statusEditor) { s.KeepError("SavepointError") },
+		wantError: keptWaiting,
+	}, {
+		name:      "a plain error of an older operator is rewritten as JSON, without an event",
+		prevError: "same",
+		edit:      func(s statusEditor) { s.Fail("ValidationError", "same") },
+		wantSteps: []string{"status", "fault status-written"},
+		wantError: validationSame,
+	}, {
+		name:      "a kept plain error becomes JSON of its message",
 		prevError: "waiting",
 		edit:      func(s statusEditor) { s.KeepError("SavepointError") },
-		wantError: "waiting",
+		wantSteps: []string{"status", "fault status-written"},
+		wantError: `{"type":"org.apache.flink.kubernetes.operator.exception.ReconciliationException","message":"waiting","additionalMetadata":{},"throwableList":[]}`,
 	}, {
 		name:      "a cleared error is removed from the status",
 		prevError: "old",

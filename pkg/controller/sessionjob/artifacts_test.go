@@ -15,6 +15,7 @@ import (
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 )
 
 // jarServer serves a jar at every path and records the requests' headers.
@@ -320,7 +321,7 @@ func TestArtifactRefusalsReported(t *testing.T) {
 	f.Create(f.sessionJob("job", v1beta1.UpgradeModeStateless))
 	f.MustSync("job")
 	got := f.Get("job")
-	if !strings.Contains(got.Status.Error, "jarURI scheme 'http' is not in the allowlist [https]") || got.Status.JobStatus.JobID != "" {
+	if !strings.Contains(jobengine.ErrorMessage(got.Status.Error), "jarURI scheme 'http' is not in the allowlist [https]") || got.Status.JobStatus.JobID != "" {
 		t.Errorf("status %s, want the scheme refused", statusString(got))
 	}
 	if ev := f.Events(); !hasEvent(ev, "Warning ValidationError jarURI scheme 'http'") {
@@ -341,7 +342,7 @@ func TestArtifactRefusalsReported(t *testing.T) {
 	g.Restart()
 	d := g.MustSync("job")
 	got = g.Get("job")
-	if !strings.Contains(got.Status.Error, "restricted address") || !strings.Contains(got.Status.Error, config.KeyUserArtifactsDisallowRestrictedHosts) {
+	if !strings.Contains(jobengine.ErrorMessage(got.Status.Error), "restricted address") || !strings.Contains(jobengine.ErrorMessage(got.Status.Error), config.KeyUserArtifactsDisallowRestrictedHosts) {
 		t.Errorf("status %s, want the restricted host reported", statusString(got))
 	}
 	if ev := g.Events(); !hasEvent(ev, "Warning SubmitFailed") {

@@ -73,7 +73,7 @@ func TestCrossNamespaceSnapshotRefNeedsReviewStamp(t *testing.T) {
 				f.Step("job")
 			}
 			got := f.Get("job")
-			if !strings.Contains(got.Status.Error, "was not reviewed by the operator's admission webhook") || !strings.Contains(got.Status.Error, tc.want) ||
+			if !strings.Contains(jobengine.ErrorMessage(got.Status.Error), "was not reviewed by the operator's admission webhook") || !strings.Contains(jobengine.ErrorMessage(got.Status.Error), tc.want) ||
 				got.Status.JobStatus.JobID != "" || len(f.runs()) != 0 {
 				t.Errorf("status %s, %d runs; want a ValidationError containing %q and no submission", statusString(got), len(f.runs()), tc.want)
 			}

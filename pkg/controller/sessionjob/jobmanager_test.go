@@ -14,6 +14,7 @@ import (
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/cluster"
+	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/controller/jobmanager"
 	"github.com/flinkops/flink-operator/pkg/flink"
 	"github.com/flinkops/flink-operator/pkg/flink/fakejm"
@@ -78,7 +79,7 @@ func TestSessionJobSpeaksTheRunningVersionMidUpgrade(t *testing.T) {
 	if n := len(f.jm.RequestsTo(fakejm.RouteJarRun)) + len(f.jm.RequestsTo(fakejm.RouteJarUpload)); n != 0 {
 		t.Errorf("the 1.16 JobManager got %d jar uploads/runs", n)
 	}
-	if got := f.Get("job"); !strings.Contains(got.Status.Error, "session cluster session runs 1.16") {
+	if got := f.Get("job"); !strings.Contains(jobengine.ErrorMessage(got.Status.Error), "session cluster session runs 1.16") {
 		t.Errorf("status error %q, want the 1.16 refusal", got.Status.Error)
 	}
 }

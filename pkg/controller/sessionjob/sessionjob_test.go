@@ -15,6 +15,7 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/controller/controllertest"
+	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/flink"
 	"github.com/flinkops/flink-operator/pkg/flink/fakejm"
 	"github.com/flinkops/flink-operator/pkg/lifecycle"
@@ -448,7 +449,7 @@ func TestMissingSessionCluster(t *testing.T) {
 		delays = append(delays, f.MustSync("job"))
 	}
 	got := f.Get("job")
-	if !strings.Contains(got.Status.Error, "Session cluster FlinkDeployment default/session not found") || got.Status.LifecycleState != v1beta1.LifecycleFailed {
+	if !strings.Contains(jobengine.ErrorMessage(got.Status.Error), "Session cluster FlinkDeployment default/session not found") || got.Status.LifecycleState != v1beta1.LifecycleFailed {
 		t.Errorf("status %s, want the missing cluster reported", statusString(got))
 	}
 	if ev := f.Events(); len(ev) != 1 || !strings.Contains(ev[0], "Warning SessionClusterNotReady") {
@@ -477,7 +478,7 @@ func TestMissingSessionCluster(t *testing.T) {
 	onApp.Spec.DeploymentName = "app"
 	f.Create(onApp)
 	f.MustSync("on-app")
-	if got := f.Get("on-app"); !strings.Contains(got.Status.Error, "application cluster") || got.Status.JobStatus.JobID != "" {
+	if got := f.Get("on-app"); !strings.Contains(jobengine.ErrorMessage(got.Status.Error), "application cluster") || got.Status.JobStatus.JobID != "" {
 		t.Errorf("session job on an application cluster: %s", statusString(got))
 	}
 }
@@ -494,7 +495,7 @@ func TestLocalJarRefused(t *testing.T) {
 		f.Step("job")
 	}
 	got := f.Get("job")
-	if !strings.Contains(got.Status.Error, "local://") || got.Status.JobStatus.JobID != "" || len(f.runs()) != 0 {
+	if !strings.Contains(jobengine.ErrorMessage(got.Status.Error), "local://") || got.Status.JobStatus.JobID != "" || len(f.runs()) != 0 {
 		t.Errorf("status %s, runs %d: want a clear refusal and nothing submitted", statusString(got), len(f.runs()))
 	}
 }
@@ -510,7 +511,7 @@ func TestSubmitFailureReported(t *testing.T) {
 	f.MustSync("job")
 	d := f.MustSync("job")
 	got := f.Get("job")
-	if !strings.Contains(got.Status.Error, "fetching the jar") || !strings.Contains(got.Status.Error, "404") {
+	if !strings.Contains(jobengine.ErrorMessage(got.Status.Error), "fetching the jar") || !strings.Contains(jobengine.ErrorMessage(got.Status.Error), "404") {
 		t.Errorf("status error %q, want the failed download", got.Status.Error)
 	}
 	if d < 30*time.Second {
@@ -528,7 +529,7 @@ func TestDeploymentNameImmutable(t *testing.T) {
 	f.edit("job", func(s *v1beta1.FlinkSessionJobSpec) { s.DeploymentName = "other" })
 	f.Step("job")
 	got := f.Get("job")
-	if !strings.Contains(got.Status.Error, "deploymentName can't be changed") || got.Status.JobStatus.JobID != before.Status.JobStatus.JobID ||
+	if !strings.Contains(jobengine.ErrorMessage(got.Status.Error), "deploymentName can't be changed") || got.Status.JobStatus.JobID != before.Status.JobStatus.JobID ||
 		f.stops() != 0 {
 		t.Errorf("status %s, stops %d: want the change refused and the job untouched", statusString(got), f.stops())
 	}
@@ -585,7 +586,7 @@ func TestJobLostByCluster(t *testing.T) {
 				}
 				return
 			}
-			if !strings.Contains(got.Status.Error, manualRestore) || got.Status.LifecycleState != v1beta1.LifecycleFailed || len(f.runs()) != 1 {
+			if !strings.Contains(jobengine.ErrorMessage(got.Status.Error), manualRestore) || got.Status.LifecycleState != v1beta1.LifecycleFailed || len(f.runs()) != 1 {
 				t.Errorf("stateful lost job: %s, %d runs; want manual restore and no submission", statusString(got), len(f.runs()))
 			}
 		})
@@ -883,7 +884,7 @@ func TestSubmitFromSnapshotRef(t *testing.T) {
 		f.Step("job")
 	}
 	got := f.Get("job")
-	if !strings.Contains(got.Status.Error, "FlinkStateSnapshot default/golden is FAILED") || got.Status.JobStatus.JobID != "" || len(f.runs()) != 0 {
+	if !strings.Contains(jobengine.ErrorMessage(got.Status.Error), "FlinkStateSnapshot default/golden is FAILED") || got.Status.JobStatus.JobID != "" || len(f.runs()) != 0 {
 		t.Fatalf("FAILED reference: %s, %d runs", statusString(got), len(f.runs()))
 	}
 	snap, _ = f.Client.FlinkV1beta1().FlinkStateSnapshots(ns).Get(f.Ctx, "golden", metav1.GetOptions{})
@@ -913,7 +914,7 @@ func TestDeletionWhileClusterIsDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Step("job")
-	if got := f.Get("job"); !strings.Contains(got.Status.Error, "is being deleted") {
+	if got := f.Get("job"); !strings.Contains(jobengine.ErrorMessage(got.Status.Error), "is being deleted") {
 		t.Errorf("status %s, want the cluster's deletion reported", statusString(got))
 	}
 	f.delete("job")

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/controller/workers"
 )
 
@@ -382,7 +383,7 @@ func TestSubmitFailureBacksOff(t *testing.T) {
 	for range 3 {
 		d := f.MustSync("job")
 		got := f.Get("job")
-		if !strings.Contains(got.Status.Error, "fetching the jar") || !strings.Contains(got.Status.Error, "404") {
+		if !strings.Contains(jobengine.ErrorMessage(got.Status.Error), "fetching the jar") || !strings.Contains(jobengine.ErrorMessage(got.Status.Error), "404") {
 			t.Fatalf("status error %q, want the failed download", got.Status.Error)
 		}
 		// A sync before the delay is over does not retry.
@@ -452,7 +453,7 @@ func TestJarSizeLimit(t *testing.T) {
 	f.Create(f.sessionJob("job", v1beta1.UpgradeModeStateless))
 	f.MustSync("job")
 	f.MustSync("job")
-	if got := f.Get("job"); !strings.Contains(got.Status.Error, "limit of 8") {
+	if got := f.Get("job"); !strings.Contains(jobengine.ErrorMessage(got.Status.Error), "limit of 8") {
 		t.Errorf("status error %q, want the size limit", got.Status.Error)
 	}
 	if n := openJarFiles(t, dir); n != 0 {
