@@ -2,13 +2,9 @@ package cluster
 
 import (
 	"maps"
-	"strings"
-)
 
-// keyParallelismOverrides is Flink's per-vertex parallelism option, which
-// the operator applies to a running job in place (the resource-requirements
-// REST API, pkg/controller/jobengine/scale.go).
-const keyParallelismOverrides = "pipeline.jobvertex-parallelism-overrides"
+	"github.com/flinkops/flink-operator/pkg/config"
+)
 
 // podConfigHash is the config hash the pod templates carry: that of the
 // ConfigMap data, except that the parallelism overrides are left out. A
@@ -18,9 +14,7 @@ const keyParallelismOverrides = "pipeline.jobvertex-parallelism-overrides"
 // the hash is ConfigHash(data), so clusters without them keep theirs.
 func (p *plan) podConfigHash(data map[string]string) (string, error) {
 	conf := maps.Clone(p.conf)
-	maps.DeleteFunc(conf, func(k, _ string) bool {
-		return k == keyParallelismOverrides || strings.HasPrefix(k, keyParallelismOverrides+".")
-	})
+	maps.DeleteFunc(conf, func(k, _ string) bool { return config.IsParallelismOverridesKey(k) })
 	if len(conf) == len(p.conf) {
 		return ConfigHash(data), nil
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/config"
 )
 
 // A change of only the parallelism overrides (applied in place) updates the
@@ -16,9 +17,9 @@ func TestParallelismOverridesDoNotRollPods(t *testing.T) {
 		return mustBuild(t, input(d))
 	}
 	base := build(map[string]string{"jobmanager.scheduler": "adaptive"})
-	withOverrides := build(map[string]string{"jobmanager.scheduler": "adaptive", keyParallelismOverrides: "0a:2"})
-	scaled := build(map[string]string{"jobmanager.scheduler": "adaptive", keyParallelismOverrides: "0a:3"})
-	other := build(map[string]string{"jobmanager.scheduler": "adaptive", keyParallelismOverrides: "0a:3", "taskmanager.numberOfTaskSlots": "4"})
+	withOverrides := build(map[string]string{"jobmanager.scheduler": "adaptive", config.FlinkParallelismOverrides: "0a:2"})
+	scaled := build(map[string]string{"jobmanager.scheduler": "adaptive", config.FlinkParallelismOverrides: "0a:3"})
+	other := build(map[string]string{"jobmanager.scheduler": "adaptive", config.FlinkParallelismOverrides: "0a:3", "taskmanager.numberOfTaskSlots": "4"})
 
 	if SpecHashChanged(scaled.ConfigMap, withOverrides.ConfigMap) == false {
 		t.Error("the ConfigMap does not change with the overrides")

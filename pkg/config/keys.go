@@ -141,7 +141,19 @@ const (
 	FlinkCheckpointTimeout                = "execution.checkpointing.timeout"
 	FlinkRestPort                         = "rest.port"
 	FlinkRestAsyncStoreDuration           = "rest.async.store-duration"
+	// FlinkParallelismOverrides is the per-vertex parallelism map
+	// "<vertex id>:<parallelism>,...", which the operator applies to a
+	// running job in place (jobengine/scale.go) and leaves out of the pods'
+	// config hash (cluster/scalehash.go).
+	FlinkParallelismOverrides = "pipeline.jobvertex-parallelism-overrides"
 )
+
+// IsParallelismOverridesKey reports whether a flat configuration key is
+// FlinkParallelismOverrides or one of its per-vertex keys (the option
+// written as a nested map).
+func IsParallelismOverridesKey(k string) bool {
+	return k == FlinkParallelismOverrides || strings.HasPrefix(k, FlinkParallelismOverrides+".")
+}
 
 // Type is how a key's value is parsed; it decides which getter reads it and
 // how a value is validated when it is loaded.

@@ -30,12 +30,12 @@ var srcVertex, sinkVertex = fakejm.VertexID(0), fakejm.VertexID(1)
 // for the source vertex.
 func (f *fixture) adaptive(name string, kv ...string) *v1beta1.FlinkDeployment {
 	d := f.application(name, v1beta1.UpgradeModeSavepoint)
-	setConf(&d.Spec, append([]string{"jobmanager.scheduler", "adaptive", jobengine.KeyParallelismOverrides, srcVertex + ":1"}, kv...)...)
+	setConf(&d.Spec, append([]string{"jobmanager.scheduler", "adaptive", config.FlinkParallelismOverrides, srcVertex + ":1"}, kv...)...)
 	return d
 }
 
 func overrides(v string) func(*v1beta1.FlinkDeploymentSpec) {
-	return func(spec *v1beta1.FlinkDeploymentSpec) { setConf(spec, jobengine.KeyParallelismOverrides, v) }
+	return func(spec *v1beta1.FlinkDeploymentSpec) { setConf(spec, config.FlinkParallelismOverrides, v) }
 }
 
 func (f *fixture) taskManagerDeployment(name string) *appsv1.Deployment {
@@ -49,7 +49,7 @@ func (f *fixture) taskManagerDeployment(name string) *appsv1.Deployment {
 
 func scaledTo(gen int64) func(*v1beta1.FlinkDeployment) bool {
 	return func(d *v1beta1.FlinkDeployment) bool {
-		return upgradedTo(gen)(d) && strings.Contains(d.Status.ReconciliationStatus.LastReconciledSpec, jobengine.KeyParallelismOverrides)
+		return upgradedTo(gen)(d) && strings.Contains(d.Status.ReconciliationStatus.LastReconciledSpec, config.FlinkParallelismOverrides)
 	}
 }
 

@@ -27,10 +27,6 @@ import (
 // ReasonScaling is the event of an in-place rescale (upstream's).
 const ReasonScaling = "Scaling"
 
-// KeyParallelismOverrides is Flink's per-vertex parallelism option: a map
-// "<vertex id>:<parallelism>,...".
-const KeyParallelismOverrides = "pipeline.jobvertex-parallelism-overrides"
-
 // InPlaceScaler is an optional part of a Driver whose job may be rescaled
 // in place.
 type InPlaceScaler interface {
@@ -80,12 +76,8 @@ func splitOverrides(c *v1beta1.Configuration) (overrides, rest map[string]string
 		return nil, nil, err
 	}
 	rest = maps.Clone(flat)
-	maps.DeleteFunc(rest, func(k, _ string) bool { return isOverridesKey(k) })
+	maps.DeleteFunc(rest, func(k, _ string) bool { return config.IsParallelismOverridesKey(k) })
 	return overrides, rest, nil
-}
-
-func isOverridesKey(k string) bool {
-	return k == KeyParallelismOverrides || strings.HasPrefix(k, KeyParallelismOverrides+".")
 }
 
 // ParallelismOverrides reads pipeline.jobvertex-parallelism-overrides from
@@ -93,36 +85,26 @@ func isOverridesKey(k string) bool {
 // per vertex when it was written as a nested map. Values are the
 // parallelism in decimal.
 func ParallelismOverrides(flat map[string]string) (map[string]string, error) {
-	out := map[string]string{}
-	add := func(vertex, value string) error {
+	entries, err := config.Config(flat).Map(config.FlinkParallelismOverrides)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range flat {
+		if k != config.FlinkParallelismOverrides && config.IsParallelismOverridesKey(k) {
+			if entries == nil {
+				entries = map[string]string{}
+			}
+			entries[strings.TrimPrefix(k, config.FlinkParallelismOverrides+".")] = v
+		}
+	}
+	out := make(map[string]string, len(entries))
+	for vertex, value := range entries {
 		vertex, value = strings.Trim(strings.TrimSpace(vertex), `'"`), strings.Trim(strings.TrimSpace(value), `'"`)
 		n, err := strconv.Atoi(value)
 		if vertex == "" || err != nil || n < 1 {
-			return fmt.Errorf("%s: invalid entry %q:%q", KeyParallelismOverrides, vertex, value)
+			return nil, fmt.Errorf("%s: invalid entry %q:%q", config.FlinkParallelismOverrides, vertex, value)
 		}
 		out[vertex] = strconv.Itoa(n)
-		return nil
-	}
-	for k, v := range flat {
-		switch {
-		case k == KeyParallelismOverrides:
-			for _, entry := range strings.Split(v, ",") {
-				if strings.TrimSpace(entry) == "" {
-					continue
-				}
-				vertex, value, ok := strings.Cut(entry, ":")
-				if !ok {
-					return nil, fmt.Errorf("%s: entry %q is not <vertex id>:<parallelism>", KeyParallelismOverrides, entry)
-				}
-				if err := add(vertex, value); err != nil {
-					return nil, err
-				}
-			}
-		case isOverridesKey(k):
-			if err := add(strings.TrimPrefix(k, KeyParallelismOverrides+"."), v); err != nil {
-				return nil, err
-			}
-		}
 	}
 	return out, nil
 }
@@ -201,7 +183,7 @@ func (s *State[T, S]) scaleInPlace(ctx context.Context, d Driver[S], spec S, cfg
 			log.Error(err, "Cannot update the job's resource requirements; upgrading instead of scaling in place")
 			return false
 		}
-		log.Info("In-place scaling triggered", "overrides", cfg.String(KeyParallelismOverrides))
+		log.Info("In-place scaling triggered", "overrides", cfg.String(config.FlinkParallelismOverrides))
 	}
 
 	// Recorded as deployed, like RecordSpecChange keeping the manual

@@ -7,6 +7,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/config"
 )
 
 func TestParallelismOverrides(t *testing.T) {
@@ -16,11 +17,11 @@ func TestParallelismOverrides(t *testing.T) {
 		err  bool
 	}{
 		{flat: map[string]string{}, want: map[string]string{}},
-		{flat: map[string]string{KeyParallelismOverrides: "aa:2, bb : 3,"}, want: map[string]string{"aa": "2", "bb": "3"}},
-		{flat: map[string]string{KeyParallelismOverrides + ".aa": "4"}, want: map[string]string{"aa": "4"}},
-		{flat: map[string]string{KeyParallelismOverrides: "aa"}, err: true},
-		{flat: map[string]string{KeyParallelismOverrides: "aa:0"}, err: true},
-		{flat: map[string]string{KeyParallelismOverrides: "aa:x"}, err: true},
+		{flat: map[string]string{config.FlinkParallelismOverrides: "aa:2, bb : 3,"}, want: map[string]string{"aa": "2", "bb": "3"}},
+		{flat: map[string]string{config.FlinkParallelismOverrides + ".aa": "4"}, want: map[string]string{"aa": "4"}},
+		{flat: map[string]string{config.FlinkParallelismOverrides: "aa"}, err: true},
+		{flat: map[string]string{config.FlinkParallelismOverrides: "aa:0"}, err: true},
+		{flat: map[string]string{config.FlinkParallelismOverrides: "aa:x"}, err: true},
 	} {
 		got, err := ParallelismOverrides(tc.flat)
 		if (err != nil) != tc.err || err == nil && !maps.Equal(got, tc.want) {
@@ -40,7 +41,7 @@ func TestScaleOnly(t *testing.T) {
 		}
 		return s
 	}
-	base := map[string]string{"jobmanager.scheduler": "adaptive", KeyParallelismOverrides: "aa:1"}
+	base := map[string]string{"jobmanager.scheduler": "adaptive", config.FlinkParallelismOverrides: "aa:1"}
 	with := func(kv ...string) map[string]string {
 		m := maps.Clone(base)
 		for i := 0; i+1 < len(kv); i += 2 {
@@ -55,14 +56,14 @@ func TestScaleOnly(t *testing.T) {
 		want    bool
 	}{
 		{"same", spec(base), false},
-		{"overrides changed", spec(with(KeyParallelismOverrides, "aa:3")), true},
-		{"overrides respelled", spec(with(KeyParallelismOverrides, " aa : 1 ")), false},
-		{"overrides added", spec(with(KeyParallelismOverrides, "aa:1,bb:2")), true},
-		{"with a nonce", spec(with(KeyParallelismOverrides, "aa:3"), func(s *v1beta1.FlinkDeploymentSpec) { s.Job.SavepointTriggerNonce = ptr.To[int64](4) }), true},
-		{"and another key", spec(with(KeyParallelismOverrides, "aa:3", "taskmanager.numberOfTaskSlots", "4")), false},
-		{"and the parallelism", spec(with(KeyParallelismOverrides, "aa:3"), func(s *v1beta1.FlinkDeploymentSpec) { s.Job.Parallelism = ptr.To[int32](3) }), false},
-		{"and suspended", spec(with(KeyParallelismOverrides, "aa:3"), func(s *v1beta1.FlinkDeploymentSpec) { s.Job.State = v1beta1.JobStateSuspended }), false},
-		{"invalid", spec(with(KeyParallelismOverrides, "aa")), false},
+		{"overrides changed", spec(with(config.FlinkParallelismOverrides, "aa:3")), true},
+		{"overrides respelled", spec(with(config.FlinkParallelismOverrides, " aa : 1 ")), false},
+		{"overrides added", spec(with(config.FlinkParallelismOverrides, "aa:1,bb:2")), true},
+		{"with a nonce", spec(with(config.FlinkParallelismOverrides, "aa:3"), func(s *v1beta1.FlinkDeploymentSpec) { s.Job.SavepointTriggerNonce = ptr.To[int64](4) }), true},
+		{"and another key", spec(with(config.FlinkParallelismOverrides, "aa:3", "taskmanager.numberOfTaskSlots", "4")), false},
+		{"and the parallelism", spec(with(config.FlinkParallelismOverrides, "aa:3"), func(s *v1beta1.FlinkDeploymentSpec) { s.Job.Parallelism = ptr.To[int32](3) }), false},
+		{"and suspended", spec(with(config.FlinkParallelismOverrides, "aa:3"), func(s *v1beta1.FlinkDeploymentSpec) { s.Job.State = v1beta1.JobStateSuspended }), false},
+		{"invalid", spec(with(config.FlinkParallelismOverrides, "aa")), false},
 	} {
 		if got := ScaleOnly(recorded, tc.current); got != tc.want {
 			t.Errorf("%s: ScaleOnly = %v, want %v", tc.name, got, tc.want)
