@@ -1,19 +1,14 @@
 package metrics
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"runtime"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
@@ -48,24 +43,12 @@ func newLifecycleEnv(t *testing.T, cfg config.Config) *lifecycleEnv {
 	return &lifecycleEnv{tracker: tr, reg: reg, clock: clk}
 }
 
-// samples scrapes a registry like Samples scrapes Registry.
+// samplesOf scrapes a test's registry (SamplesOf) or fails the test.
 func samplesOf(t *testing.T, g prometheus.Gatherer) map[string]float64 {
 	t.Helper()
-	rec := httptest.NewRecorder()
-	promhttp.HandlerFor(g, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
-	out := map[string]float64{}
-	sc := bufio.NewScanner(rec.Body)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			t.Fatalf("bad sample line %q", line)
-		}
-		out[line[:i]] = v
+	out, err := SamplesOf(g)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
 }
