@@ -157,8 +157,12 @@ func checkpointID(t *testing.T, path string) int {
 }
 
 // jobManagerUID is the JobManager Deployment's UID ("" when absent).
-func (r *run) jobManagerUID() string {
-	d, err := r.Kube.AppsV1().Deployments(r.ns).Get(r.Ctx, cluster.JobManagerDeploymentName(name), metav1.GetOptions{})
+func (r *run) jobManagerUID() string { return r.deploymentUID(cluster.JobManagerDeploymentName(name)) }
+
+// deploymentUID is the UID of the Deployment dep ("" when absent): a
+// recreated Deployment has a new one.
+func (r *run) deploymentUID(dep string) string {
+	d, err := r.Kube.AppsV1().Deployments(r.ns).Get(r.Ctx, dep, metav1.GetOptions{})
 	if err != nil {
 		return ""
 	}

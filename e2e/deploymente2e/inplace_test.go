@@ -69,7 +69,7 @@ func TestInPlaceRescale(t *testing.T) {
 	if counter.Parallelism != 1 {
 		t.Fatalf("counter vertex %+v, want parallelism 1", counter)
 	}
-	jmUID, tmPods := r.deploymentUID(cluster.JobManagerDeploymentName(name)), r.taskManagerPods()
+	jmUID, tmPods := r.jobManagerUID(), r.componentPods(cluster.ComponentTaskManager)
 	acc := rest.WaitAccumulators(t, jobID, "records >= 20", func(a framework.Accumulators) bool { return a.Records >= 20 })
 	t.Logf("job %s before the rescale: %+v; counter vertex %s", jobID, acc, counter.ID)
 
@@ -101,10 +101,10 @@ func TestInPlaceRescale(t *testing.T) {
 	// The same job, JobManager and TaskManagers; no stop, no savepoint; the
 	// keyed counter went on (the adaptive scheduler restores the rescaled
 	// job from its latest checkpoint).
-	if uid := r.deploymentUID(cluster.JobManagerDeploymentName(name)); uid != jmUID {
+	if uid := r.jobManagerUID(); uid != jmUID {
 		t.Errorf("JobManager Deployment recreated: %s -> %s", jmUID, uid)
 	}
-	if now := r.taskManagerPods(); strings.Join(now, ",") != strings.Join(tmPods, ",") {
+	if now := r.componentPods(cluster.ComponentTaskManager); strings.Join(now, ",") != strings.Join(tmPods, ",") {
 		t.Errorf("TaskManager pods changed: %v -> %v", tmPods, now)
 	}
 	if snaps := r.upgradeSnapshots(); len(snaps) != 0 {
@@ -153,30 +153,6 @@ func (r *run) vertex(rest *framework.Flink, jobID, part string) jobVertex {
 		r.t.Fatal(err)
 	}
 	return v
-}
-
-func (r *run) deploymentUID(dep string) string {
-	d, err := r.Kube.AppsV1().Deployments(r.ns).Get(r.Ctx, dep, metav1.GetOptions{})
-	if err != nil {
-		return ""
-	}
-	return string(d.UID)
-}
-
-// taskManagerPods are the names of the TaskManager pods, sorted.
-func (r *run) taskManagerPods() []string {
-	r.t.Helper()
-	pods, err := r.Kube.CoreV1().Pods(r.ns).List(r.Ctx, metav1.ListOptions{})
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	var out []string
-	for _, p := range pods.Items {
-		if strings.HasPrefix(p.Name, cluster.TaskManagerDeploymentName(name)+"-") && p.DeletionTimestamp == nil {
-			out = append(out, p.Name)
-		}
-	}
-	return out
 }
 
 // scalingEvents counts the Normal Scaling events of the FlinkDeployment.

@@ -101,7 +101,7 @@ func TestJobManagerDeploymentRecovered(t *testing.T) {
 		jobID, acc, cluster.HAJobConfigMapName(name, jobID), haBefore)
 
 	jmUID := r.jobManagerUID()
-	tmUID := r.taskManagerUID()
+	tmUID := r.deploymentUID(cluster.TaskManagerDeploymentName(name))
 	oldJM := r.componentPods(cluster.ComponentJobManager)
 	oldTM := r.componentPods(cluster.ComponentTaskManager)
 	if jmUID == "" || tmUID == "" || len(oldJM) != 1 || len(oldTM) != 1 {
@@ -167,7 +167,7 @@ func TestJobManagerDeploymentRecovered(t *testing.T) {
 	if dep.Status.ReconciliationStatus.State != v1beta1.ReconciliationDeployed {
 		t.Errorf("reconciliation state %s after the recovery, want DEPLOYED: %s", dep.Status.ReconciliationStatus.State, summary(dep))
 	}
-	if uid := r.taskManagerUID(); uid != tmUID {
+	if uid := r.deploymentUID(cluster.TaskManagerDeploymentName(name)); uid != tmUID {
 		t.Errorf("TaskManager Deployment replaced (uid %s → %s); only the JobManager was lost", tmUID, uid)
 	}
 	if tm := r.componentPods(cluster.ComponentTaskManager); !slices.Equal(tm, oldTM) {
@@ -194,15 +194,6 @@ func TestJobManagerDeploymentRecovered(t *testing.T) {
 	}
 	t.Logf("measured durations:%s", table.String())
 	t.Logf("TestJobManagerDeploymentRecovered: %s in all", time.Since(begin).Round(time.Second))
-}
-
-// taskManagerUID is the TaskManager Deployment's UID ("" when absent).
-func (r *run) taskManagerUID() string {
-	d, err := r.Kube.AppsV1().Deployments(r.ns).Get(r.Ctx, cluster.TaskManagerDeploymentName(name), metav1.GetOptions{})
-	if err != nil {
-		return ""
-	}
-	return string(d.UID)
 }
 
 // componentPods are the names of the cluster's pods of one component
