@@ -33,6 +33,7 @@ type suite struct {
 	*framework.Env
 	t       *testing.T
 	version string
+	metrics string // the operator's /metrics URL
 	image   string
 	flinkV  v1beta1.FlinkVersion
 	data    string
@@ -64,6 +65,7 @@ func TestInstallAndCrossNamespace(t *testing.T) {
 	s.startOperator()
 	s.webhookRejects()
 	s.savepointLifecycle()
+	s.webhookMatchConditions()
 	s.crossNamespace()
 	s.checkOperatorLog()
 	t.Logf("TestInstallAndCrossNamespace: %s in all", time.Since(begin).Round(time.Second))
@@ -163,6 +165,11 @@ func (s *suite) startOperator() {
 		t.Fatal(err)
 	}
 	url := fmt.Sprintf("https://127.0.0.1:%d/validate", port)
+	metricsPort, err := localcluster.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.metrics = fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)
 	s.kubectl("patch", "validatingwebhookconfiguration", "flink-operator", "--type=json",
 		"-p", `[{"op":"replace","path":"/webhooks/0/clientConfig","value":{"url":"`+url+`"}}]`)
 	// The mutating step that stamps reviewed cross-namespace references:
@@ -172,7 +179,7 @@ func (s *suite) startOperator() {
 	s.Op = framework.StartOperator(t, s.OperatorBinary(), kubeconfig, s.OpLog,
 		"--config", cfg, "--leader-elect", "--leader-election-namespace", opNamespace,
 		"--webhook-bind-address", "127.0.0.1:"+strconv.Itoa(port), "--webhook-namespace", opNamespace,
-		"--webhook-extra-hosts", "127.0.0.1")
+		"--webhook-extra-hosts", "127.0.0.1", "--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", metricsPort))
 	t.Cleanup(s.Op.Stop)
 
 	for _, ns := range []string{teamA, teamB} {

@@ -11,6 +11,8 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/flinkops/flink-operator/pkg/metrics"
 )
 
 // ValidatePath is where the API server sends AdmissionReviews to validate.
@@ -37,20 +39,20 @@ var reviewAPIVersions = map[string]bool{
 func (v *Validator) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle(ValidatePath, v)
-	mux.HandleFunc(MutatePath, func(w http.ResponseWriter, r *http.Request) { serveReview(w, r, v.Mutate) })
+	mux.HandleFunc(MutatePath, func(w http.ResponseWriter, r *http.Request) { serveReview(w, r, "mutate", v.Mutate) })
 	return mux
 }
 
 // ServeHTTP answers one AdmissionReview of the validating step.
 func (v *Validator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	serveReview(w, r, v.Review)
+	serveReview(w, r, "validate", v.Review)
 }
 
 // serveReview answers one AdmissionReview with decide. A body that is not
 // one gets 400 with the reason in plain text (there is no request uid to
 // answer to); every decision, including a denial, is a 200 with an
-// AdmissionReview.
-func serveReview(w http.ResponseWriter, r *http.Request, decide func(context.Context, *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse) {
+// AdmissionReview, counted by step (metrics.WebhookRequest).
+func serveReview(w http.ResponseWriter, r *http.Request, step string, decide func(context.Context, *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse) {
 	logger := klog.FromContext(r.Context())
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
@@ -80,6 +82,7 @@ func serveReview(w http.ResponseWriter, r *http.Request, decide func(context.Con
 		return
 	}
 	resp := decide(r.Context(), review.Request)
+	metrics.WebhookRequest(step, string(review.Request.Operation), review.Request.Kind.Kind, resp.Allowed)
 	resp.UID = review.Request.UID
 	out := admissionv1.AdmissionReview{TypeMeta: review.TypeMeta, Response: resp}
 	data, err := json.Marshal(out)
