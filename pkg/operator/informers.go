@@ -77,7 +77,7 @@ func NewInformersWithSelector(kube kubernetes.Interface, flink clientset.Interfa
 		Kube:  map[string]kubeinformers.SharedInformerFactory{},
 	}
 	for _, ns := range namespaces {
-		flinkOpts := []flinkinformers.SharedInformerOption{flinkinformers.WithNamespace(ns), flinkinformers.WithTransform(dropManagedFields)}
+		flinkOpts := []flinkinformers.SharedInformerOption{flinkinformers.WithNamespace(ns), flinkinformers.WithTransform(trimFlinkObject)}
 		if sel != "" {
 			flinkOpts = append(flinkOpts, flinkinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = sel }))
 		}
@@ -167,6 +167,14 @@ func trimKubeObject(obj any) (any, error) {
 			o.Data, o.BinaryData = nil, nil
 		}
 	}
+	return dropManagedFields(obj)
+}
+
+// trimFlinkObject is dropManagedFields, and shares the repeated strings of
+// the flink.apache.org objects (internFlinkObject): the caches hold them by
+// the thousand (terminal snapshots), so their size is the operator's memory.
+func trimFlinkObject(obj any) (any, error) {
+	internFlinkObject(obj)
 	return dropManagedFields(obj)
 }
 
