@@ -45,6 +45,8 @@ type Caches struct {
 type nsInformers struct {
 	// snapshots is nil when the FlinkStateSnapshot CRD is not installed.
 	snapshots, deployments, sessionJobs cache.SharedIndexInformer
+	// muxes hold the handlers of each informer (AddEventHandlers).
+	muxes map[cache.SharedIndexInformer]*handlerMux
 }
 
 // Options choose which informers New requests.
@@ -324,7 +326,9 @@ type Handlers struct {
 }
 
 // AddEventHandlers registers the non-nil handlers on every namespace's
-// informers.
+// informers. Handlers added before the informers start share one listener
+// per informer (handlerMux); one added once an informer has synced gets a
+// listener of its own, so that it too is told of every cached object.
 func (c *Caches) AddEventHandlers(h Handlers) error {
 	for _, inf := range c.each() {
 		for _, pair := range []struct {
@@ -334,9 +338,24 @@ func (c *Caches) AddEventHandlers(h Handlers) error {
 			if pair.h == nil || pair.inf == nil {
 				continue
 			}
-			if _, err := pair.inf.AddEventHandler(pair.h); err != nil {
-				return err
+			if pair.inf.HasSynced() {
+				if _, err := pair.inf.AddEventHandler(pair.h); err != nil {
+					return err
+				}
+				continue
 			}
+			mux := inf.muxes[pair.inf]
+			if mux == nil {
+				mux = &handlerMux{}
+				if _, err := pair.inf.AddEventHandler(mux); err != nil {
+					return err
+				}
+				if inf.muxes == nil {
+					inf.muxes = map[cache.SharedIndexInformer]*handlerMux{}
+				}
+				inf.muxes[pair.inf] = mux
+			}
+			mux.add(pair.h)
 		}
 	}
 	return nil

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -69,5 +70,66 @@ func TestWithSnapshotsByDefault(t *testing.T) {
 	c, err := New(map[string]flinkinformers.SharedInformerFactory{"ns": factory})
 	if err != nil || !c.HasSnapshots() {
 		t.Fatalf("%v %v", c.HasSnapshots(), err)
+	}
+}
+
+// countingInformer counts the handlers registered on it.
+type countingInformer struct {
+	cache.SharedIndexInformer
+	handlers []cache.ResourceEventHandler
+	synced   bool
+}
+
+func (i *countingInformer) AddEventHandler(h cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error) {
+	i.handlers = append(i.handlers, h)
+	return nil, nil
+}
+
+func (i *countingInformer) HasSynced() bool { return i.synced }
+
+// The controllers' handlers share one listener per informer (each listener
+// costs two goroutines and a buffer), and each handler still sees every
+// notification, in the order the handlers were added; a handler added once
+// the informer synced gets a listener of its own (it must be told of the
+// objects already cached).
+func TestAddEventHandlersShareOneListener(t *testing.T) {
+	snaps, deps, jobs := &countingInformer{}, &countingInformer{}, &countingInformer{}
+	c := &Caches{byNamespace: map[string]*nsInformers{"ns": {snapshots: snaps, deployments: deps, sessionJobs: jobs}}}
+	var got []string
+	record := func(name string) cache.ResourceEventHandler {
+		return cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { got = append(got, name+" add "+obj.(string)) },
+			UpdateFunc: func(o, n any) { got = append(got, name+" update "+o.(string)+">"+n.(string)) },
+			DeleteFunc: func(obj any) { got = append(got, name+" delete "+obj.(string)) },
+		}
+	}
+	for _, h := range []Handlers{
+		{Snapshots: record("a"), Deployments: record("a")},
+		{Snapshots: record("b"), SessionJobs: record("b")},
+		{Snapshots: record("c")},
+	} {
+		if err := c.AddEventHandlers(h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(snaps.handlers) != 1 || len(deps.handlers) != 1 || len(jobs.handlers) != 1 {
+		t.Fatalf("listeners: %d on snapshots, %d on deployments, %d on session jobs; want 1 each", len(snaps.handlers), len(deps.handlers), len(jobs.handlers))
+	}
+	h := snaps.handlers[0]
+	h.OnAdd("s1", true)
+	h.OnUpdate("s1", "s2")
+	h.OnDelete("s2")
+	deps.handlers[0].OnAdd("d", false)
+	want := []string{"a add s1", "b add s1", "c add s1", "a update s1>s2", "b update s1>s2", "c update s1>s2", "a delete s2", "b delete s2", "c delete s2", "a add d"}
+	if !slices.Equal(got, want) {
+		t.Errorf("notifications:\n got %q\nwant %q", got, want)
+	}
+
+	snaps.synced = true
+	if err := c.AddEventHandlers(Handlers{Snapshots: record("late")}); err != nil {
+		t.Fatal(err)
+	}
+	if len(snaps.handlers) != 2 {
+		t.Errorf("a handler added after the sync shares the listener (%d listeners)", len(snaps.handlers))
 	}
 }
