@@ -29,6 +29,8 @@ type Pacing struct {
 	mu      *sync.Mutex
 	windows map[string]window
 	sweepAt int
+	// swept is when the windows were last swept.
+	swept time.Time
 }
 
 type window struct {
@@ -51,6 +53,7 @@ func (p *Pacing) start() {
 		p.Clock = clock.RealClock{}
 	}
 	p.mu, p.windows, p.sweepAt = &sync.Mutex{}, map[string]window{}, 1024
+	p.swept = p.Clock.Now()
 }
 
 // wait says how long a sync of key must wait because key already changed
@@ -83,13 +86,19 @@ func (p *Pacing) count(key string) {
 	}
 	w.syncs++
 	p.windows[key] = w
-	if len(p.windows) >= p.sweepAt {
-		// Keys of deleted objects leave with their expired windows.
+	if len(p.windows) >= p.sweepAt || (len(p.windows) > 1 && now.Sub(p.swept) >= 2*p.Period) {
+		// Keys of deleted objects (and the burst of a start or of thousands
+		// of new snapshots) leave with their expired windows: when the map
+		// is full, and at least every other period. The survivors move to a
+		// new map, as a Go map never gives back the room a burst made it
+		// grow to.
+		live := map[string]window{}
 		for k, w := range p.windows {
-			if now.Sub(w.start) >= p.Period {
-				delete(p.windows, k)
+			if now.Sub(w.start) < p.Period {
+				live[k] = w
 			}
 		}
+		p.windows, p.swept = live, now
 		p.sweepAt = max(1024, 2*len(p.windows))
 	}
 }

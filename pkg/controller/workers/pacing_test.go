@@ -3,6 +3,7 @@ package workers
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -107,6 +108,27 @@ func TestPacingForgetsExpiredWindows(t *testing.T) {
 	}
 	if n := len(p.windows); n > 2048 {
 		t.Errorf("%d windows kept for 5000 keys seen over 5 s with a 1 s period", n)
+	}
+}
+
+// After a burst the windows of its keys are dropped within two periods,
+// although far fewer keys than the map held are counted afterwards.
+func TestPacingSweepsAfterABurst(t *testing.T) {
+	clk := testingclock.NewFakePassiveClock(time.Unix(1000, 0))
+	p := Pacing{Limit: 5, Period: 15 * time.Second, Clock: clk}
+	p.start()
+	for i := range 1000 {
+		p.count("burst-" + strconv.Itoa(i))
+	}
+	for i := range 40 {
+		clk.SetTime(clk.Now().Add(time.Second))
+		p.count("steady-" + strconv.Itoa(i%3))
+	}
+	if n := len(p.windows); n > 3 {
+		t.Errorf("%d windows kept 40 s after a burst of 1000 keys, with 3 keys counted since (period 15 s)", n)
+	}
+	if _, ok := p.windows["steady-0"]; !ok {
+		t.Errorf("the sweep dropped the window of a key counted in this period")
 	}
 }
 
