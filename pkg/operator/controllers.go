@@ -37,6 +37,10 @@ type controllers struct {
 	unregister  []func()
 }
 
+// eventCacheSize is how many objects the event recorder's spam filter and
+// aggregation track.
+const eventCacheSize = 256
+
 func newControllers(ctx context.Context, cl clients, inf *Informers, opts Options) (*controllers, error) {
 	kube, flink := cl.kube, cl.flink
 	scheme := runtime.NewScheme()
@@ -46,7 +50,10 @@ func newControllers(ctx context.Context, cl clients, inf *Informers, opts Option
 	if err := v1beta1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	// The recorder's spam filter and aggregation remember the last
+	// eventCacheSize objects (client-go's default, 4,096, holds ~4.5 MiB
+	// for objects that mostly emit one event in their life).
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx), record.WithCorrelatorOptions(record.CorrelatorOptions{LRUCacheSize: eventCacheSize}))
 	broadcaster.StartStructuredLogging(3)
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cl.events.Events("")})
 	recorder := broadcaster.NewRecorder(scheme, corev1.EventSource{Component: "flink-operator"})

@@ -45,7 +45,32 @@ func applyMemoryLimit(getenv func(string) string, readFile func(string) ([]byte,
 	return 0
 }
 
-// setMemoryLimitFromCgroup is applyMemoryLimit on the real process.
+// defaultGCPercent is the collector's target (GOGC) when the operator is
+// given no memory setting at all: neither GOGC nor GOMEMLIMIT nor a cgroup
+// limit. The operator's heap is mostly its caches, live for good, plus the
+// garbage of each sync; Go's default of 100 lets the heap grow to twice the
+// caches before a collection. At 50 it grows to one and a half times:
+// make bench-scale's suspended scenario (11,000 cached objects) peaked at
+// 94 MiB resident instead of about 118 MiB, its Go heap at 51 MiB instead of
+// 71 MiB, for about 4% more CPU (35.0 s instead of 33.7 s). GOGC=100 in the
+// environment restores Go's default.
+const defaultGCPercent = 50
+
+// applyGCDefault sets defaultGCPercent unless GOGC or GOMEMLIMIT is set or
+// a memory limit was found (limit > 0), and returns what it set (0: left
+// alone).
+func applyGCDefault(getenv func(string) string, limit int64, set func(int) int) int {
+	if limit > 0 || getenv("GOGC") != "" || getenv("GOMEMLIMIT") != "" {
+		return 0
+	}
+	set(defaultGCPercent)
+	return defaultGCPercent
+}
+
+// setMemoryLimitFromCgroup is applyMemoryLimit on the real process, then
+// applyGCDefault.
 func setMemoryLimitFromCgroup() int64 {
-	return applyMemoryLimit(os.Getenv, os.ReadFile, debug.SetMemoryLimit)
+	limit := applyMemoryLimit(os.Getenv, os.ReadFile, debug.SetMemoryLimit)
+	applyGCDefault(os.Getenv, limit, debug.SetGCPercent)
+	return limit
 }

@@ -46,3 +46,28 @@ func TestApplyMemoryLimit(t *testing.T) {
 		})
 	}
 }
+
+// With no memory setting at all the collector's target is lowered; any
+// setting (GOGC, GOMEMLIMIT, a container limit) leaves it alone.
+func TestApplyGCDefault(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		env   map[string]string
+		limit int64
+		want  int
+	}{
+		{name: "nothing set", want: defaultGCPercent},
+		{name: "GOGC set", env: map[string]string{"GOGC": "100"}},
+		{name: "GOGC off", env: map[string]string{"GOGC": "off"}},
+		{name: "GOMEMLIMIT set", env: map[string]string{"GOMEMLIMIT": "100MiB"}},
+		{name: "container limit", limit: 1 << 28},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			set := -1
+			got := applyGCDefault(func(k string) string { return tc.env[k] }, tc.limit, func(v int) int { set = v; return 100 })
+			if got != tc.want || (tc.want != 0 && set != tc.want) || (tc.want == 0 && set != -1) {
+				t.Errorf("applyGCDefault = %d (set %d), want %d", got, set, tc.want)
+			}
+		})
+	}
+}

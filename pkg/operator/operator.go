@@ -68,6 +68,10 @@ func run(ctx context.Context, cancel context.CancelCauseFunc, opts Options) erro
 		return err
 	}
 	restConfig.UserAgent = "flink-operator"
+	// Uncompressed responses: every watch stream (one per namespace and
+	// type) would otherwise hold a gzip reader of ~45 KB for good, and the
+	// API server is near (make bench-scale, docs/performance.md).
+	restConfig.DisableCompression = true
 	restConfig.QPS, restConfig.Burst = opts.KubeAPIQPS, opts.KubeAPIBurst
 	kube, err := kubernetes.NewForConfig(restConfig)
 	if err != nil {
