@@ -198,6 +198,8 @@ func TestValidate(t *testing.T) {
 		{"bad duration", Config{KeyReconcileInterval: "fast"}, []string{KeyReconcileInterval, `"fast"`}},
 		{"zero interval", Config{KeyReconcileInterval: "0"}, []string{KeyReconcileInterval, "greater than zero"}},
 		{"parallelism below 1", Config{KeyReconcileParallelism: "0"}, []string{KeyReconcileParallelism, "at least 1"}},
+		{"parallelism -1: no bound, as upstream", Config{KeyReconcileParallelism: "-1"}, nil},
+		{"parallelism -2", Config{KeyReconcileParallelism: "-2"}, []string{KeyReconcileParallelism, "or -1"}},
 		{"backoff -1 ok", Config{KeySnapshotBackoffLimit: "-1"}, nil},
 		{"backoff -2", Config{KeySnapshotBackoffLimit: "-2"}, []string{KeySnapshotBackoffLimit, "at least -1"}},
 		{"port", Config{FlinkRestPort: "70000"}, []string{FlinkRestPort, "port"}},

@@ -270,6 +270,15 @@ func atLeast(min int) func(Config, string) error {
 	}
 }
 
+// parallelism is the check of KeyReconcileParallelism: at least 1, or -1
+// (no bound, as upstream).
+func parallelism(c Config, key string) error {
+	if n, _ := c.Int(key); n < 1 && n != -1 {
+		return fmt.Errorf("must be at least 1, or -1 (no bound)")
+	}
+	return nil
+}
+
 // atLeastFloat is a check for Double keys with a lower bound.
 func atLeastFloat(min float64) func(Config, string) error {
 	return func(c Config, key string) error {
@@ -318,8 +327,8 @@ var registry = []Key{
 		Description: "How often every resource is resynced when nothing happens, and the retry delay of snapshot cleanup. Operator-wide because it sizes the operator's own load."},
 	{Name: KeyProgressCheckInterval, Type: TypeDuration, Default: "10 s", check: positive,
 		Description: "How often an in-flight operation (deploy, savepoint, stop) is polled. Operator-wide for the same reason as the reconcile interval."},
-	{Name: KeyReconcileParallelism, Type: TypeInt, Default: "25", check: atLeast(1),
-		Description: "Number of workers per controller. Upstream's option (default 50, -1 = unbounded) counts reconcile threads that block on Flink; our workers never block on Flink for longer than one REST call's timeout, and wait mostly for API writes: 25 keep a 2-core API server busy with 1,000 savepoints in flight (docs/performance.md). Must be at least 1."},
+	{Name: KeyReconcileParallelism, Type: TypeInt, Default: "200", check: parallelism,
+		Description: "Syncs each controller runs at once; -1: no bound. Upstream's option (default 50, -1 = unbounded) sizes a pool of reconcile threads that block on Flink; here a sync is a goroutine started when there is work (an idle controller holds none) and waits mostly for the API server, so a burst (1,000 savepoints created together) is taken up at once instead of queueing (docs/performance.md). Must be at least 1, or -1."},
 	{Name: KeyRateLimiterLimit, Type: TypeInt, Default: "5",
 		Description: "At most this many syncs of one resource that change something (an API write or a state-changing Flink REST call) per refresh period; once reached, its syncs wait for the next period (upstream's per-resource limiter). At most 0 disables it."},
 	{Name: KeyRateLimiterRefreshPeriod, Type: TypeDuration, Default: "15 s", check: positive,

@@ -18,7 +18,7 @@ func TestDefaultsMatchSpec(t *testing.T) {
 		KeyProgressCheckInterval:                       "10 s",
 		KeyFlinkClientTimeout:                          "10 s",
 		KeyFlinkClientCancelTimeout:                    "1 min",
-		KeyReconcileParallelism:                        "25",
+		KeyReconcileParallelism:                        "200",
 		KeyRateLimiterLimit:                            "5",
 		KeyRateLimiterRefreshPeriod:                    "15 s",
 		KeyRetryInitialInterval:                        "5 s",

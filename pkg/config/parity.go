@@ -134,7 +134,7 @@ var upstreamKeys = []UpstreamKey{
 	{Key: KeyRateLimiterRefreshPeriod, Status: StatusImplemented},
 	{Key: KeyReconcileInterval, Status: StatusImplemented},
 	{Key: KeyReconcileParallelism, Status: StatusDifferent,
-		Reason: "workers per controller, default 25: upstream's 50 count reconcile threads that block on Flink; here no worker blocks on Flink beyond one REST call's timeout, and 25 already keep the API server busy (docs/performance.md)"},
+		Reason: "syncs per controller at once, default 200 (-1 no bound, as upstream): upstream's 50 size a thread pool; here a sync is a goroutine started for the work, so an idle controller holds none and a burst of savepoints is taken up at once (docs/performance.md)"},
 	{Key: KeyResourceCleanupTimeout, Status: StatusDifferent,
 		Reason: "bounds how long a deletion waits for the cluster's Deployments and pods (after the savepoint on deletion's own bound); then the finalizer goes with a Warning event, as upstream. An upgrade's or suspend's teardown is not cut short (a new JobManager never starts beside the old one): past the timeout it reports what it waits for in `status.error` and a Warning event"},
 	{Key: KeyResourceDeletionPropagation, Status: StatusImplemented,

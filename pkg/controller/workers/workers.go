@@ -6,12 +6,12 @@ package workers
 
 import (
 	"context"
+	"math"
 	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
@@ -36,8 +36,15 @@ type Loop struct {
 	Pacing Pacing
 }
 
-// Run starts workers and blocks until ctx ends, then shuts the queue down and
-// waits for the workers.
+// Run syncs keys, at most workers at a time (workers < 1: no bound), until
+// ctx ends; then it shuts the queue down and waits for the syncs in progress.
+//
+// A worker is a goroutine started for one sync, not one that waits on the
+// queue for good: the operator's syncs mostly wait for the API server, so
+// many may run at once when a burst arrives (a thousand savepoints created
+// together), and an idle controller holds no goroutines for them. One
+// goroutine takes keys from the queue, and only once a worker is free, so
+// keys wait in the queue, where repeated events for one key merge.
 func (l Loop) Run(ctx context.Context, workers int) {
 	l.Pacing.start()
 	defer utilruntime.HandleCrash()
@@ -47,33 +54,44 @@ func (l Loop) Run(ctx context.Context, workers int) {
 	if !cache.WaitForCacheSync(ctx.Done(), l.Synced...) {
 		return
 	}
+	go func() {
+		<-ctx.Done()
+		logger.Info("Stopping controller", "controller", l.Name)
+		l.Queue.ShutDown()
+	}()
+	if workers < 1 {
+		workers = math.MaxInt32 // a channel of empty structs holds no buffer
+	}
+	free := make(chan struct{}, workers)
 	var wg sync.WaitGroup
-	for range workers {
+	defer wg.Wait()
+	for {
+		select {
+		case free <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		key, shutdown := l.Queue.Get()
+		if shutdown {
+			return
+		}
 		wg.Go(func() {
-			wait.UntilWithContext(ctx, func(ctx context.Context) {
-				for l.processNext(ctx) {
-				}
-			}, time.Second)
+			defer func() { <-free }()
+			defer utilruntime.HandleCrash()
+			l.process(ctx, key)
 		})
 	}
-	<-ctx.Done()
-	logger.Info("Stopping controller", "controller", l.Name)
-	l.Queue.ShutDown()
-	wg.Wait()
 }
 
-func (l *Loop) processNext(ctx context.Context) bool {
-	key, shutdown := l.Queue.Get()
-	if shutdown {
-		return false
-	}
+// process syncs one key taken from the queue.
+func (l *Loop) process(ctx context.Context, key string) {
 	defer l.Queue.Done(key)
 
 	logger := klog.FromContext(ctx).WithValues(l.KeyName, key)
 	if wait := l.Pacing.wait(key); wait > 0 {
 		logger.V(4).Info("Sync delayed by the per-resource rate limiter", "wait", wait)
 		l.Queue.AddAfter(key, wait)
-		return true
+		return
 	}
 	syncCtx, mark := withChangeMark(klog.NewContext(ctx, logger))
 	requeueAfter, err := l.Sync(syncCtx, key)
@@ -99,5 +117,4 @@ func (l *Loop) processNext(ctx context.Context) bool {
 			l.Queue.AddAfter(key, requeueAfter)
 		}
 	}
-	return true
 }
