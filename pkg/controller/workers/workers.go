@@ -54,11 +54,10 @@ func (l Loop) Run(ctx context.Context, workers int) {
 	if !cache.WaitForCacheSync(ctx.Done(), l.Synced...) {
 		return
 	}
-	go func() {
-		<-ctx.Done()
+	defer context.AfterFunc(ctx, func() {
 		logger.Info("Stopping controller", "controller", l.Name)
 		l.Queue.ShutDown()
-	}()
+	})()
 	if workers < 1 {
 		workers = math.MaxInt32 // a channel of empty structs holds no buffer
 	}
