@@ -67,9 +67,10 @@ func applyGCDefault(getenv func(string) string, limit int64, set func(int) int) 
 	return defaultGCPercent
 }
 
-// setMemoryPolicy applies applyMemoryLimit and then applyGCDefault to the
-// real process and returns what they set (0 for what was left alone).
-func setMemoryPolicy() (limit int64, gcPercent int) {
-	limit = applyMemoryLimit(os.Getenv, os.ReadFile, debug.SetMemoryLimit)
-	return limit, applyGCDefault(os.Getenv, limit, debug.SetGCPercent)
+// setMemoryLimitFromCgroup is applyMemoryLimit on the real process, then
+// applyGCDefault.
+func setMemoryLimitFromCgroup() int64 {
+	limit := applyMemoryLimit(os.Getenv, os.ReadFile, debug.SetMemoryLimit)
+	applyGCDefault(os.Getenv, limit, debug.SetGCPercent)
+	return limit
 }

@@ -59,11 +59,8 @@ func Run(parent context.Context, opts Options) error {
 
 func run(ctx context.Context, cancel context.CancelCauseFunc, opts Options) error {
 	logger := klog.FromContext(ctx)
-	switch limit, gcPercent := setMemoryPolicy(); {
-	case limit > 0:
+	if limit := setMemoryLimitFromCgroup(); limit > 0 {
 		logger.Info("Go memory limit set from the container's", "bytes", limit)
-	case gcPercent > 0:
-		logger.Info("No memory limit found: Go's collector target lowered (GOGC or GOMEMLIMIT override it)", "gcPercent", gcPercent)
 	}
 
 	restConfig, err := loadRESTConfig(opts.Kubeconfig)
