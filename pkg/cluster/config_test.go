@@ -140,6 +140,39 @@ func TestFlinkConfigDefaults(t *testing.T) {
 			want: map[string]string{"high-availability.cluster-id": "demo", "high-availability.jobmanager.port": "6123"},
 		},
 		{
+			name: "Flink 2.3 with HA: an application result store per job",
+			d:    flink23HA(application(), nil),
+			want: map[string]string{"application-result-store.storage-path": "s3://bucket/ha/application-result-store/demo/" + testJobID},
+		},
+		{
+			name: "Flink 2.3 with HA: the user's application result store is kept",
+			d:    flink23HA(application(), map[string]any{"application-result-store.storage-path": "file:///ars"}),
+			want: map[string]string{"application-result-store.storage-path": "file:///ars"},
+		},
+		{
+			name: "Flink 2.3 without HA: Flink's default application result store",
+			d: func() *v1beta1.FlinkDeployment {
+				d := application()
+				d.Spec.FlinkVersion = v1beta1.FlinkVersion2_3
+				return d
+			}(),
+			want: map[string]string{"application-result-store.storage-path": ""},
+		},
+		{
+			name: "Flink 2.2 with HA has no application result store",
+			d: func() *v1beta1.FlinkDeployment {
+				d := flink23HA(application(), nil)
+				d.Spec.FlinkVersion = v1beta1.FlinkVersion2_2
+				return d
+			}(),
+			want: map[string]string{"application-result-store.storage-path": ""},
+		},
+		{
+			name: "Flink 2.3 session cluster with HA: Flink's default application result store",
+			d:    flink23HA(session(), nil),
+			want: map[string]string{"application-result-store.storage-path": ""},
+		},
+		{
 			name: "HA NONE is not HA",
 			d: func() *v1beta1.FlinkDeployment {
 				d := application()
@@ -556,4 +589,15 @@ func TestParseMemory(t *testing.T) {
 			t.Errorf("FormatMemory(%d) = %q, want %q", bytes, got, want)
 		}
 	}
+}
+
+// flink23HA makes d a Flink 2.3 deployment with Kubernetes HA storing in
+// s3://bucket/ha/ (trailing slash included), plus extra configuration.
+func flink23HA(d *v1beta1.FlinkDeployment, extra map[string]any) *v1beta1.FlinkDeployment {
+	d.Spec.FlinkVersion = v1beta1.FlinkVersion2_3
+	d.Spec.Image = "flink:2.3"
+	conf := map[string]any{"high-availability.type": "kubernetes", "high-availability.storageDir": "s3://bucket/ha/"}
+	maps.Copy(conf, extra)
+	d.Spec.FlinkConfiguration = flinkConf(conf)
+	return d
 }

@@ -56,6 +56,8 @@ const (
 	keySlots                 = "taskmanager.numberOfTaskSlots"
 	keyParallelism           = "parallelism.default"
 	keyJobID                 = "$internal.pipeline.job-id"
+	keyHAStorageDir          = "high-availability.storageDir"
+	keyApplicationResults    = "application-result-store.storage-path"
 	keyShutdownOnFinish      = "execution.shutdown-on-application-finish"
 	keySubmitFailedJob       = "execution.submit-failed-job-on-application-error"
 	keyExternalizedRetention = "execution.checkpointing.externalized-checkpoint-retention"
@@ -108,6 +110,9 @@ type plan struct {
 	version   Version
 	conf      map[string]string
 	ha        bool
+	// setApplicationResults: conf's application result store is the
+	// per-job one applyApplicationResultStore chose, not the user's.
+	setApplicationResults bool
 	// options is the effective configuration including the
 	// kubernetes.operator.* keys (conf leaves them out), for the operator
 	// options that shape the objects (startupprobe.go).
@@ -349,6 +354,33 @@ func (p *plan) applyHAKeys() {
 	}
 }
 
+// applyApplicationResultStore gives each job of a Flink 2.3+ application
+// cluster with HA its own application result store, unless the user chose
+// one: <storageDir>/application-result-store/<cluster id>/<job id> instead
+// of Flink's default, the same without the job id. Flink 2.3 writes an
+// ending application's result there (dirty, then clean once its cleanup is
+// done) under an application id derived from the cluster id, and a
+// JobManager that starts with a dirty result of its cluster's application
+// only finishes that cleanup, never running its job. A JobManager stopped
+// during that cleanup (the operator deletes the cluster right after a
+// stop-with-savepoint) leaves the result dirty, and the next cluster of the
+// deployment has the same cluster id and application id: its new job
+// never ran. The job id is new for each job (kept only by a last-state
+// upgrade, which recovers the same job) and the same across a JobManager's
+// restarts, so Flink's recovery of one job's cluster is unchanged. A
+// left-behind dirty result stays where it is (its cleanup would only drop
+// HA data of the old job that the upgrade's teardown already deleted).
+func (p *plan) applyApplicationResultStore() {
+	storage := strings.TrimRight(strings.TrimSpace(p.conf[keyHAStorageDir]), "/")
+	if !p.ha || !p.version.AtLeast(2, 3) || storage == "" {
+		return
+	}
+	if unset(p.conf, keyApplicationResults) {
+		p.conf[keyApplicationResults] = storage + "/application-result-store/" + p.name + "/" + p.in.JobID
+		p.setApplicationResults = true
+	}
+}
+
 // haEnabled reports whether the configuration turns HA on:
 // high-availability.type, or its deprecated name high-availability when the
 // new one is unset, is set to anything but NONE (in any case).
@@ -388,6 +420,7 @@ func (p *plan) applyJobKeys(slots int) error {
 		return fmt.Errorf("cluster: Input.JobID %q must be 32 hex characters for an application", p.in.JobID)
 	}
 	conf[keyJobID] = p.in.JobID
+	p.applyApplicationResultStore()
 	conf[keyShutdownOnFinish] = "false"
 	setDefault(conf, keySubmitFailedJob, "true")
 	setDefault(conf, keyExternalizedRetention, "RETAIN_ON_CANCELLATION")

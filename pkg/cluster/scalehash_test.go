@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"maps"
+	"strings"
 	"testing"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
@@ -38,5 +40,30 @@ func TestParallelismOverridesDoNotRollPods(t *testing.T) {
 	}
 	if !SpecHashChanged(other.TaskManager, scaled.TaskManager) {
 		t.Error("another configuration change does not roll the TaskManagers")
+	}
+}
+
+// The application result store the operator sets for Flink 2.3 with HA
+// (applyApplicationResultStore) is left out of the pod templates' config
+// hash: a cluster deployed before the operator set it keeps its hash, and
+// an operator upgrade does not roll its TaskManagers. The ConfigMap
+// carries it. One the user sets counts like any other key.
+func TestApplicationResultStoreDoesNotRollPods(t *testing.T) {
+	c := mustBuild(t, input(flink23HA(application(), nil)))
+	line := keyApplicationResults + ": s3://bucket/ha/application-result-store/demo/" + testJobID + "\n"
+	rendered := c.ConfigMap.Data[ConfigYAMLFile]
+	if !strings.Contains(rendered, "\n"+line) {
+		t.Fatalf("no line %q in the ConfigMap's %s:\n%s", line, ConfigYAMLFile, rendered)
+	}
+	before := maps.Clone(c.ConfigMap.Data)
+	before[ConfigYAMLFile] = strings.Replace(rendered, line, "", 1)
+	if got, want := c.TaskManager.Spec.Template.Annotations[AnnotationConfigHash], ConfigHash(before); got != want {
+		t.Errorf("TaskManager config hash %s, want %s (that of the same ConfigMap without the application result store)", got, want)
+	}
+
+	a := mustBuild(t, input(flink23HA(application(), map[string]any{keyApplicationResults: "file:///a"})))
+	b := mustBuild(t, input(flink23HA(application(), map[string]any{keyApplicationResults: "file:///b"})))
+	if !SpecHashChanged(b.TaskManager, a.TaskManager) {
+		t.Error("a change of the user's application result store does not roll the TaskManagers")
 	}
 }
