@@ -22,6 +22,12 @@
 //     and the HA ConfigMaps (Flink 1.x labels them
 //     configmap-type=high-availability, Flink 2 does not:
 //     cluster.IsHAConfigMap);
+//   - a job that failed for good with Kubernetes HA, then a fixed spec
+//     (stateless upgrade): the fixed job runs in the new cluster; on Flink
+//     2.3 even with the failed application's result left dirty in Flink's
+//     application result store, as a JobManager stopped during the
+//     application's cleanup leaves it (a CI run's savepoint upgrade whose
+//     new job never ran);
 //   - a native session cluster (no job) runs two FlinkSessionJobs of the
 //     test job (its jar served over HTTP) on a TaskManager pod Flink
 //     creates; meanwhile a FlinkDeployment whose ServiceAccount exists but
@@ -38,7 +44,7 @@
 // FLINKOP_NATIVE_E2E_VERSIONS (comma-separated pinned versions, e.g.
 // "1.20.5") restricts the Flink lines; by default every pinned line runs,
 // as make test does (Makefile NATIVE_E2E_VERSIONS): measured on 2 cores,
-// 3 min 35 s for 1.20.5 and 2 min 47 s for 2.3.0, 6 min 28 s with the
+// 3 min 52 s for 1.20.5 and 3 min 31 s for 2.3.0, 7 min 28 s with the
 // cluster's start.
 // With FLINKOP_E2E_PROVIDER=kind it skips (the JVM checks need the node
 // agent).

@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 
 	flinkjvm "github.com/flinkops/flink-operator/e2e/flink"
@@ -91,6 +92,7 @@ func TestNativeMode(t *testing.T) {
 			e.ApplyFlinkServiceAccount(t, r.ns)
 			r.step("basic-example", func() { r.basicExample(upstreamBasic) })
 			r.step("counting-ha", r.countingHA)
+			r.step("failed-job-redeployed", r.failedJobRedeployed)
 			r.step("session-and-no-pods-serviceaccount", r.sessionAndUnderprivileged)
 		})
 	}
@@ -264,6 +266,104 @@ spec:
 	r.waitClusterGone(basic, 2*time.Minute)
 	r.waitProcessesGone(pids)
 	t.Logf("%s: basic-example deleted, every pod and JVM gone %s after kubectl delete", r.version, time.Since(t0).Round(100*time.Millisecond))
+}
+
+// failedJobRedeployed: a job that failed for good (restart strategy none)
+// in a cluster with Kubernetes HA, then a fixed spec (a stateless upgrade)
+// runs as a new job in a new cluster with the same cluster id.
+//
+// On Flink 2.3 the old application's result is then left dirty in Flink's
+// application result store, as when the JobManager is stopped during the
+// application's cleanup (the operator deletes the cluster right after a
+// stop-with-savepoint; seen in CI as a savepoint upgrade whose new job
+// never ran): the store under the HA storage directory outlives the
+// cluster, and a JobManager that finds its application's result dirty only
+// finishes the cleanup. The operator gives each job its own store
+// (pkg/cluster applyApplicationResultStore), so the fixed job runs.
+func (r *run) failedJobRedeployed() {
+	t := r.t
+	const name = "redeployed"
+	manifest := func(args string) string {
+		fl := framework.Flavours[r.version]
+		return fmt.Sprintf(`apiVersion: flink.apache.org/v1beta1
+kind: FlinkDeployment
+metadata:
+  name: %[1]s
+  namespace: %[2]s
+spec:
+  mode: native
+  serviceAccount: flink
+  image: %[3]s
+  flinkVersion: %[4]s
+  flinkConfiguration:
+    jobmanager.memory.process.size: 768m
+    taskmanager.memory.process.size: 1024m
+    taskmanager.memory.managed.size: 64m
+    taskmanager.numberOfTaskSlots: "1"
+    restart-strategy.type: none
+    high-availability.type: kubernetes
+    high-availability.storageDir: file://%[5]s/ha
+    # Keep the clean result (Flink 2.3) for the test to make it dirty.
+    application-result-store.delete-on-commit: "false"
+  jobManager:
+    replicas: 1
+  job:
+    jarURI: %[6]s
+    entryClass: %[7]s
+    args: [%[8]s]
+    parallelism: 1
+    upgradeMode: stateless
+`, name, r.ns, fl.Image, fl.Version, r.data, testJar, flinkjvm.TestJobClass, args)
+	}
+	t0 := time.Now()
+	r.apply(manifest(`"--rate", "20", "--keys", "2", "--fail-after", "20"`))
+	failed := r.waitDeployment(name, 3*time.Minute, "job FAILED (--fail-after, no restarts)", func(d *v1beta1.FlinkDeployment) bool {
+		return d.Status.JobStatus.JobID != "" && d.Status.JobStatus.State == v1beta1.JobStatusFailed
+	})
+	t.Logf("%s: %s: job %s FAILED %s after the apply", r.version, name, failed.Status.JobStatus.JobID, time.Since(t0).Round(100*time.Millisecond))
+	if !strings.HasPrefix(r.version, "1.") {
+		r.dirtyApplicationResults(filepath.Join(r.data, "ha", "application-result-store", name))
+	}
+
+	t0 = time.Now()
+	r.apply(manifest(`"--rate", "20", "--keys", "2"`))
+	fixed := r.waitDeployment(name, 3*time.Minute, "fixed job RUNNING, lifecycle STABLE", func(d *v1beta1.FlinkDeployment) bool {
+		return d.Status.JobStatus.JobID != "" && d.Status.JobStatus.JobID != failed.Status.JobStatus.JobID &&
+			d.Status.JobStatus.State == v1beta1.JobStatusRunning && d.Status.LifecycleState == v1beta1.LifecycleStable
+	})
+	r.FlinkREST(t, r.ns, name).WaitJobRunning(t, fixed.Status.JobStatus.JobID)
+	t.Logf("%s: %s: fixed spec RUNNING as job %s %s after the apply", r.version, name, fixed.Status.JobStatus.JobID, time.Since(t0).Round(100*time.Millisecond))
+
+	t0 = time.Now()
+	r.kubectl("delete", "flinkdeployment", name, "-n", r.ns, "--wait=false")
+	r.waitGone(name, 2*time.Minute)
+	r.waitClusterGone(name, 2*time.Minute)
+	t.Logf("%s: %s deleted, its cluster gone %s after kubectl delete", r.version, name, time.Since(t0).Round(100*time.Millisecond))
+}
+
+// dirtyApplicationResults waits for the clean result of the failed
+// application under dir (Flink's FileSystemApplicationResultStore:
+// <application id>.json, wherever below dir the operator put the store)
+// and renames it <application id>_DIRTY.json: the state a JobManager
+// stopped during the application's cleanup leaves.
+func (r *run) dirtyApplicationResults(dir string) {
+	var found []string
+	r.WaitFor(r.t, time.Minute, "the failed application's result under "+dir, func() (bool, string) {
+		found = found[:0]
+		err := filepath.WalkDir(dir, func(path string, e os.DirEntry, err error) error {
+			if err == nil && !e.IsDir() && strings.HasSuffix(path, ".json") && !strings.HasSuffix(path, "_DIRTY.json") {
+				found = append(found, path)
+			}
+			return err
+		})
+		return len(found) > 0, fmt.Sprintf("%v (%v)", found, err)
+	})
+	for _, f := range found {
+		if err := os.Rename(f, strings.TrimSuffix(f, ".json")+"_DIRTY.json"); err != nil {
+			r.t.Fatal(err)
+		}
+		r.t.Logf("%s: %s marked dirty", r.version, f)
+	}
 }
 
 // countingHA is the counting job with Kubernetes HA through a savepoint
@@ -704,10 +804,40 @@ func (r *run) waitDeployment(name string, timeout time.Duration, what string, ok
 		if step := fmt.Sprintf("%s/%s", d.Status.LifecycleState, d.Status.JobStatus.State); len(steps) == 0 || steps[len(steps)-1] != step {
 			steps = append(steps, step)
 		}
-		return ok(d), summary(d)
+		seen := summary(d)
+		if d.Status.JobStatus.State == v1beta1.JobStatusFailed {
+			seen += "; " + r.jobException(d)
+		}
+		return ok(d), seen
 	})
 	r.t.Logf("%s: %s: %s: seen %s", r.version, name, what, strings.Join(steps, " → "))
 	return got
+}
+
+// jobException is the newest JobException event of d, cut short: why
+// Flink failed the job, in the failure message itself (CI prints a
+// failure's first and last lines; the dumped logs fall in between).
+func (r *run) jobException(d *v1beta1.FlinkDeployment) string {
+	l, err := r.Kube.CoreV1().Events(r.ns).List(r.Ctx, metav1.ListOptions{FieldSelector: fields.Set{
+		"involvedObject.uid": string(d.UID), "reason": "JobException",
+	}.String()})
+	if err != nil {
+		return "job exception: " + err.Error()
+	}
+	var newest *corev1.Event
+	for i := range l.Items {
+		if e := &l.Items[i]; newest == nil || e.CreationTimestamp.After(newest.CreationTimestamp.Time) {
+			newest = e
+		}
+	}
+	if newest == nil {
+		return "no JobException event"
+	}
+	msg := newest.Message
+	if len(msg) > 1500 {
+		msg = msg[:1500] + "…"
+	}
+	return "newest JobException event: " + msg
 }
 
 func summary(d *v1beta1.FlinkDeployment) string {
