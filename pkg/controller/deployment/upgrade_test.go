@@ -336,6 +336,56 @@ func TestFailedJobUpgradedFromLatestCheckpoint(t *testing.T) {
 	}
 }
 
+// A job that fails with only unaddressable checkpoints (the JobManager's
+// checkpoint storage): a stateful one says at once that a manual restore
+// will be needed; a stateless one, whose upgrades and restarts never
+// restore, says nothing of it, and its fixed spec deploys as a new job.
+func TestFailedJobWithUnaddressableCheckpoints(t *testing.T) {
+	for _, tc := range []struct {
+		mode       v1beta1.UpgradeMode
+		wantManual bool
+	}{
+		{mode: v1beta1.UpgradeModeStateless, wantManual: false},
+		{mode: v1beta1.UpgradeModeSavepoint, wantManual: true},
+		{mode: v1beta1.UpgradeModeLastState, wantManual: true},
+	} {
+		t.Run(string(tc.mode), func(t *testing.T) {
+			f := newFixture(t)
+			f.jmOpt.UnaddressableCheckpoints = true
+			before := f.Deploy(f.application("job", tc.mode))
+			if path := f.checkpoint("job"); path != "<checkpoint-not-externally-addressable>" {
+				t.Fatalf("checkpoint at %q, want Flink's placeholder", path)
+			}
+			if err := f.jm("job").FailJob(before.Status.JobStatus.JobID, "java.lang.RuntimeException", "boom"); err != nil {
+				t.Fatal(err)
+			}
+			failed := f.Until("job", 5, "job failed", func(d *v1beta1.FlinkDeployment) bool {
+				return d.Status.JobStatus.State == v1beta1.JobStatusFailed
+			})
+			manual := strings.Contains(jobengine.ErrorMessage(failed.Status.Error), "Manual restore required")
+			event := hasEvent(f.Events(), "Warning", jobengine.ReasonUpgradeFailed)
+			if manual != tc.wantManual || event != tc.wantManual {
+				t.Errorf("failed %s job: manual restore in status.error %v, UpgradeFailed event %v; want %v (%s)",
+					tc.mode, manual, event, tc.wantManual, statusString(failed))
+			}
+			if failed.Status.LifecycleState != v1beta1.LifecycleFailed || failed.Status.JobStatus.UpgradeSavepointPath != "" {
+				t.Errorf("failed job: %s, want lifecycle FAILED and no restore path", statusString(failed))
+			}
+			if tc.wantManual {
+				return
+			}
+			f.edit("job", newArgs)
+			upgraded := f.Until("job", 30, "fixed spec deployed", upgradedTo(2))
+			if upgraded.Status.JobStatus.JobID == before.Status.JobStatus.JobID || upgraded.Status.Error != "" {
+				t.Errorf("after the fix: %s, want a new job and no error", statusString(upgraded))
+			}
+			if restored, _ := f.restoredFrom("job"); restored != "" {
+				t.Errorf("stateless job restored from %q", restored)
+			}
+		})
+	}
+}
+
 func TestSuspendAndResume(t *testing.T) {
 	f := newFixture(t)
 	before := f.Deploy(f.application("job", v1beta1.UpgradeModeSavepoint))

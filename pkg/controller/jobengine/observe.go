@@ -39,6 +39,11 @@ func (s *State[T, S]) ObserveJob(ctx context.Context) {
 			s.Log.Info("Job ended but its checkpoints cannot be read yet", "state", state, "err", err)
 			s.RequeueWithin(s.ProgressInterval())
 			return
+		case err != nil && s.Recorded != nil && UpgradeMode(&s.Recorded.Spec) == v1beta1.UpgradeModeStateless:
+			// Nothing restores a stateless job's last state (its upgrades
+			// and restarts start empty): no error, no "Manual restore
+			// required" for what nobody will ask of it.
+			s.Log.V(1).Info("The ended stateless job's last state cannot be used", "state", state, "err", err)
 		case err != nil:
 			s.Fail(ReasonUpgradeFailed, "Job %s is %s and its last state cannot be used: %v", js.JobID, state, err)
 		case path != js.UpgradeSavepointPath:

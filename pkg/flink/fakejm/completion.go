@@ -55,6 +55,8 @@ func (s *Server) completeSnapshotOp(op *operation) {
 	switch {
 	case isSavepoint:
 		loc, err = s.writeSnapshot(op.rec.TargetDirectory, savepointDirName(j.id), meta)
+	case s.opts.UnaddressableCheckpoints:
+		loc = unaddressableCheckpoint
 	case s.opts.CheckpointDir != "":
 		loc, err = s.writeSnapshot(s.opts.CheckpointDir+"/"+j.id, fmt.Sprintf("chk-%d", op.stat.id), meta)
 	default:
@@ -111,3 +113,8 @@ func (s *Server) injectedFailure(k OperationKind, jobID string) (string, bool) {
 	cause, ok := m[""]
 	return cause, ok
 }
+
+// unaddressableCheckpoint is the external path Flink reports for a
+// checkpoint kept in the JobManager's memory
+// (NonPersistentMetadataCheckpointStorageLocation).
+const unaddressableCheckpoint = "<checkpoint-not-externally-addressable>"

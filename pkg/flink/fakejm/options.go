@@ -34,6 +34,11 @@ type Options struct {
 	// <CheckpointDir>/<jobid>/chk-<n>/_metadata. Otherwise checkpoints get
 	// synthetic paths under file:/fakejm-checkpoints that are not written.
 	CheckpointDir string
+	// UnaddressableCheckpoints makes periodic checkpoints report Flink's
+	// placeholder instead of a path, as with the JobManager's checkpoint
+	// storage (no execution.checkpointing.dir): they cannot be restored
+	// from. It wins over CheckpointDir.
+	UnaddressableCheckpoints bool
 	// CheckpointHistorySize is web.checkpoints.history. Default 10.
 	CheckpointHistorySize int
 	// TaskManagers and SlotsPerTaskManager shape /overview and
