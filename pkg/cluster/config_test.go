@@ -140,37 +140,40 @@ func TestFlinkConfigDefaults(t *testing.T) {
 			want: map[string]string{"high-availability.cluster-id": "demo", "high-availability.jobmanager.port": "6123"},
 		},
 		{
-			name: "Flink 2.3 with HA: an application result store per job",
+			name: "Flink 2.3 with HA: result stores per job",
 			d:    flink23HA(application(), nil),
-			want: map[string]string{"application-result-store.storage-path": "s3://bucket/ha/application-result-store/demo/" + testJobID},
+			want: map[string]string{
+				"job-result-store.storage-path":         "s3://bucket/ha/job-result-store/demo/" + testJobID,
+				"application-result-store.storage-path": "s3://bucket/ha/application-result-store/demo/" + testJobID,
+			},
 		},
 		{
-			name: "Flink 2.3 with HA: the user's application result store is kept",
-			d:    flink23HA(application(), map[string]any{"application-result-store.storage-path": "file:///ars"}),
-			want: map[string]string{"application-result-store.storage-path": "file:///ars"},
+			name: "Flink 2.3 with HA: the user's result stores are kept",
+			d:    flink23HA(application(), map[string]any{"application-result-store.storage-path": "file:///ars", "job-result-store.storage-path": "file:///jrs"}),
+			want: map[string]string{"application-result-store.storage-path": "file:///ars", "job-result-store.storage-path": "file:///jrs"},
 		},
 		{
-			name: "Flink 2.3 without HA: Flink's default application result store",
+			name: "Flink 2.3 without HA: Flink's default result stores",
 			d: func() *v1beta1.FlinkDeployment {
 				d := application()
 				d.Spec.FlinkVersion = v1beta1.FlinkVersion2_3
 				return d
 			}(),
-			want: map[string]string{"application-result-store.storage-path": ""},
+			want: map[string]string{"application-result-store.storage-path": "", "job-result-store.storage-path": ""},
 		},
 		{
-			name: "Flink 2.2 with HA has no application result store",
+			name: "Flink 2.2 with HA: Flink's default job result store, no application result store",
 			d: func() *v1beta1.FlinkDeployment {
 				d := flink23HA(application(), nil)
 				d.Spec.FlinkVersion = v1beta1.FlinkVersion2_2
 				return d
 			}(),
-			want: map[string]string{"application-result-store.storage-path": ""},
+			want: map[string]string{"application-result-store.storage-path": "", "job-result-store.storage-path": ""},
 		},
 		{
-			name: "Flink 2.3 session cluster with HA: Flink's default application result store",
+			name: "Flink 2.3 session cluster with HA: Flink's default result stores",
 			d:    flink23HA(session(), nil),
-			want: map[string]string{"application-result-store.storage-path": ""},
+			want: map[string]string{"application-result-store.storage-path": "", "job-result-store.storage-path": ""},
 		},
 		{
 			name: "HA NONE is not HA",

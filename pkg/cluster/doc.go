@@ -44,10 +44,11 @@
 //     RETAIN_ON_CANCELLATION and, for upgradeMode last-state,
 //     execution.checkpointing.interval 5 min (all as upstream's
 //     FlinkConfigBuilder, which uses setDefaultConf for these); for Flink
-//     2.3+ applications with HA, application-result-store.storage-path
-//     <storageDir>/application-result-store/<name>/<job id>, one store per
-//     job (ours: see applyApplicationResultStore; left out of the pods'
-//     config hash); memory
+//     2.3+ applications with HA, job-result-store.storage-path and
+//     application-result-store.storage-path
+//     <storageDir>/{job,application}-result-store/<name>/<job id>, stores
+//     per job (ours: see applyResultStores; left out of the pods' config
+//     hash); memory
 //     process sizes 1600m/1728m when no memory option is set at all, because
 //     our ConfigMap replaces the image's conf directory and with it the
 //     distribution's defaults, without which Flink refuses to start;

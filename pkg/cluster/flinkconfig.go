@@ -58,6 +58,7 @@ const (
 	keyJobID                 = "$internal.pipeline.job-id"
 	keyHAStorageDir          = "high-availability.storageDir"
 	keyApplicationResults    = "application-result-store.storage-path"
+	keyJobResults            = "job-result-store.storage-path"
 	keyShutdownOnFinish      = "execution.shutdown-on-application-finish"
 	keySubmitFailedJob       = "execution.submit-failed-job-on-application-error"
 	keyExternalizedRetention = "execution.checkpointing.externalized-checkpoint-retention"
@@ -110,9 +111,9 @@ type plan struct {
 	version   Version
 	conf      map[string]string
 	ha        bool
-	// setApplicationResults: conf's application result store is the
-	// per-job one applyApplicationResultStore chose, not the user's.
-	setApplicationResults bool
+	// resultStores are the result store keys applyResultStores set (not
+	// the user's): left out of the pods' config hash.
+	resultStores []string
 	// options is the effective configuration including the
 	// kubernetes.operator.* keys (conf leaves them out), for the operator
 	// options that shape the objects (startupprobe.go).
@@ -354,30 +355,37 @@ func (p *plan) applyHAKeys() {
 	}
 }
 
-// applyApplicationResultStore gives each job of a Flink 2.3+ application
-// cluster with HA its own application result store, unless the user chose
-// one: <storageDir>/application-result-store/<cluster id>/<job id> instead
-// of Flink's default, the same without the job id. Flink 2.3 writes an
-// ending application's result there (dirty, then clean once its cleanup is
-// done) under an application id derived from the cluster id, and a
-// JobManager that starts with a dirty result of its cluster's application
-// only finishes that cleanup, never running its job. A JobManager stopped
-// during that cleanup (the operator deletes the cluster right after a
-// stop-with-savepoint) leaves the result dirty, and the next cluster of the
-// deployment has the same cluster id and application id: its new job
-// never ran. The job id is new for each job (kept only by a last-state
-// upgrade, which recovers the same job) and the same across a JobManager's
-// restarts, so Flink's recovery of one job's cluster is unchanged. A
-// left-behind dirty result stays where it is (its cleanup would only drop
-// HA data of the old job that the upgrade's teardown already deleted).
-func (p *plan) applyApplicationResultStore() {
+// applyResultStores gives each job of a Flink 2.3+ application cluster
+// with HA its own job and application result stores, unless the user chose
+// them: <storageDir>/job-result-store/<cluster id>/<job id> and
+// <storageDir>/application-result-store/<cluster id>/<job id> instead of
+// Flink's defaults, the same without the job id.
+//
+// Flink records an ending job's result there, and from 2.3 its
+// application's (dirty, then clean once its cleanup is done), and the
+// stores, under the HA storage directory, outlive the cluster. A
+// JobManager stopped during that cleanup (the operator deletes the cluster
+// right after a stop-with-savepoint) leaves them dirty, and the next
+// cluster of the deployment has the same cluster id and, in 2.3, the same
+// application id (Flink derives it from the cluster id): its JobManager
+// takes the old job's dirty result as its application's, or the dirty
+// application result as its own, and the new job fails or never runs.
+// Before 2.3 a dirty result of another job id is only cleaned up. The job
+// id is new for each job (kept only by a last-state upgrade, which
+// recovers the same job) and the same across a JobManager's restarts, so
+// Flink's recovery of one job's cluster is unchanged. A left-behind dirty
+// result stays where it is (its cleanup would only drop HA data of the old
+// job that the upgrade's teardown deleted already).
+func (p *plan) applyResultStores() {
 	storage := strings.TrimRight(strings.TrimSpace(p.conf[keyHAStorageDir]), "/")
 	if !p.ha || !p.version.AtLeast(2, 3) || storage == "" {
 		return
 	}
-	if unset(p.conf, keyApplicationResults) {
-		p.conf[keyApplicationResults] = storage + "/application-result-store/" + p.name + "/" + p.in.JobID
-		p.setApplicationResults = true
+	for key, dir := range map[string]string{keyJobResults: "job-result-store", keyApplicationResults: "application-result-store"} {
+		if unset(p.conf, key) {
+			p.conf[key] = storage + "/" + dir + "/" + p.name + "/" + p.in.JobID
+			p.resultStores = append(p.resultStores, key)
+		}
 	}
 }
 
@@ -420,7 +428,7 @@ func (p *plan) applyJobKeys(slots int) error {
 		return fmt.Errorf("cluster: Input.JobID %q must be 32 hex characters for an application", p.in.JobID)
 	}
 	conf[keyJobID] = p.in.JobID
-	p.applyApplicationResultStore()
+	p.applyResultStores()
 	conf[keyShutdownOnFinish] = "false"
 	setDefault(conf, keySubmitFailedJob, "true")
 	setDefault(conf, keyExternalizedRetention, "RETAIN_ON_CANCELLATION")

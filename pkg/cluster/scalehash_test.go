@@ -43,22 +43,26 @@ func TestParallelismOverridesDoNotRollPods(t *testing.T) {
 	}
 }
 
-// The application result store the operator sets for Flink 2.3 with HA
-// (applyApplicationResultStore) is left out of the pod templates' config
-// hash: a cluster deployed before the operator set it keeps its hash, and
-// an operator upgrade does not roll its TaskManagers. The ConfigMap
-// carries it. One the user sets counts like any other key.
-func TestApplicationResultStoreDoesNotRollPods(t *testing.T) {
+// The result stores the operator sets for Flink 2.3 with HA
+// (applyResultStores) are left out of the pod templates' config hash: a
+// cluster deployed before the operator set them keeps its hash, and an
+// operator upgrade does not roll its TaskManagers. The ConfigMap carries
+// them. One the user sets counts like any other key.
+func TestResultStoresDoNotRollPods(t *testing.T) {
 	c := mustBuild(t, input(flink23HA(application(), nil)))
-	line := keyApplicationResults + ": s3://bucket/ha/application-result-store/demo/" + testJobID + "\n"
 	rendered := c.ConfigMap.Data[ConfigYAMLFile]
-	if !strings.Contains(rendered, "\n"+line) {
-		t.Fatalf("no line %q in the ConfigMap's %s:\n%s", line, ConfigYAMLFile, rendered)
-	}
 	before := maps.Clone(c.ConfigMap.Data)
-	before[ConfigYAMLFile] = strings.Replace(rendered, line, "", 1)
+	for _, line := range []string{
+		keyJobResults + ": s3://bucket/ha/job-result-store/demo/" + testJobID + "\n",
+		keyApplicationResults + ": s3://bucket/ha/application-result-store/demo/" + testJobID + "\n",
+	} {
+		if !strings.Contains(rendered, "\n"+line) {
+			t.Fatalf("no line %q in the ConfigMap's %s:\n%s", line, ConfigYAMLFile, rendered)
+		}
+		before[ConfigYAMLFile] = strings.Replace(before[ConfigYAMLFile], line, "", 1)
+	}
 	if got, want := c.TaskManager.Spec.Template.Annotations[AnnotationConfigHash], ConfigHash(before); got != want {
-		t.Errorf("TaskManager config hash %s, want %s (that of the same ConfigMap without the application result store)", got, want)
+		t.Errorf("TaskManager config hash %s, want %s (that of the same ConfigMap without the result stores)", got, want)
 	}
 
 	a := mustBuild(t, input(flink23HA(application(), map[string]any{keyApplicationResults: "file:///a"})))
