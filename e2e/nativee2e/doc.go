@@ -23,11 +23,11 @@
 //     configmap-type=high-availability, Flink 2 does not:
 //     cluster.IsHAConfigMap);
 //   - a job that failed for good with Kubernetes HA, then a fixed spec
-//     (stateless upgrade): the fixed job runs in the new cluster; on Flink
-//     2.3 even with the failed application's result left dirty in Flink's
-//     application result store, as a JobManager stopped during the
-//     application's cleanup leaves it (a CI run's savepoint upgrade whose
-//     new job never ran);
+//     (stateless upgrade): the fixed job runs in the new cluster, even
+//     with the failed job's (and on Flink 2.3 its application's) result
+//     left dirty in Flink's result stores, as a JobManager stopped during
+//     the job's cleanup leaves them (a CI run's savepoint upgrade on 2.3
+//     whose new job failed at once);
 //   - a native session cluster (no job) runs two FlinkSessionJobs of the
 //     test job (its jar served over HTTP) on a TaskManager pod Flink
 //     creates; meanwhile a FlinkDeployment whose ServiceAccount exists but

@@ -272,14 +272,17 @@ spec:
 // in a cluster with Kubernetes HA, then a fixed spec (a stateless upgrade)
 // runs as a new job in a new cluster with the same cluster id.
 //
-// On Flink 2.3 the old application's result is then left dirty in Flink's
-// application result store, as when the JobManager is stopped during the
-// application's cleanup (the operator deletes the cluster right after a
-// stop-with-savepoint; seen in CI as a savepoint upgrade whose new job
-// never ran): the store under the HA storage directory outlives the
-// cluster, and a JobManager that finds its application's result dirty only
-// finishes the cleanup. The operator gives each job its own store
-// (pkg/cluster applyApplicationResultStore), so the fixed job runs.
+// Before the redeploy the failed job's result, and on Flink 2.3 its
+// application's, are left dirty in Flink's result stores (dirtyResults),
+// as when the JobManager is stopped during the job's cleanup: the operator
+// deletes the cluster right after a stop-with-savepoint, and CI once saw
+// the savepoint upgrade's new job FAILED at once so. The stores under the
+// HA storage directory outlive the cluster, and Flink 2.3 derives the
+// application id from the cluster id: its new JobManager took the old
+// job's dirty result for its own application's ("Base job ID ... is not
+// found in the recovered jobs"), or with the application's result dirty
+// never ran the job. The operator gives each job its own stores
+// (pkg/cluster applyResultStores), so the fixed job runs.
 func (r *run) failedJobRedeployed() {
 	t := r.t
 	const name = "redeployed"
@@ -303,7 +306,8 @@ spec:
     restart-strategy.type: none
     high-availability.type: kubernetes
     high-availability.storageDir: file://%[5]s/ha
-    # Keep the clean result (Flink 2.3) for the test to make it dirty.
+    # Keep the clean results for the test to make them dirty.
+    job-result-store.delete-on-commit: "false"
     application-result-store.delete-on-commit: "false"
   jobManager:
     replicas: 1
@@ -321,9 +325,7 @@ spec:
 		return d.Status.JobStatus.JobID != "" && d.Status.JobStatus.State == v1beta1.JobStatusFailed
 	})
 	t.Logf("%s: %s: job %s FAILED %s after the apply", r.version, name, failed.Status.JobStatus.JobID, time.Since(t0).Round(100*time.Millisecond))
-	if !strings.HasPrefix(r.version, "1.") {
-		r.dirtyApplicationResults(filepath.Join(r.data, "ha", "application-result-store", name))
-	}
+	r.dirtyResults(name)
 
 	t0 = time.Now()
 	r.apply(manifest(`"--rate", "20", "--keys", "2"`))
@@ -341,28 +343,35 @@ spec:
 	t.Logf("%s: %s deleted, its cluster gone %s after kubectl delete", r.version, name, time.Since(t0).Round(100*time.Millisecond))
 }
 
-// dirtyApplicationResults waits for the clean result of the failed
-// application under dir (Flink's FileSystemApplicationResultStore:
-// <application id>.json, wherever below dir the operator put the store)
-// and renames it <application id>_DIRTY.json: the state a JobManager
-// stopped during the application's cleanup leaves.
-func (r *run) dirtyApplicationResults(dir string) {
-	var found []string
-	r.WaitFor(r.t, time.Minute, "the failed application's result under "+dir, func() (bool, string) {
-		found = found[:0]
-		err := filepath.WalkDir(dir, func(path string, e os.DirEntry, err error) error {
-			if err == nil && !e.IsDir() && strings.HasSuffix(path, ".json") && !strings.HasSuffix(path, "_DIRTY.json") {
-				found = append(found, path)
-			}
-			return err
+// dirtyResults waits for the clean results of the failed job and (Flink
+// 2.3) its application in Flink's result stores under the HA storage
+// directory (FileSystemJobResultStore, FileSystemApplicationResultStore:
+// <id>.json, wherever below <store>/<cluster id> the operator put them)
+// and renames them <id>_DIRTY.json: what a JobManager stopped during the
+// job's cleanup leaves.
+func (r *run) dirtyResults(clusterID string) {
+	stores := []string{filepath.Join(r.data, "ha", "job-result-store", clusterID)}
+	if !strings.HasPrefix(r.version, "1.") {
+		stores = append(stores, filepath.Join(r.data, "ha", "application-result-store", clusterID))
+	}
+	for _, dir := range stores {
+		var found []string
+		r.WaitFor(r.t, time.Minute, "the failed job's result under "+dir, func() (bool, string) {
+			found = found[:0]
+			err := filepath.WalkDir(dir, func(path string, e os.DirEntry, err error) error {
+				if err == nil && !e.IsDir() && strings.HasSuffix(path, ".json") && !strings.HasSuffix(path, "_DIRTY.json") {
+					found = append(found, path)
+				}
+				return err
+			})
+			return len(found) > 0, fmt.Sprintf("%v (%v)", found, err)
 		})
-		return len(found) > 0, fmt.Sprintf("%v (%v)", found, err)
-	})
-	for _, f := range found {
-		if err := os.Rename(f, strings.TrimSuffix(f, ".json")+"_DIRTY.json"); err != nil {
-			r.t.Fatal(err)
+		for _, f := range found {
+			if err := os.Rename(f, strings.TrimSuffix(f, ".json")+"_DIRTY.json"); err != nil {
+				r.t.Fatal(err)
+			}
+			r.t.Logf("%s: %s marked dirty", r.version, f)
 		}
-		r.t.Logf("%s: %s marked dirty", r.version, f)
 	}
 }
 
