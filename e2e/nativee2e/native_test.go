@@ -287,37 +287,14 @@ func (r *run) failedJobRedeployed() {
 	t := r.t
 	const name = "redeployed"
 	manifest := func(args string) string {
-		fl := framework.Flavours[r.version]
-		return fmt.Sprintf(`apiVersion: flink.apache.org/v1beta1
-kind: FlinkDeployment
-metadata:
-  name: %[1]s
-  namespace: %[2]s
-spec:
-  mode: native
-  serviceAccount: flink
-  image: %[3]s
-  flinkVersion: %[4]s
-  flinkConfiguration:
-    jobmanager.memory.process.size: 768m
-    taskmanager.memory.process.size: 1024m
-    taskmanager.memory.managed.size: 64m
-    taskmanager.numberOfTaskSlots: "1"
-    restart-strategy.type: none
-    high-availability.type: kubernetes
-    high-availability.storageDir: file://%[5]s/ha
+		return r.testJobYAML(name, 1, `    restart-strategy.type: none
     # Keep the clean results for the test to make them dirty.
     job-result-store.delete-on-commit: "false"
     application-result-store.delete-on-commit: "false"
-  jobManager:
-    replicas: 1
-  job:
-    jarURI: %[6]s
-    entryClass: %[7]s
-    args: [%[8]s]
+`, fmt.Sprintf(`    args: [%s]
     parallelism: 1
     upgradeMode: stateless
-`, name, r.ns, fl.Image, fl.Version, r.data, testJar, flinkjvm.TestJobClass, args)
+`, args))
 	}
 	t0 := time.Now()
 	r.apply(manifest(`"--rate", "20", "--keys", "2", "--fail-after", "20"`))
@@ -746,6 +723,24 @@ func (r *run) waitWarning(name, reason, text string, timeout time.Duration) {
 
 // countingYAML is the test job's native FlinkDeployment with Kubernetes HA.
 func (r *run) countingYAML(name string, parallelism int, mode v1beta1.UpgradeMode, state v1beta1.JobState) string {
+	return r.testJobYAML(name, 2, fmt.Sprintf(`    state.backend.type: hashmap
+    execution.checkpointing.interval: 2 s
+    execution.checkpointing.dir: file://%[1]s/checkpoints
+    execution.checkpointing.savepoint-dir: file://%[1]s/savepoints
+    heartbeat.interval: "1000"
+    heartbeat.timeout: "10000"
+`, r.data), fmt.Sprintf(`    args: ["--rate", "10", "--keys", "%d"]
+    parallelism: %d
+    upgradeMode: %s
+    state: %s
+`, keys, parallelism, mode, state))
+}
+
+// testJobYAML is a native FlinkDeployment of the test job with Kubernetes
+// HA storing under this line's data directory and slots task slots per
+// TaskManager; conf adds flinkConfiguration lines and job lines to
+// spec.job (both indented by four spaces, newline-terminated).
+func (r *run) testJobYAML(name string, slots int, conf, job string) string {
 	fl := framework.Flavours[r.version]
 	return fmt.Sprintf(`apiVersion: flink.apache.org/v1beta1
 kind: FlinkDeployment
@@ -761,25 +756,15 @@ spec:
     jobmanager.memory.process.size: 768m
     taskmanager.memory.process.size: 1024m
     taskmanager.memory.managed.size: 64m
-    taskmanager.numberOfTaskSlots: "2"
-    state.backend.type: hashmap
-    execution.checkpointing.interval: 2 s
-    execution.checkpointing.dir: file://%[5]s/checkpoints
-    execution.checkpointing.savepoint-dir: file://%[5]s/savepoints
+    taskmanager.numberOfTaskSlots: "%[5]d"
     high-availability.type: kubernetes
-    high-availability.storageDir: file://%[5]s/ha
-    heartbeat.interval: "1000"
-    heartbeat.timeout: "10000"
-  jobManager:
+    high-availability.storageDir: file://%[6]s/ha
+%[7]s  jobManager:
     replicas: 1
   job:
-    jarURI: %[6]s
-    entryClass: %[7]s
-    args: ["--rate", "10", "--keys", "%[8]d"]
-    parallelism: %[9]d
-    upgradeMode: %[10]s
-    state: %[11]s
-`, name, r.ns, fl.Image, fl.Version, r.data, testJar, flinkjvm.TestJobClass, keys, parallelism, mode, state)
+    jarURI: %[8]s
+    entryClass: %[9]s
+%[10]s`, name, r.ns, fl.Image, fl.Version, slots, r.data, conf, testJar, flinkjvm.TestJobClass, job)
 }
 
 // waitCounting waits for the counting FlinkDeployment to have acted on the
