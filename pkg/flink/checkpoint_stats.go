@@ -105,7 +105,7 @@ func (s *CheckpointingStatistics) LatestSnapshot() (Snapshot, bool) {
 	var best Snapshot
 	found := false
 	consider := func(sn Snapshot) {
-		if sn.ExternalPath == "" || sn.ExternalPath == nonPersistentPointer {
+		if sn.ExternalPath == "" || sn.ExternalPath == NonPersistentPointer {
 			return
 		}
 		if !found || sn.ID > best.ID {
@@ -131,7 +131,12 @@ func (s *CheckpointingStatistics) InProgress() (CheckpointStatistics, bool) {
 	return CheckpointStatistics{}, false
 }
 
-// nonPersistentPointer is what Flink reports as external_path for a
-// checkpoint that was not written to durable storage; it cannot be
-// restored from.
-const nonPersistentPointer = "<checkpoint-without-external-pointer>"
+// The external_path Flink reports for a checkpoint that cannot be restored
+// from: NonPersistentPointer for one not written to durable storage,
+// NotAddressablePointer for one kept in the JobManager's memory
+// (NonPersistentMetadataCheckpointStorageLocation, no
+// execution.checkpointing.dir).
+const (
+	NonPersistentPointer  = "<checkpoint-without-external-pointer>"
+	NotAddressablePointer = "<checkpoint-not-externally-addressable>"
+)

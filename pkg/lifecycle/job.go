@@ -46,8 +46,8 @@ func EffectiveState(j *flink.JobOverview) v1beta1.JobStatusState {
 }
 
 // notAddressable are Flink's pointers of checkpoints without external
-// storage (NonPersistentMetadataCheckpointStorageLocation).
-var notAddressable = []string{"<checkpoint-not-externally-addressable>", "<checkpoint-without-external-pointer>"}
+// storage.
+var notAddressable = []string{flink.NotAddressablePointer, flink.NonPersistentPointer}
 
 // LatestStatePath is the state to restart a job from, given its checkpoint
 // statistics: the newest restorable checkpoint or savepoint, else what the

@@ -97,7 +97,7 @@ func TestLatestStatePath(t *testing.T) {
 		t.Errorf("no statistics: %q %v", p, err)
 	}
 	stats := &flink.CheckpointingStatistics{}
-	stats.Latest.Completed = &flink.CheckpointStatistics{ID: 7, TriggerTimestamp: 5, ExternalPath: "<checkpoint-not-externally-addressable>"}
+	stats.Latest.Completed = &flink.CheckpointStatistics{ID: 7, TriggerTimestamp: 5, ExternalPath: flink.NotAddressablePointer}
 	if _, err := LatestStatePath(stats, "from"); err == nil || !strings.Contains(err.Error(), ManualRestore) {
 		t.Errorf("not addressable: %v", err)
 	}

@@ -353,7 +353,7 @@ func TestFailedJobWithUnaddressableCheckpoints(t *testing.T) {
 			f := newFixture(t)
 			f.jmOpt.UnaddressableCheckpoints = true
 			before := f.Deploy(f.application("job", tc.mode))
-			if path := f.checkpoint("job"); path != "<checkpoint-not-externally-addressable>" {
+			if path := f.checkpoint("job"); path != flink.NotAddressablePointer {
 				t.Fatalf("checkpoint at %q, want Flink's placeholder", path)
 			}
 			if err := f.jm("job").FailJob(before.Status.JobStatus.JobID, "java.lang.RuntimeException", "boom"); err != nil {

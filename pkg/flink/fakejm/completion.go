@@ -56,7 +56,7 @@ func (s *Server) completeSnapshotOp(op *operation) {
 	case isSavepoint:
 		loc, err = s.writeSnapshot(op.rec.TargetDirectory, savepointDirName(j.id), meta)
 	case s.opts.UnaddressableCheckpoints:
-		loc = unaddressableCheckpoint
+		loc = flink.NotAddressablePointer
 	case s.opts.CheckpointDir != "":
 		loc, err = s.writeSnapshot(s.opts.CheckpointDir+"/"+j.id, fmt.Sprintf("chk-%d", op.stat.id), meta)
 	default:
@@ -113,8 +113,3 @@ func (s *Server) injectedFailure(k OperationKind, jobID string) (string, bool) {
 	cause, ok := m[""]
 	return cause, ok
 }
-
-// unaddressableCheckpoint is the external path Flink reports for a
-// checkpoint kept in the JobManager's memory
-// (NonPersistentMetadataCheckpointStorageLocation).
-const unaddressableCheckpoint = "<checkpoint-not-externally-addressable>"
