@@ -381,10 +381,13 @@ func (p *plan) applyResultStores() {
 	if !p.ha || !p.version.AtLeast(2, 3) || storage == "" {
 		return
 	}
-	for key, dir := range map[string]string{keyJobResults: "job-result-store", keyApplicationResults: "application-result-store"} {
-		if unset(p.conf, key) {
-			p.conf[key] = storage + "/" + dir + "/" + p.name + "/" + p.in.JobID
-			p.resultStores = append(p.resultStores, key)
+	for _, store := range [...]struct{ key, dir string }{
+		{keyJobResults, "job-result-store"},
+		{keyApplicationResults, "application-result-store"},
+	} {
+		if unset(p.conf, store.key) {
+			p.conf[store.key] = storage + "/" + store.dir + "/" + p.name + "/" + p.in.JobID
+			p.resultStores = append(p.resultStores, store.key)
 		}
 	}
 }
