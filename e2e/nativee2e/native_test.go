@@ -25,7 +25,9 @@ import (
 	"github.com/flinkops/flink-operator/e2e/localcluster"
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/cluster"
+	"github.com/flinkops/flink-operator/pkg/controller/deployment"
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
+	"github.com/flinkops/flink-operator/pkg/flink"
 )
 
 const (
@@ -328,7 +330,7 @@ func (r *run) failedJobRedeployed() {
 // job's cleanup leaves.
 func (r *run) dirtyResults(clusterID string) {
 	stores := []string{filepath.Join(r.data, "ha", "job-result-store", clusterID)}
-	if !strings.HasPrefix(r.version, "1.") {
+	if flink.MustParseVersion(r.version).AtLeast(flink.MustParseVersion("2.3")) {
 		stores = append(stores, filepath.Join(r.data, "ha", "application-result-store", clusterID))
 	}
 	for _, dir := range stores {
@@ -789,6 +791,7 @@ func (r *run) waitDeployment(name string, timeout time.Duration, what string, ok
 	r.t.Helper()
 	var got *v1beta1.FlinkDeployment
 	var steps []string
+	var failedJob, failure string
 	r.WaitFor(r.t, timeout, "FlinkDeployment "+r.ns+"/"+name+": "+what, func() (bool, string) {
 		d, err := r.Flink.FlinkV1beta1().FlinkDeployments(r.ns).Get(r.Ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -799,8 +802,14 @@ func (r *run) waitDeployment(name string, timeout time.Duration, what string, ok
 			steps = append(steps, step)
 		}
 		seen := summary(d)
-		if d.Status.JobStatus.State == v1beta1.JobStatusFailed {
-			seen += "; " + r.jobException(d)
+		if js := d.Status.JobStatus; js.State == v1beta1.JobStatusFailed {
+			if failedJob != js.JobID { // one list per failed job once its event is there, not one per poll
+				failure = r.jobException(d)
+				if strings.HasPrefix(failure, newestJobException) {
+					failedJob = js.JobID
+				}
+			}
+			seen += "; " + failure
 		}
 		return ok(d), seen
 	})
@@ -813,7 +822,7 @@ func (r *run) waitDeployment(name string, timeout time.Duration, what string, ok
 // failure's first and last lines; the dumped logs fall in between).
 func (r *run) jobException(d *v1beta1.FlinkDeployment) string {
 	l, err := r.Kube.CoreV1().Events(r.ns).List(r.Ctx, metav1.ListOptions{FieldSelector: fields.Set{
-		"involvedObject.uid": string(d.UID), "reason": "JobException",
+		"involvedObject.uid": string(d.UID), "reason": deployment.ReasonJobException,
 	}.String()})
 	if err != nil {
 		return "job exception: " + err.Error()
@@ -831,8 +840,10 @@ func (r *run) jobException(d *v1beta1.FlinkDeployment) string {
 	if len(msg) > 1500 {
 		msg = msg[:1500] + "…"
 	}
-	return "newest JobException event: " + msg
+	return newestJobException + msg
 }
+
+const newestJobException = "newest JobException event: "
 
 func summary(d *v1beta1.FlinkDeployment) string {
 	st := d.Status
