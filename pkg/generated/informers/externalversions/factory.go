@@ -24,8 +24,8 @@ import (
 	sync "sync"
 	time "time"
 
-	versioned "github.com/flinkops/flink-operator/pkg/generated/clientset/versioned"
-	flink "github.com/flinkops/flink-operator/pkg/generated/informers/externalversions/flink"
+	flink "github.com/flinkops/flink-operator/pkg/clients/flink"
+	externalversionsflink "github.com/flinkops/flink-operator/pkg/generated/informers/externalversions/flink"
 	internalinterfaces "github.com/flinkops/flink-operator/pkg/generated/informers/externalversions/internalinterfaces"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
@@ -38,7 +38,7 @@ import (
 type SharedInformerOption func(*sharedInformerFactory) *sharedInformerFactory
 
 type sharedInformerFactory struct {
-	client           versioned.Interface
+	client           flink.Interface
 	namespace        string
 	tweakListOptions internalinterfaces.TweakListOptionsFunc
 	lock             sync.Mutex
@@ -108,7 +108,7 @@ func (f *sharedInformerFactory) InformerName() *cache.InformerName {
 }
 
 // NewSharedInformerFactory constructs a new instance of sharedInformerFactory for all namespaces.
-func NewSharedInformerFactory(client versioned.Interface, defaultResync time.Duration) SharedInformerFactory {
+func NewSharedInformerFactory(client flink.Interface, defaultResync time.Duration) SharedInformerFactory {
 	return NewSharedInformerFactoryWithOptions(client, defaultResync)
 }
 
@@ -117,12 +117,12 @@ func NewSharedInformerFactory(client versioned.Interface, defaultResync time.Dur
 // as specified here.
 //
 // Deprecated: Please use NewSharedInformerFactoryWithOptions instead
-func NewFilteredSharedInformerFactory(client versioned.Interface, defaultResync time.Duration, namespace string, tweakListOptions internalinterfaces.TweakListOptionsFunc) SharedInformerFactory {
+func NewFilteredSharedInformerFactory(client flink.Interface, defaultResync time.Duration, namespace string, tweakListOptions internalinterfaces.TweakListOptionsFunc) SharedInformerFactory {
 	return NewSharedInformerFactoryWithOptions(client, defaultResync, WithNamespace(namespace), WithTweakListOptions(tweakListOptions))
 }
 
 // NewSharedInformerFactoryWithOptions constructs a new instance of a SharedInformerFactory with additional options.
-func NewSharedInformerFactoryWithOptions(client versioned.Interface, defaultResync time.Duration, options ...SharedInformerOption) SharedInformerFactory {
+func NewSharedInformerFactoryWithOptions(client flink.Interface, defaultResync time.Duration, options ...SharedInformerOption) SharedInformerFactory {
 	factory := &sharedInformerFactory{
 		client:           client,
 		namespace:        v1.NamespaceAll,
@@ -325,9 +325,9 @@ type SharedInformerFactory interface {
 	// client.
 	InformerFor(obj runtime.Object, newFunc internalinterfaces.NewInformerFunc) cache.SharedIndexInformer
 
-	Flink() flink.Interface
+	Flink() externalversionsflink.Interface
 }
 
-func (f *sharedInformerFactory) Flink() flink.Interface {
-	return flink.New(f, f.namespace, f.tweakListOptions)
+func (f *sharedInformerFactory) Flink() externalversionsflink.Interface {
+	return externalversionsflink.New(f, f.namespace, f.tweakListOptions)
 }

@@ -21,14 +21,14 @@ package internalinterfaces
 import (
 	time "time"
 
-	versioned "github.com/flinkops/flink-operator/pkg/generated/clientset/versioned"
+	flink "github.com/flinkops/flink-operator/pkg/clients/flink"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 	cache "k8s.io/client-go/tools/cache"
 )
 
-// NewInformerFunc takes versioned.Interface and time.Duration to return a SharedIndexInformer.
-type NewInformerFunc func(versioned.Interface, time.Duration) cache.SharedIndexInformer
+// NewInformerFunc takes flink.Interface and time.Duration to return a SharedIndexInformer.
+type NewInformerFunc func(flink.Interface, time.Duration) cache.SharedIndexInformer
 
 // SharedInformerFactory a small interface to allow for adding an informer without an import cycle
 type SharedInformerFactory interface {

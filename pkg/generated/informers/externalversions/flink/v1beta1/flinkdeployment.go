@@ -23,7 +23,7 @@ import (
 	time "time"
 
 	apisflinkv1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
-	versioned "github.com/flinkops/flink-operator/pkg/generated/clientset/versioned"
+	flink "github.com/flinkops/flink-operator/pkg/clients/flink"
 	internalinterfaces "github.com/flinkops/flink-operator/pkg/generated/informers/externalversions/internalinterfaces"
 	flinkv1beta1 "github.com/flinkops/flink-operator/pkg/generated/listers/flink/v1beta1"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -78,14 +78,14 @@ type flinkDeploymentInformer struct {
 // Always prefer using an informer factory to get a shared informer instead of getting an independent
 // one. This reduces memory footprint and number of connections to the server.
 // If you really need an independent one, prefer using the type-safe variant (see [NewTypedFlinkDeploymentInformer]).
-func NewFlinkDeploymentInformer(client versioned.Interface, namespace string, resyncPeriod time.Duration, indexers cache.Indexers) cache.SharedIndexInformer {
+func NewFlinkDeploymentInformer(client flink.Interface, namespace string, resyncPeriod time.Duration, indexers cache.Indexers) cache.SharedIndexInformer {
 	return NewFlinkDeploymentInformerWithOptions(client, namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: indexers})
 }
 
 // NewTypedFlinkDeploymentInformer constructs a new informer for FlinkDeployment type.
 // Always prefer using an informer factory to get a shared informer instead of getting an independent
 // one. This reduces memory footprint and number of connections to the server.
-func NewTypedFlinkDeploymentInformer(client versioned.Interface, namespace string, resyncPeriod time.Duration, indexers FlinkDeploymentIndexers) FlinkDeploymentIndexInformer {
+func NewTypedFlinkDeploymentInformer(client flink.Interface, namespace string, resyncPeriod time.Duration, indexers FlinkDeploymentIndexers) FlinkDeploymentIndexInformer {
 	return NewTypedFlinkDeploymentInformerWithOptions(client, namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: cache.TypedIndexersToIndexers(indexers)})
 }
 
@@ -93,14 +93,14 @@ func NewTypedFlinkDeploymentInformer(client versioned.Interface, namespace strin
 // Always prefer using an informer factory to get a shared informer instead of getting an independent
 // one. This reduces memory footprint and number of connections to the server.
 // If you really need an independent one, prefer using the type-safe variant (see [NewTypedFilteredFlinkDeploymentInformer]).
-func NewFilteredFlinkDeploymentInformer(client versioned.Interface, namespace string, resyncPeriod time.Duration, indexers cache.Indexers, tweakListOptions internalinterfaces.TweakListOptionsFunc) cache.SharedIndexInformer {
+func NewFilteredFlinkDeploymentInformer(client flink.Interface, namespace string, resyncPeriod time.Duration, indexers cache.Indexers, tweakListOptions internalinterfaces.TweakListOptionsFunc) cache.SharedIndexInformer {
 	return NewTypedFlinkDeploymentInformerWithOptions(client, namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: indexers, TweakListOptions: tweakListOptions})
 }
 
 // NewTypedFilteredFlinkDeploymentInformer constructs a new informer for FlinkDeployment type.
 // Always prefer using an informer factory to get a shared informer instead of getting an independent
 // one. This reduces memory footprint and number of connections to the server.
-func NewTypedFilteredFlinkDeploymentInformer(client versioned.Interface, namespace string, resyncPeriod time.Duration, indexers FlinkDeploymentIndexers, tweakListOptions internalinterfaces.TweakListOptionsFunc) FlinkDeploymentIndexInformer {
+func NewTypedFilteredFlinkDeploymentInformer(client flink.Interface, namespace string, resyncPeriod time.Duration, indexers FlinkDeploymentIndexers, tweakListOptions internalinterfaces.TweakListOptionsFunc) FlinkDeploymentIndexInformer {
 	return NewTypedFlinkDeploymentInformerWithOptions(client, namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: cache.TypedIndexersToIndexers(indexers), TweakListOptions: tweakListOptions})
 }
 
@@ -108,14 +108,14 @@ func NewTypedFilteredFlinkDeploymentInformer(client versioned.Interface, namespa
 // Always prefer using an informer factory to get a shared informer instead of getting an independent
 // one. This reduces memory footprint and number of connections to the server.
 // If you really need an independent one, prefer using the type-safe variant (see [NewTypedFlinkDeploymentInformerWithOptions]).
-func NewFlinkDeploymentInformerWithOptions(client versioned.Interface, namespace string, options internalinterfaces.InformerOptions) cache.SharedIndexInformer {
+func NewFlinkDeploymentInformerWithOptions(client flink.Interface, namespace string, options internalinterfaces.InformerOptions) cache.SharedIndexInformer {
 	return NewTypedFlinkDeploymentInformerWithOptions(client, namespace, options)
 }
 
 // NewTypedFlinkDeploymentInformerWithOptions constructs a new informer for FlinkDeployment type with additional options.
 // Always prefer using an informer factory to get a shared informer instead of getting an independent
 // one. This reduces memory footprint and number of connections to the server.
-func NewTypedFlinkDeploymentInformerWithOptions(client versioned.Interface, namespace string, options internalinterfaces.InformerOptions) FlinkDeploymentIndexInformer {
+func NewTypedFlinkDeploymentInformerWithOptions(client flink.Interface, namespace string, options internalinterfaces.InformerOptions) FlinkDeploymentIndexInformer {
 	gvr := schema.GroupVersionResource{Group: "flink.apache.org", Version: "v1beta1", Resource: "flinkdeployments"}
 	identifier := options.InformerName.WithResource(gvr)
 	tweakListOptions := options.TweakListOptions
@@ -155,7 +155,7 @@ func NewTypedFlinkDeploymentInformerWithOptions(client versioned.Interface, name
 	))
 }
 
-func (f *flinkDeploymentInformer) defaultInformer(client versioned.Interface, resyncPeriod time.Duration) cache.SharedIndexInformer {
+func (f *flinkDeploymentInformer) defaultInformer(client flink.Interface, resyncPeriod time.Duration) cache.SharedIndexInformer {
 	return NewTypedFlinkDeploymentInformerWithOptions(client, f.namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, InformerName: f.factory.InformerName(), TweakListOptions: f.tweakListOptions})
 }
 

@@ -23,7 +23,7 @@ import (
 	time "time"
 
 	apisflinkv1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
-	versioned "github.com/flinkops/flink-operator/pkg/generated/clientset/versioned"
+	flink "github.com/flinkops/flink-operator/pkg/clients/flink"
 	internalinterfaces "github.com/flinkops/flink-operator/pkg/generated/informers/externalversions/internalinterfaces"
 	flinkv1beta1 "github.com/flinkops/flink-operator/pkg/generated/listers/flink/v1beta1"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -78,14 +78,14 @@ type flinkSessionJobInformer struct {
 // Always prefer using an informer factory to get a shared informer instead of getting an independent
 // one. This reduces memory footprint and number of connections to the server.
 // If you really need an independent one, prefer using the type-safe variant (see [NewTypedFlinkSessionJobInformer]).
-func NewFlinkSessionJobInformer(client versioned.Interface, namespace string, resyncPeriod time.Duration, indexers cache.Indexers) cache.SharedIndexInformer {
+func NewFlinkSessionJobInformer(client flink.Interface, namespace string, resyncPeriod time.Duration, indexers cache.Indexers) cache.SharedIndexInformer {
 	return NewFlinkSessionJobInformerWithOptions(client, namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: indexers})
 }
 
 // NewTypedFlinkSessionJobInformer constructs a new informer for FlinkSessionJob type.
 // Always prefer using an informer factory to get a shared informer instead of getting an independent
 // one. This reduces memory footprint and number of connections to the server.
-func NewTypedFlinkSessionJobInformer(client versioned.Interface, namespace string, resyncPeriod time.Duration, indexers FlinkSessionJobIndexers) FlinkSessionJobIndexInformer {
+func NewTypedFlinkSessionJobInformer(client flink.Interface, namespace string, resyncPeriod time.Duration, indexers FlinkSessionJobIndexers) FlinkSessionJobIndexInformer {
 	return NewTypedFlinkSessionJobInformerWithOptions(client, namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: cache.TypedIndexersToIndexers(indexers)})
 }
 
@@ -93,14 +93,14 @@ func NewTypedFlinkSessionJobInformer(client versioned.Interface, namespace strin
 // Always prefer using an informer factory to get a shared informer instead of getting an independent
 // one. This reduces memory footprint and number of connections to the server.
 // If you really need an independent one, prefer using the type-safe variant (see [NewTypedFilteredFlinkSessionJobInformer]).
-func NewFilteredFlinkSessionJobInformer(client versioned.Interface, namespace string, resyncPeriod time.Duration, indexers cache.Indexers, tweakListOptions internalinterfaces.TweakListOptionsFunc) cache.SharedIndexInformer {
+func NewFilteredFlinkSessionJobInformer(client flink.Interface, namespace string, resyncPeriod time.Duration, indexers cache.Indexers, tweakListOptions internalinterfaces.TweakListOptionsFunc) cache.SharedIndexInformer {
 	return NewTypedFlinkSessionJobInformerWithOptions(client, namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: indexers, TweakListOptions: tweakListOptions})
 }
 
 // NewTypedFilteredFlinkSessionJobInformer constructs a new informer for FlinkSessionJob type.
 // Always prefer using an informer factory to get a shared informer instead of getting an independent
 // one. This reduces memory footprint and number of connections to the server.
-func NewTypedFilteredFlinkSessionJobInformer(client versioned.Interface, namespace string, resyncPeriod time.Duration, indexers FlinkSessionJobIndexers, tweakListOptions internalinterfaces.TweakListOptionsFunc) FlinkSessionJobIndexInformer {
+func NewTypedFilteredFlinkSessionJobInformer(client flink.Interface, namespace string, resyncPeriod time.Duration, indexers FlinkSessionJobIndexers, tweakListOptions internalinterfaces.TweakListOptionsFunc) FlinkSessionJobIndexInformer {
 	return NewTypedFlinkSessionJobInformerWithOptions(client, namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: cache.TypedIndexersToIndexers(indexers), TweakListOptions: tweakListOptions})
 }
 
@@ -108,14 +108,14 @@ func NewTypedFilteredFlinkSessionJobInformer(client versioned.Interface, namespa
 // Always prefer using an informer factory to get a shared informer instead of getting an independent
 // one. This reduces memory footprint and number of connections to the server.
 // If you really need an independent one, prefer using the type-safe variant (see [NewTypedFlinkSessionJobInformerWithOptions]).
-func NewFlinkSessionJobInformerWithOptions(client versioned.Interface, namespace string, options internalinterfaces.InformerOptions) cache.SharedIndexInformer {
+func NewFlinkSessionJobInformerWithOptions(client flink.Interface, namespace string, options internalinterfaces.InformerOptions) cache.SharedIndexInformer {
 	return NewTypedFlinkSessionJobInformerWithOptions(client, namespace, options)
 }
 
 // NewTypedFlinkSessionJobInformerWithOptions constructs a new informer for FlinkSessionJob type with additional options.
 // Always prefer using an informer factory to get a shared informer instead of getting an independent
 // one. This reduces memory footprint and number of connections to the server.
-func NewTypedFlinkSessionJobInformerWithOptions(client versioned.Interface, namespace string, options internalinterfaces.InformerOptions) FlinkSessionJobIndexInformer {
+func NewTypedFlinkSessionJobInformerWithOptions(client flink.Interface, namespace string, options internalinterfaces.InformerOptions) FlinkSessionJobIndexInformer {
 	gvr := schema.GroupVersionResource{Group: "flink.apache.org", Version: "v1beta1", Resource: "flinksessionjobs"}
 	identifier := options.InformerName.WithResource(gvr)
 	tweakListOptions := options.TweakListOptions
@@ -155,7 +155,7 @@ func NewTypedFlinkSessionJobInformerWithOptions(client versioned.Interface, name
 	))
 }
 
-func (f *flinkSessionJobInformer) defaultInformer(client versioned.Interface, resyncPeriod time.Duration) cache.SharedIndexInformer {
+func (f *flinkSessionJobInformer) defaultInformer(client flink.Interface, resyncPeriod time.Duration) cache.SharedIndexInformer {
 	return NewTypedFlinkSessionJobInformerWithOptions(client, f.namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, InformerName: f.factory.InformerName(), TweakListOptions: f.tweakListOptions})
 }
 

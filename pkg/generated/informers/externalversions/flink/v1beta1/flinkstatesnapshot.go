@@ -23,7 +23,7 @@ import (
 	time "time"
 
 	apisflinkv1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
-	versioned "github.com/flinkops/flink-operator/pkg/generated/clientset/versioned"
+	flink "github.com/flinkops/flink-operator/pkg/clients/flink"
 	internalinterfaces "github.com/flinkops/flink-operator/pkg/generated/informers/externalversions/internalinterfaces"
 	flinkv1beta1 "github.com/flinkops/flink-operator/pkg/generated/listers/flink/v1beta1"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -78,14 +78,14 @@ type flinkStateSnapshotInformer struct {
 // Always prefer using an informer factory to get a shared informer instead of getting an independent
 // one. This reduces memory footprint and number of connections to the server.
 // If you really need an independent one, prefer using the type-safe variant (see [NewTypedFlinkStateSnapshotInformer]).
-func NewFlinkStateSnapshotInformer(client versioned.Interface, namespace string, resyncPeriod time.Duration, indexers cache.Indexers) cache.SharedIndexInformer {
+func NewFlinkStateSnapshotInformer(client flink.Interface, namespace string, resyncPeriod time.Duration, indexers cache.Indexers) cache.SharedIndexInformer {
 	return NewFlinkStateSnapshotInformerWithOptions(client, namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: indexers})
 }
 
 // NewTypedFlinkStateSnapshotInformer constructs a new informer for FlinkStateSnapshot type.
 // Always prefer using an informer factory to get a shared informer instead of getting an independent
 // one. This reduces memory footprint and number of connections to the server.
-func NewTypedFlinkStateSnapshotInformer(client versioned.Interface, namespace string, resyncPeriod time.Duration, indexers FlinkStateSnapshotIndexers) FlinkStateSnapshotIndexInformer {
+func NewTypedFlinkStateSnapshotInformer(client flink.Interface, namespace string, resyncPeriod time.Duration, indexers FlinkStateSnapshotIndexers) FlinkStateSnapshotIndexInformer {
 	return NewTypedFlinkStateSnapshotInformerWithOptions(client, namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: cache.TypedIndexersToIndexers(indexers)})
 }
 
@@ -93,14 +93,14 @@ func NewTypedFlinkStateSnapshotInformer(client versioned.Interface, namespace st
 // Always prefer using an informer factory to get a shared informer instead of getting an independent
 // one. This reduces memory footprint and number of connections to the server.
 // If you really need an independent one, prefer using the type-safe variant (see [NewTypedFilteredFlinkStateSnapshotInformer]).
-func NewFilteredFlinkStateSnapshotInformer(client versioned.Interface, namespace string, resyncPeriod time.Duration, indexers cache.Indexers, tweakListOptions internalinterfaces.TweakListOptionsFunc) cache.SharedIndexInformer {
+func NewFilteredFlinkStateSnapshotInformer(client flink.Interface, namespace string, resyncPeriod time.Duration, indexers cache.Indexers, tweakListOptions internalinterfaces.TweakListOptionsFunc) cache.SharedIndexInformer {
 	return NewTypedFlinkStateSnapshotInformerWithOptions(client, namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: indexers, TweakListOptions: tweakListOptions})
 }
 
 // NewTypedFilteredFlinkStateSnapshotInformer constructs a new informer for FlinkStateSnapshot type.
 // Always prefer using an informer factory to get a shared informer instead of getting an independent
 // one. This reduces memory footprint and number of connections to the server.
-func NewTypedFilteredFlinkStateSnapshotInformer(client versioned.Interface, namespace string, resyncPeriod time.Duration, indexers FlinkStateSnapshotIndexers, tweakListOptions internalinterfaces.TweakListOptionsFunc) FlinkStateSnapshotIndexInformer {
+func NewTypedFilteredFlinkStateSnapshotInformer(client flink.Interface, namespace string, resyncPeriod time.Duration, indexers FlinkStateSnapshotIndexers, tweakListOptions internalinterfaces.TweakListOptionsFunc) FlinkStateSnapshotIndexInformer {
 	return NewTypedFlinkStateSnapshotInformerWithOptions(client, namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: cache.TypedIndexersToIndexers(indexers), TweakListOptions: tweakListOptions})
 }
 
@@ -108,14 +108,14 @@ func NewTypedFilteredFlinkStateSnapshotInformer(client versioned.Interface, name
 // Always prefer using an informer factory to get a shared informer instead of getting an independent
 // one. This reduces memory footprint and number of connections to the server.
 // If you really need an independent one, prefer using the type-safe variant (see [NewTypedFlinkStateSnapshotInformerWithOptions]).
-func NewFlinkStateSnapshotInformerWithOptions(client versioned.Interface, namespace string, options internalinterfaces.InformerOptions) cache.SharedIndexInformer {
+func NewFlinkStateSnapshotInformerWithOptions(client flink.Interface, namespace string, options internalinterfaces.InformerOptions) cache.SharedIndexInformer {
 	return NewTypedFlinkStateSnapshotInformerWithOptions(client, namespace, options)
 }
 
 // NewTypedFlinkStateSnapshotInformerWithOptions constructs a new informer for FlinkStateSnapshot type with additional options.
 // Always prefer using an informer factory to get a shared informer instead of getting an independent
 // one. This reduces memory footprint and number of connections to the server.
-func NewTypedFlinkStateSnapshotInformerWithOptions(client versioned.Interface, namespace string, options internalinterfaces.InformerOptions) FlinkStateSnapshotIndexInformer {
+func NewTypedFlinkStateSnapshotInformerWithOptions(client flink.Interface, namespace string, options internalinterfaces.InformerOptions) FlinkStateSnapshotIndexInformer {
 	gvr := schema.GroupVersionResource{Group: "flink.apache.org", Version: "v1beta1", Resource: "flinkstatesnapshots"}
 	identifier := options.InformerName.WithResource(gvr)
 	tweakListOptions := options.TweakListOptions
@@ -155,7 +155,7 @@ func NewTypedFlinkStateSnapshotInformerWithOptions(client versioned.Interface, n
 	))
 }
 
-func (f *flinkStateSnapshotInformer) defaultInformer(client versioned.Interface, resyncPeriod time.Duration) cache.SharedIndexInformer {
+func (f *flinkStateSnapshotInformer) defaultInformer(client flink.Interface, resyncPeriod time.Duration) cache.SharedIndexInformer {
 	return NewTypedFlinkStateSnapshotInformerWithOptions(client, f.namespace, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, InformerName: f.factory.InformerName(), TweakListOptions: f.tweakListOptions})
 }
 
