@@ -42,8 +42,8 @@ import (
 	"k8s.io/utils/clock"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	clientset "github.com/flinkops/flink-operator/pkg/clients/flink"
 	"github.com/flinkops/flink-operator/pkg/config"
-	clientset "github.com/flinkops/flink-operator/pkg/generated/clientset/versioned"
 )
 
 // Label marks a canary resource (value "true", in any case, as upstream).

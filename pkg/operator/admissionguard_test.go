@@ -6,10 +6,10 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	kubefake "k8s.io/client-go/kubernetes/fake"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
+	kubefake "github.com/flinkops/flink-operator/pkg/generated/kube/kubernetes/fake"
 	"github.com/flinkops/flink-operator/pkg/webhook/review"
 )
 
@@ -61,7 +61,7 @@ func TestSnapshotGuard(t *testing.T) {
 // The review key is loaded (its Secret created) only when cross-namespace
 // references are enabled.
 func TestNewReviewKey(t *testing.T) {
-	kube := kubefake.NewClientset()
+	kube := kubefake.NewSimpleClientset()
 	opts := DefaultOptions()
 	opts.Webhook.Namespace = "flink-operator"
 	if k := newReviewKey(t.Context(), kube, opts); k != nil || len(kube.Actions()) != 0 {

@@ -3,12 +3,12 @@ package operator
 import (
 	"fmt"
 
-	"k8s.io/client-go/kubernetes"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 
+	clientset "github.com/flinkops/flink-operator/pkg/clients/flink"
+	"github.com/flinkops/flink-operator/pkg/clients/kubernetes"
 	"github.com/flinkops/flink-operator/pkg/controller/workers"
-	clientset "github.com/flinkops/flink-operator/pkg/generated/clientset/versioned"
+	typedcorev1 "github.com/flinkops/flink-operator/pkg/generated/kube/kubernetes/typed/core/v1"
 )
 
 // clients are the API clients the controllers write through. Each has a

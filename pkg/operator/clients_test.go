@@ -3,10 +3,11 @@ package operator
 import (
 	"testing"
 
-	"k8s.io/client-go/kubernetes"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
+
+	"github.com/flinkops/flink-operator/pkg/clients/kubernetes"
+	typedcorev1 "github.com/flinkops/flink-operator/pkg/generated/kube/kubernetes/typed/core/v1"
 )
 
 // Each controller client gets the budget the options give it, and the event

@@ -10,8 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	kubescheme "k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
@@ -24,6 +22,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/controller/sessionjob"
 	"github.com/flinkops/flink-operator/pkg/controller/snapshot"
 	"github.com/flinkops/flink-operator/pkg/controller/workers"
+	kubescheme "github.com/flinkops/flink-operator/pkg/generated/kube/kubernetes/scheme"
 	"github.com/flinkops/flink-operator/pkg/metrics"
 )
 
@@ -55,7 +54,7 @@ func newControllers(ctx context.Context, cl clients, inf *Informers, opts Option
 	// for objects that mostly emit one event in their life).
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx), record.WithCorrelatorOptions(record.CorrelatorOptions{LRUCacheSize: eventCacheSize}))
 	broadcaster.StartStructuredLogging(3)
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cl.events.Events("")})
+	broadcaster.StartRecordingToSink(eventSink{client: cl.events})
 	recorder := broadcaster.NewRecorder(scheme, corev1.EventSource{Component: "flink-operator"})
 
 	parallelism, err := opts.Config.Int(config.KeyReconcileParallelism)

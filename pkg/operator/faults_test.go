@@ -5,7 +5,7 @@ import (
 	"reflect"
 	"testing"
 
-	kubefake "k8s.io/client-go/kubernetes/fake"
+	kubefake "github.com/flinkops/flink-operator/pkg/generated/kube/kubernetes/fake"
 
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/controller/snapshot"
@@ -24,7 +24,7 @@ func afterIntentInstalled(t *testing.T, value string) (bool, error) {
 	t.Setenv(faultEnvName, value)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	kube, flink := kubefake.NewClientset(), flinkfake.NewSimpleClientset()
+	kube, flink := kubefake.NewSimpleClientset(), flinkfake.NewSimpleClientset()
 	opts := Options{Config: config.Defaults(), Controllers: []string{snapshot.QueueName}}
 	c, err := newControllers(ctx, clients{kube: kube, flink: flink, events: kube.CoreV1()}, NewInformers(kube, flink, nil, 0), opts)
 	if err != nil {

@@ -10,13 +10,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	kubeinformers "k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 
+	clientset "github.com/flinkops/flink-operator/pkg/clients/flink"
+	"github.com/flinkops/flink-operator/pkg/clients/kubernetes"
 	"github.com/flinkops/flink-operator/pkg/cluster"
 	"github.com/flinkops/flink-operator/pkg/config"
-	clientset "github.com/flinkops/flink-operator/pkg/generated/clientset/versioned"
 	flinkinformers "github.com/flinkops/flink-operator/pkg/generated/informers/externalversions"
+	kubeinformers "github.com/flinkops/flink-operator/pkg/generated/kube/informers"
 )
 
 // Informers holds the shared informer factories: one for the flink.apache.org

@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
@@ -21,6 +20,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/cluster"
 	"github.com/flinkops/flink-operator/pkg/config"
 	flinkfake "github.com/flinkops/flink-operator/pkg/generated/clientset/versioned/fake"
+	kubefake "github.com/flinkops/flink-operator/pkg/generated/kube/kubernetes/fake"
 	"github.com/flinkops/flink-operator/pkg/webhook"
 )
 

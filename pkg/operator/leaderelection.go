@@ -8,10 +8,6 @@ import (
 	"sync"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
-
 	"github.com/flinkops/flink-operator/pkg/config"
 )
 
@@ -55,18 +51,14 @@ func leaderElectionTimings(cfg config.Config) (leaseTimings, error) {
 	if t.lease <= t.renew {
 		return t, fmt.Errorf("%s (%v) must be greater than %s (%v)", config.KeyLeaderElectionLeaseDuration, t.lease, config.KeyLeaderElectionRenewDeadline, t.renew)
 	}
-	if float64(t.renew) <= leaderelection.JitterFactor*float64(t.retry) {
-		return t, fmt.Errorf("%s (%v) must be greater than %v × %s (%v)", config.KeyLeaderElectionRenewDeadline, t.renew, leaderelection.JitterFactor, config.KeyLeaderElectionRetryPeriod, t.retry)
+	if float64(t.renew) <= jitterFactor*float64(t.retry) {
+		return t, fmt.Errorf("%s (%v) must be greater than %v × %s (%v)", config.KeyLeaderElectionRenewDeadline, t.renew, jitterFactor, config.KeyLeaderElectionRetryPeriod, t.retry)
 	}
 	return t, nil
 }
 
-func metav1ObjectMeta(namespace, name string) metav1.ObjectMeta {
-	return metav1.ObjectMeta{Namespace: namespace, Name: name}
-}
-
 // leaseFence is this replica's own, conservative view of whether it still
-// holds the lease, kept on its monotonic clock. client-go's elector is not
+// holds the lease, kept on its monotonic clock. The elector (client-go's algorithm) is not
 // enough for "a replica that loses its lease stops acting at once": after a
 // pause (SIGSTOP, a VM freeze, a long GC stop) longer than the lease, its
 // renew loop starts a fresh renew deadline and keeps the controllers running
@@ -155,29 +147,29 @@ func (t fencedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // successful create or update by this identity opens or extends it; handing
 // the lease over (release) or seeing another holder closes it at once.
 type fencedLock struct {
-	resourcelock.Interface
+	leaseLock
 	fence *leaseFence
 }
 
-func (l fencedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
-	rec, raw, err := l.Interface.Get(ctx)
+func (l fencedLock) Get(ctx context.Context) (*leaseRecord, error) {
+	rec, err := l.leaseLock.Get(ctx)
 	if err == nil && rec.HolderIdentity != l.Identity() {
 		// Someone else holds it (or nobody): whatever our clock says, we
 		// are not the leader.
 		l.fence.revoke()
 	}
-	return rec, raw, err
+	return rec, err
 }
 
-func (l fencedLock) Create(ctx context.Context, rec resourcelock.LeaderElectionRecord) error {
-	return l.write(ctx, rec, l.Interface.Create)
+func (l fencedLock) Create(ctx context.Context, rec leaseRecord) error {
+	return l.write(ctx, rec, l.leaseLock.Create)
 }
 
-func (l fencedLock) Update(ctx context.Context, rec resourcelock.LeaderElectionRecord) error {
-	return l.write(ctx, rec, l.Interface.Update)
+func (l fencedLock) Update(ctx context.Context, rec leaseRecord) error {
+	return l.write(ctx, rec, l.leaseLock.Update)
 }
 
-func (l fencedLock) write(ctx context.Context, rec resourcelock.LeaderElectionRecord, do func(context.Context, resourcelock.LeaderElectionRecord) error) error {
+func (l fencedLock) write(ctx context.Context, rec leaseRecord, do func(context.Context, leaseRecord) error) error {
 	if rec.HolderIdentity != l.Identity() {
 		// Releasing: stop acting before the lease says anyone may lead.
 		l.fence.revoke()

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
-
 	"github.com/flinkops/flink-operator/pkg/config"
 )
 
@@ -169,7 +167,7 @@ func TestFencedTransport(t *testing.T) {
 	}
 }
 
-// fakeLock is a resourcelock.Interface whose calls take a step of the fake
+// fakeLock is a leaseLock whose calls take a step of the fake
 // clock and can fail; it records whether the fence was open during each
 // write.
 type fakeLock struct {
@@ -181,15 +179,15 @@ type fakeLock struct {
 	openSeen []bool
 }
 
-func (l *fakeLock) Get(context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
-	return &resourcelock.LeaderElectionRecord{HolderIdentity: l.holder}, []byte(l.holder), l.fail
+func (l *fakeLock) Get(context.Context) (*leaseRecord, error) {
+	return &leaseRecord{HolderIdentity: l.holder}, l.fail
 }
 
-func (l *fakeLock) Create(ctx context.Context, rec resourcelock.LeaderElectionRecord) error {
+func (l *fakeLock) Create(ctx context.Context, rec leaseRecord) error {
 	return l.Update(ctx, rec)
 }
 
-func (l *fakeLock) Update(_ context.Context, rec resourcelock.LeaderElectionRecord) error {
+func (l *fakeLock) Update(_ context.Context, rec leaseRecord) error {
 	l.openSeen = append(l.openSeen, l.fence.valid())
 	l.clk.step(500 * time.Millisecond) // the request's round trip
 	if l.fail != nil {
@@ -199,19 +197,17 @@ func (l *fakeLock) Update(_ context.Context, rec resourcelock.LeaderElectionReco
 	return nil
 }
 
-func (l *fakeLock) RecordEvent(string)          {}
 func (l *fakeLock) Identity() string            { return l.id }
-func (l *fakeLock) Describe() string            { return "fake" }
 func (l *fakeLock) setFail(err error) *fakeLock { l.fail = err; return l }
-func (l *fakeLock) record(holder string) resourcelock.LeaderElectionRecord {
-	return resourcelock.LeaderElectionRecord{HolderIdentity: holder}
+func (l *fakeLock) record(holder string) leaseRecord {
+	return leaseRecord{HolderIdentity: holder}
 }
 
 func TestFencedLock(t *testing.T) {
 	ctx := context.Background()
 	f, clk := newTestFence(4 * time.Second)
 	inner := &fakeLock{id: "me", clk: clk, fence: f}
-	lock := fencedLock{Interface: inner, fence: f}
+	lock := fencedLock{leaseLock: inner, fence: f}
 
 	// Acquiring opens the fence for the renew deadline from the request's
 	// start, not its answer.
@@ -239,7 +235,7 @@ func TestFencedLock(t *testing.T) {
 	}
 	// Seeing another holder closes it whatever the clock says.
 	inner.holder = "other"
-	if _, _, err := lock.Get(ctx); err != nil {
+	if _, err := lock.Get(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if f.valid() {
@@ -248,7 +244,7 @@ func TestFencedLock(t *testing.T) {
 	// Our own record seen by Get leaves it as it is.
 	inner.holder = "me"
 	f.extend(clk.now())
-	if _, _, err := lock.Get(ctx); err != nil || !f.valid() {
+	if _, err := lock.Get(ctx); err != nil || !f.valid() {
 		t.Fatalf("Get of our own record: err %v, fence open %v; want it open", err, f.valid())
 	}
 	// Releasing (an update naming nobody) closes it before the write.

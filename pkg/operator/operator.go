@@ -9,20 +9,17 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/uuid"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	flinkv1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/canary"
+	clientset "github.com/flinkops/flink-operator/pkg/clients/flink"
+	"github.com/flinkops/flink-operator/pkg/clients/kubernetes"
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/controller/controllerctx"
-	clientset "github.com/flinkops/flink-operator/pkg/generated/clientset/versioned"
 )
 
 // Run runs the operator until ctx is cancelled. Start-up problems (no API
@@ -89,7 +86,7 @@ func run(ctx context.Context, cancel context.CancelCauseFunc, opts Options) erro
 		logger.Error(nil, snapshotCRDMissingLog)
 		opts.Config = legacyConfig(opts.Config)
 		opts.snapshotCRDMissing = true
-		go watchSnapshotCRD(ctx, kube.Discovery(), snapshotCRDPollInterval, func() {
+		go watchSnapshotCRD(ctx, restDiscovery{client: kube.CoreV1().RESTClient()}, snapshotCRDPollInterval, func() {
 			logger.Info("FlinkStateSnapshot CRD is now installed: switching to FlinkStateSnapshot resources")
 			cancel(ErrSnapshotCRDInstalled)
 		})
@@ -227,14 +224,14 @@ func loadRESTConfig(kubeconfig string) (*rest.Config, error) {
 func checkAPIServer(ctx context.Context, kube kubernetes.Interface, host string, opts Options) (snapshotCRD bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, opts.ConnectTimeout)
 	defer cancel()
-	if err := kube.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Error(); err != nil {
+	if err := kube.CoreV1().RESTClient().Get().AbsPath("/version").Do(ctx).Error(); err != nil {
 		return false, fmt.Errorf("cannot reach the Kubernetes API server at %s: %w", host, rootCause(err))
 	}
-	return checkCRDs(kube.Discovery(), host)
+	return checkCRDs(restDiscovery{client: kube.CoreV1().RESTClient()}, host)
 }
 
 // checkCRDs is the CRD part of checkAPIServer.
-func checkCRDs(d discovery.DiscoveryInterface, host string) (snapshotCRD bool, err error) {
+func checkCRDs(d groupResources, host string) (snapshotCRD bool, err error) {
 	served, err := servedResources(d)
 	if err != nil {
 		return false, fmt.Errorf("discovering %s on %s: %w", flinkv1beta1.SchemeGroupVersion, host, err)
@@ -303,70 +300,55 @@ func (e *election) run(ctx context.Context, kube kubernetes.Interface, run func(
 		namespace = "default"
 	}
 	lease := klog.KRef(namespace, e.opts.LeaderElectionID)
-	lock := fencedLock{fence: e.fence, Interface: &resourcelock.LeaseLock{
-		LeaseMeta:  metav1ObjectMeta(namespace, e.opts.LeaderElectionID),
-		Client:     kube.CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{Identity: e.identity},
-	}}
-	var once sync.Once
+	el := newElector(fencedLock{fence: e.fence, leaseLock: &kubeLeaseLock{
+		client: kube.CoordinationV1(), namespace: namespace, name: e.opts.LeaderElectionID, identity: e.identity,
+	}}, e.timings)
 	lost := func(why string) {
-		once.Do(func() {
-			e.fence.revoke()
-			logger.Error(nil, "Lost the leader election lease: exiting at once", "lease", lease, "identity", e.identity, "reason", why)
-			exitLostLease()
-		})
-	}
-	// client-go starts OnStartedLeading in a goroutine that may begin after
-	// Run returned: it registers under mu, and does nothing once stopped.
-	var (
-		mu      sync.Mutex
-		stopped bool
-		running sync.WaitGroup
-	)
-	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock:            lock,
-		ReleaseOnCancel: true,
-		LeaseDuration:   e.timings.lease,
-		RenewDeadline:   e.timings.renew,
-		RetryPeriod:     e.timings.retry,
-		Name:            e.opts.LeaderElectionID,
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(leaderCtx context.Context) {
-				mu.Lock()
-				if stopped {
-					mu.Unlock()
-					return
-				}
-				running.Add(1)
-				mu.Unlock()
-				defer running.Done()
-				logger.Info("Became leader", "lease", lease, "identity", e.identity, "validFor", e.fence.remaining().Round(time.Millisecond))
-				go watchFence(leaderCtx, e.fence, func() { lost("lease not renewed within the renew deadline") })
-				run(leaderCtx)
-			},
-			OnStoppedLeading: func() {
-				if ctx.Err() == nil {
-					lost("renewal failed or another replica holds the lease")
-					return
-				}
-				logger.Info("Stopped leading", "lease", lease, "identity", e.identity)
-			},
-		},
-	})
-	if err != nil {
-		return fmt.Errorf("configuring leader election: %w", err)
+		e.fence.revoke()
+		logger.Error(nil, "Lost the leader election lease: exiting at once", "lease", lease, "identity", e.identity, "reason", why)
+		exitLostLease()
 	}
 	logger.Info("Joining leader election", "lease", lease, "identity", e.identity,
 		"leaseDuration", e.timings.lease, "renewDeadline", e.timings.renew, "retryPeriod", e.timings.retry)
-	elector.Run(ctx)
-	mu.Lock()
-	stopped = true
-	mu.Unlock()
+	if !el.acquire(ctx) {
+		logger.Info("Shutting down")
+		return nil
+	}
+	leaderCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	logger.Info("Became leader", "lease", lease, "identity", e.identity, "validFor", e.fence.remaining().Round(time.Millisecond))
+	var (
+		running  sync.WaitGroup
+		lostOnce sync.Once
+	)
+	running.Add(2)
+	go func() {
+		defer running.Done()
+		watchFence(leaderCtx, e.fence, func() { lostOnce.Do(func() { lost("lease not renewed within the renew deadline") }) })
+	}()
+	go func() {
+		defer running.Done()
+		run(leaderCtx)
+	}()
+	err := el.renew(leaderCtx)
+	if err != nil {
+		lostOnce.Do(func() { lost(err.Error()) })
+	}
+	// Hand the lease over before waiting for the controllers to stop, so a
+	// standby takes over at once instead of after the lease duration:
+	// release closes the fence first, so nothing they still do is written.
+	relCtx, relCancel := context.WithTimeout(context.WithoutCancel(ctx), e.timings.renew)
+	defer relCancel()
+	if rerr := el.release(relCtx); rerr != nil {
+		logger.Error(rerr, "Could not hand the leader election lease over; a standby takes over when it expires", "lease", lease)
+	}
+	cancel()
 	running.Wait()
 	if ctx.Err() == nil {
 		// Only reached when exitLostLease returns (tests).
 		return errors.New("lost leader election lease")
 	}
+	logger.Info("Stopped leading", "lease", lease, "identity", e.identity)
 	logger.Info("Shutting down")
 	return nil
 }

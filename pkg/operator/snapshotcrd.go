@@ -2,12 +2,14 @@ package operator
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/discovery"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
 	flinkv1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
@@ -46,9 +48,37 @@ const snapshotCRDMissingLog = "FlinkStateSnapshot CRD is not installed: snapshot
 // with snapshot resources.
 var ErrSnapshotCRDInstalled = errors.New("the FlinkStateSnapshot CRD was installed while the operator ran without it")
 
+// groupResources is the one discovery call the operator makes. client-go's
+// discovery client is not used: its package registers every Kubernetes API
+// group at start (see package clients).
+type groupResources interface {
+	ServerResourcesForGroupVersion(groupVersion string) (*metav1.APIResourceList, error)
+}
+
+// discoveryTimeout bounds one discovery request, as client-go's discovery
+// client does when the configuration has no timeout.
+const discoveryTimeout = 32 * time.Second
+
+// restDiscovery asks the API server which resources a group version serves.
+type restDiscovery struct{ client rest.Interface }
+
+func (d restDiscovery) ServerResourcesForGroupVersion(groupVersion string) (*metav1.APIResourceList, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), discoveryTimeout)
+	defer cancel()
+	raw, err := d.client.Get().AbsPath("/apis", groupVersion).SetHeader("Accept", "application/json").DoRaw(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var list metav1.APIResourceList
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return nil, fmt.Errorf("decoding the resources of %s: %w", groupVersion, err)
+	}
+	return &list, nil
+}
+
 // servedResources lists the flink.apache.org/v1beta1 resources the API
 // server serves; an empty set (no error) when the group is not served.
-func servedResources(d discovery.DiscoveryInterface) (map[string]bool, error) {
+func servedResources(d groupResources) (map[string]bool, error) {
 	resources, err := d.ServerResourcesForGroupVersion(flinkv1beta1.SchemeGroupVersion.String())
 	if apierrors.IsNotFound(err) {
 		return map[string]bool{}, nil
@@ -64,7 +94,7 @@ func servedResources(d discovery.DiscoveryInterface) (map[string]bool, error) {
 }
 
 // snapshotCRDInstalled asks discovery whether FlinkStateSnapshots are served.
-func snapshotCRDInstalled(d discovery.DiscoveryInterface) (bool, error) {
+func snapshotCRDInstalled(d groupResources) (bool, error) {
 	served, err := servedResources(d)
 	if err != nil {
 		return false, fmt.Errorf("discovering %s: %w", flinkv1beta1.SchemeGroupVersion, err)
@@ -84,7 +114,7 @@ func legacyConfig(cfg config.Config) config.Config {
 // watchSnapshotCRD polls discovery every interval until the CRD is served,
 // then calls installed once and returns; it returns when ctx ends. Discovery
 // errors are logged and retried at the next poll.
-func watchSnapshotCRD(ctx context.Context, d discovery.DiscoveryInterface, interval time.Duration, installed func()) {
+func watchSnapshotCRD(ctx context.Context, d groupResources, interval time.Duration, installed func()) {
 	logger := klog.FromContext(ctx)
 	t := time.NewTicker(interval)
 	defer t.Stop()

@@ -3,6 +3,8 @@ package operator
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -11,11 +13,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	fakediscovery "k8s.io/client-go/discovery/fake"
-	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
 	core "k8s.io/client-go/testing"
 
 	flinkv1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/clients/kubernetes"
 	"github.com/flinkops/flink-operator/pkg/config"
+	kubefake "github.com/flinkops/flink-operator/pkg/generated/kube/kubernetes/fake"
 )
 
 // fakeDiscovery serves flink.apache.org/v1beta1 with the given resources
@@ -147,5 +151,37 @@ func TestWatchSnapshotCRD(t *testing.T) {
 	}
 	if len(fired) != 0 {
 		t.Fatal("fired after cancellation")
+	}
+}
+
+// restDiscovery reads the API server's resource list of the group version,
+// and a group the server does not serve is an empty set, not an error.
+func TestRESTDiscovery(t *testing.T) {
+	served := true
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if !served || r.URL.Path != "/apis/flink.apache.org/v1beta1" {
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}`))
+			return
+		}
+		_, _ = w.Write([]byte(`{"kind":"APIResourceList","apiVersion":"v1","groupVersion":"flink.apache.org/v1beta1","resources":[
+			{"name":"flinkdeployments","namespaced":true,"kind":"FlinkDeployment","verbs":["get"]},
+			{"name":"flinkdeployments/status","namespaced":true,"kind":"FlinkDeployment","verbs":["get"]},
+			{"name":"flinksessionjobs","namespaced":true,"kind":"FlinkSessionJob","verbs":["get"]}]}`))
+	}))
+	defer srv.Close()
+	kube, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := restDiscovery{client: kube.CoreV1().RESTClient()}
+	snapshotCRD, err := checkCRDs(d, srv.URL)
+	if err != nil || snapshotCRD {
+		t.Fatalf("checkCRDs: %v, %v; want the job CRDs found and no snapshot CRD", snapshotCRD, err)
+	}
+	served = false
+	if _, err := checkCRDs(d, srv.URL); err == nil || !strings.Contains(err.Error(), "CRDs are not installed") {
+		t.Fatalf("checkCRDs without the group: %v, want the CRDs reported missing", err)
 	}
 }

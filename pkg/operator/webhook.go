@@ -9,10 +9,10 @@ import (
 	"os"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
-	"github.com/flinkops/flink-operator/pkg/generated/clientset/versioned"
+	versioned "github.com/flinkops/flink-operator/pkg/clients/flink"
+	"github.com/flinkops/flink-operator/pkg/clients/kubernetes"
 	"github.com/flinkops/flink-operator/pkg/webhook"
 )
 

@@ -16,17 +16,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/klog/v2"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	flinkfake "github.com/flinkops/flink-operator/pkg/generated/clientset/versioned/fake"
+	kubefake "github.com/flinkops/flink-operator/pkg/generated/kube/kubernetes/fake"
 	"github.com/flinkops/flink-operator/pkg/webhook"
 )
 
 func TestWebhookDisabledByDefault(t *testing.T) {
-	inf := NewInformers(kubefake.NewClientset(), flinkfake.NewSimpleClientset(), nil, 0)
-	srv, certs, err := newWebhook(t.Context(), kubefake.NewClientset(), flinkfake.NewSimpleClientset(), inf, DefaultOptions())
+	inf := NewInformers(kubefake.NewSimpleClientset(), flinkfake.NewSimpleClientset(), nil, 0)
+	srv, certs, err := newWebhook(t.Context(), kubefake.NewSimpleClientset(), flinkfake.NewSimpleClientset(), inf, DefaultOptions())
 	if srv != nil || certs != nil || err != nil {
 		t.Errorf("default options: server %v, certs %v, err %v; want the webhook off", srv, certs, err)
 	}
@@ -51,8 +51,8 @@ func TestWebhookOptionErrors(t *testing.T) {
 				tc.opts.BindAddress = "127.0.0.1:0"
 			}
 			opts.Webhook = tc.opts
-			inf := NewInformers(kubefake.NewClientset(), flinkfake.NewSimpleClientset(), nil, 0)
-			_, _, err := newWebhook(t.Context(), kubefake.NewClientset(), flinkfake.NewSimpleClientset(), inf, opts)
+			inf := NewInformers(kubefake.NewSimpleClientset(), flinkfake.NewSimpleClientset(), nil, 0)
+			_, _, err := newWebhook(t.Context(), kubefake.NewSimpleClientset(), flinkfake.NewSimpleClientset(), inf, opts)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err %v, want one mentioning %q", err, tc.want)
 			}
@@ -67,7 +67,7 @@ func TestWebhookOptionErrors(t *testing.T) {
 func TestWebhookServesFromTheInformers(t *testing.T) {
 	ctx, cancel := context.WithCancel(klog.NewContext(t.Context(), klog.Background()))
 	defer cancel()
-	kube := kubefake.NewClientset()
+	kube := kubefake.NewSimpleClientset()
 	dep := &v1beta1.FlinkDeployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "job"},
 		Spec: v1beta1.FlinkDeploymentSpec{FlinkVersion: v1beta1.FlinkVersion1_20,

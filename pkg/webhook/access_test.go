@@ -9,18 +9,18 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/generated/kube/kubernetes/fake"
 )
 
 // accessReviews is a fake API server that allows what the webhook asks
 // (update of a job, get of a snapshot) only to the users in may, and
 // records each review.
 func accessReviews(may ...string) (*fake.Clientset, *[]*authorizationv1.SubjectAccessReview) {
-	client := fake.NewClientset()
+	client := fake.NewSimpleClientset()
 	var seen []*authorizationv1.SubjectAccessReview
 	client.PrependReactor("create", "subjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		review := a.(k8stesting.CreateAction).GetObject().(*authorizationv1.SubjectAccessReview).DeepCopy()
@@ -98,7 +98,7 @@ func TestCrossNamespaceAuthorizesBeforeLookingUp(t *testing.T) {
 }
 
 func TestCrossNamespaceReviewFailure(t *testing.T) {
-	client := fake.NewClientset()
+	client := fake.NewSimpleClientset()
 	client.PrependReactor("create", "subjectaccessreviews", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, errors.New("connection refused")
 	})

@@ -16,10 +16,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/flinkops/flink-operator/pkg/clients/kubernetes"
 )
 
 // Keys of the self-managed certificate Secret (kubernetes.io/tls, plus the

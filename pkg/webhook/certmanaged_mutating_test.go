@@ -6,8 +6,9 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/fake"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/flinkops/flink-operator/pkg/generated/kube/kubernetes/fake"
 )
 
 // The self-managed CA goes into the MutatingWebhookConfiguration of the
@@ -20,7 +21,7 @@ func TestSelfManagedPatchesMutatingConfiguration(t *testing.T) {
 			Service: &admissionregistrationv1.ServiceReference{Namespace: testNS, Name: testService, Path: ptr(MutatePath)},
 		}}},
 	}
-	client := fake.NewClientset(webhookConfig(), mwc)
+	client := fake.NewSimpleClientset(webhookConfig(), mwc)
 	m := newManager(t, client, clocktesting.NewFakeClock(t0))
 	ensure(t, m)
 	bundle := func() []byte {

@@ -12,9 +12,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/flinkops/flink-operator/pkg/generated/kube/kubernetes/fake"
 )
 
 const (
@@ -113,7 +114,7 @@ func countActions(client *fake.Clientset, verb, resource string) int {
 }
 
 func TestSelfManagedCreatesSecretAndPatchesCABundle(t *testing.T) {
-	client := fake.NewClientset(webhookConfig())
+	client := fake.NewSimpleClientset(webhookConfig())
 	m := newManager(t, client, clocktesting.NewFakeClock(t0))
 	if _, err := m.GetCertificate(nil); err == nil {
 		t.Error("a certificate before Ensure")
@@ -160,7 +161,7 @@ func TestSelfManagedCreatesSecretAndPatchesCABundle(t *testing.T) {
 }
 
 func TestSelfManagedSecondReplicaAdoptsTheSecret(t *testing.T) {
-	client := fake.NewClientset(webhookConfig())
+	client := fake.NewSimpleClientset(webhookConfig())
 	clk := clocktesting.NewFakeClock(t0)
 	first := newManager(t, client, clk)
 	ensure(t, first)
@@ -184,12 +185,12 @@ func TestSelfManagedSecondReplicaAdoptsTheSecret(t *testing.T) {
 // between this one's read and its create; this one adopts the winner's.
 func TestSelfManagedLosesCreateRace(t *testing.T) {
 	clk := clocktesting.NewFakeClock(t0)
-	winnerClient := fake.NewClientset(webhookConfig())
+	winnerClient := fake.NewSimpleClientset(webhookConfig())
 	winner := newManager(t, winnerClient, clk)
 	ensure(t, winner)
 	winnerSecret := getSecret(t, winnerClient)
 
-	client := fake.NewClientset(webhookConfig())
+	client := fake.NewSimpleClientset(webhookConfig())
 	raced := false
 	client.PrependReactor("create", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
 		if raced {
@@ -218,12 +219,12 @@ func TestSelfManagedLosesCreateRace(t *testing.T) {
 // whose update conflicts adopts the other's renewal.
 func TestSelfManagedLosesUpdateRace(t *testing.T) {
 	clk := clocktesting.NewFakeClock(t0)
-	client := fake.NewClientset(webhookConfig())
+	client := fake.NewSimpleClientset(webhookConfig())
 	ensure(t, newManager(t, client, clk))
 	original := getSecret(t, client)
 
 	clk.SetTime(t0.Add(DefaultCertValidity - 10*24*time.Hour)) // inside the rotation window
-	winnerClient := fake.NewClientset(webhookConfig(), original.DeepCopy())
+	winnerClient := fake.NewSimpleClientset(webhookConfig(), original.DeepCopy())
 	winner := newManager(t, winnerClient, clk)
 	ensure(t, winner)
 	renewed := getSecret(t, winnerClient)
@@ -250,7 +251,7 @@ func TestSelfManagedLosesUpdateRace(t *testing.T) {
 }
 
 func TestSelfManagedRotatesBeforeExpiry(t *testing.T) {
-	client := fake.NewClientset(webhookConfig())
+	client := fake.NewSimpleClientset(webhookConfig())
 	clk := clocktesting.NewFakeClock(t0)
 	m := newManager(t, client, clk, func(o *SelfManagedOptions) { o.CheckInterval = time.Minute })
 	ensure(t, m)
@@ -294,7 +295,7 @@ func TestSelfManagedRotatesBeforeExpiry(t *testing.T) {
 }
 
 func TestSelfManagedRotatesTheCA(t *testing.T) {
-	client := fake.NewClientset(webhookConfig())
+	client := fake.NewSimpleClientset(webhookConfig())
 	clk := clocktesting.NewFakeClock(t0)
 	caValidity := 2 * DefaultCertValidity
 	m := newManager(t, client, clk, func(o *SelfManagedOptions) { o.CAValidity = caValidity })
@@ -334,7 +335,7 @@ func TestSelfManagedRotatesTheCA(t *testing.T) {
 }
 
 func TestSelfManagedRepairsAndWaitsForConfig(t *testing.T) {
-	client := fake.NewClientset() // no webhook configuration yet
+	client := fake.NewSimpleClientset() // no webhook configuration yet
 	clk := clocktesting.NewFakeClock(t0)
 	m := newManager(t, client, clk)
 	ensure(t, m) // not an error: patched once it exists
@@ -381,7 +382,7 @@ func TestSelfManagedOptions(t *testing.T) {
 		func(o *SelfManagedOptions) { o.Client = nil },
 		func(o *SelfManagedOptions) { o.RotateBefore = 2 * DefaultCertValidity },
 	} {
-		opts := SelfManagedOptions{Client: fake.NewClientset(), Namespace: testNS, SecretName: testSecret, ServiceName: testService}
+		opts := SelfManagedOptions{Client: fake.NewSimpleClientset(), Namespace: testNS, SecretName: testSecret, ServiceName: testService}
 		mutate(&opts)
 		if _, err := NewSelfManaged(opts); err == nil {
 			t.Errorf("no error for %+v", opts)

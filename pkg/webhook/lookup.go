@@ -9,7 +9,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
-	"github.com/flinkops/flink-operator/pkg/generated/clientset/versioned"
+	versioned "github.com/flinkops/flink-operator/pkg/clients/flink"
 	flinkinformers "github.com/flinkops/flink-operator/pkg/generated/informers/externalversions"
 	listers "github.com/flinkops/flink-operator/pkg/generated/listers/flink/v1beta1"
 )

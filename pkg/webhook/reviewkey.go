@@ -12,8 +12,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
+
+	"github.com/flinkops/flink-operator/pkg/clients/kubernetes"
 )
 
 // ReviewKeySecretKey is the key, in the review-key Secret, of the HMAC key

@@ -9,14 +9,15 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/flinkops/flink-operator/pkg/generated/kube/kubernetes/fake"
 )
 
 // The first replica creates the key; the next one adopts it: both sign and
 // verify with the same key.
 func TestReviewKeyShared(t *testing.T) {
-	client := fake.NewClientset()
+	client := fake.NewSimpleClientset()
 	a, _ := NewReviewKey(client, "flink-operator", "flink-operator-review-key")
 	b, _ := NewReviewKey(client, "flink-operator", "flink-operator-review-key")
 	if a.Keys() != nil {
@@ -46,7 +47,7 @@ func TestReviewKeyShared(t *testing.T) {
 
 // A replica that loses the create race adopts the winner's key.
 func TestReviewKeyCreateRace(t *testing.T) {
-	client := fake.NewClientset()
+	client := fake.NewSimpleClientset()
 	winner := bytes.Repeat([]byte{1}, reviewKeyBytes)
 	client.PrependReactor("create", "secrets", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "k", Namespace: "ns"}, Data: map[string][]byte{ReviewKeySecretKey: winner}}
@@ -67,7 +68,7 @@ func TestReviewKeyCreateRace(t *testing.T) {
 // A key too short to be safe is refused, not replaced (another replica may
 // sign with it), and keeps the replica from signing.
 func TestReviewKeyTooShort(t *testing.T) {
-	client := fake.NewClientset(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "k", Namespace: "ns"},
+	client := fake.NewSimpleClientset(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "k", Namespace: "ns"},
 		Data: map[string][]byte{ReviewKeySecretKey: []byte("short")}})
 	k, _ := NewReviewKey(client, "ns", "k")
 	if err := k.Ensure(t.Context()); err == nil || !strings.Contains(err.Error(), "holds 5 bytes") || k.Keys() != nil {

@@ -8,18 +8,18 @@ package controllerctx
 import (
 	"net/http"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
 	flinkcache "github.com/flinkops/flink-operator/pkg/cache"
+	clientset "github.com/flinkops/flink-operator/pkg/clients/flink"
+	"github.com/flinkops/flink-operator/pkg/clients/kubernetes"
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/controller/jobmanager"
 	"github.com/flinkops/flink-operator/pkg/controller/workers"
 	"github.com/flinkops/flink-operator/pkg/endpoints"
-	clientset "github.com/flinkops/flink-operator/pkg/generated/clientset/versioned"
 	"github.com/flinkops/flink-operator/pkg/snapshotrules"
 	"github.com/flinkops/flink-operator/pkg/webhook/review"
 )

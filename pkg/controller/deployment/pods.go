@@ -15,6 +15,7 @@ import (
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/cluster"
+	kubescheme "github.com/flinkops/flink-operator/pkg/generated/kube/kubernetes/scheme"
 )
 
 // Pod failures: the pods of a Flink cluster (JobManager and TaskManagers)
@@ -237,9 +238,12 @@ func (c *Controller) podLogTail(ctx context.Context, namespace, pod, container s
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	tail, limit := int64(300), int64(128<<10)
-	raw, err := c.Kube.CoreV1().Pods(namespace).GetLogs(pod, &corev1.PodLogOptions{
-		Container: container, Previous: previous, TailLines: &tail, LimitBytes: &limit,
-	}).DoRaw(ctx)
+	// pods/log is a subresource client-go's hand-written pod client adds;
+	// the operator's clientset is generated, so the request is spelled out.
+	raw, err := c.Kube.CoreV1().RESTClient().Get().Namespace(namespace).Resource("pods").Name(pod).SubResource("log").
+		VersionedParams(&corev1.PodLogOptions{
+			Container: container, Previous: previous, TailLines: &tail, LimitBytes: &limit,
+		}, kubescheme.ParameterCodec).DoRaw(ctx)
 	return string(raw), err
 }
 

@@ -8,8 +8,6 @@ import (
 	"sync"
 	"time"
 
-	flinkcache "github.com/flinkops/flink-operator/pkg/cache"
-	clientset "github.com/flinkops/flink-operator/pkg/generated/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -20,6 +18,8 @@ import (
 	"k8s.io/utils/clock"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	flinkcache "github.com/flinkops/flink-operator/pkg/cache"
+	clientset "github.com/flinkops/flink-operator/pkg/clients/flink"
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/flink"
 	"github.com/flinkops/flink-operator/pkg/lifecycle"

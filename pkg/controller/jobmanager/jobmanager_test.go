@@ -11,13 +11,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	kubeinformers "k8s.io/client-go/informers"
-	kubefake "k8s.io/client-go/kubernetes/fake"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/cluster"
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/flink"
+	kubeinformers "github.com/flinkops/flink-operator/pkg/generated/kube/informers"
+	kubefake "github.com/flinkops/flink-operator/pkg/generated/kube/kubernetes/fake"
 )
 
 const (
@@ -277,7 +277,7 @@ func TestLookup(t *testing.T) {
 
 	for _, watched := range [][]string{{""}, {ns, "elsewhere"}, {ns}} {
 		t.Run(strings.Join(watched, ","), func(t *testing.T) {
-			kube := kubefake.NewClientset()
+			kube := kubefake.NewSimpleClientset()
 			factories := map[string]kubeinformers.SharedInformerFactory{}
 			for _, w := range watched {
 				factories[w] = kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0, kubeinformers.WithNamespace(w))

@@ -8,8 +8,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	kubeinformers "k8s.io/client-go/informers"
-	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
@@ -18,6 +16,8 @@ import (
 	"github.com/flinkops/flink-operator/pkg/controller/jobmanager"
 	"github.com/flinkops/flink-operator/pkg/flink"
 	"github.com/flinkops/flink-operator/pkg/flink/fakejm"
+	kubeinformers "github.com/flinkops/flink-operator/pkg/generated/kube/informers"
+	kubefake "github.com/flinkops/flink-operator/pkg/generated/kube/kubernetes/fake"
 )
 
 // upgradingSession makes "session" a session cluster whose spec and
@@ -43,7 +43,7 @@ func (f *fixture) upgradingSession(recorded, running flink.Version) {
 	}
 
 	owner := []metav1.OwnerReference{{APIVersion: "flink.apache.org/v1beta1", Kind: "FlinkDeployment", Name: "session", UID: d.UID, Controller: ptr.To(true)}}
-	factory := kubeinformers.NewSharedInformerFactory(kubefake.NewClientset(), 0)
+	factory := kubeinformers.NewSharedInformerFactory(kubefake.NewSimpleClientset(), 0)
 	lookup := jobmanager.NewLookup(map[string]kubeinformers.SharedInformerFactory{"": factory})
 	jm := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{
 		Name: cluster.JobManagerDeploymentName("session"), Namespace: ns, OwnerReferences: owner,

@@ -7,14 +7,14 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	kubeinformers "k8s.io/client-go/informers"
-	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/cluster"
 	"github.com/flinkops/flink-operator/pkg/controller/jobmanager"
 	"github.com/flinkops/flink-operator/pkg/flink/fakejm"
+	kubeinformers "github.com/flinkops/flink-operator/pkg/generated/kube/informers"
+	kubefake "github.com/flinkops/flink-operator/pkg/generated/kube/kubernetes/fake"
 )
 
 // runningJobManager gives the controller a Kubernetes cache holding the live
@@ -24,7 +24,7 @@ import (
 func (f *fixture) runningJobManager(name string, version v1beta1.FlinkVersion, restPort int32) {
 	f.t.Helper()
 	owner := []metav1.OwnerReference{{APIVersion: "flink.apache.org/v1beta1", Kind: "FlinkDeployment", Name: name, Controller: ptr.To(true)}}
-	factory := kubeinformers.NewSharedInformerFactory(kubefake.NewClientset(), 0)
+	factory := kubeinformers.NewSharedInformerFactory(kubefake.NewSimpleClientset(), 0)
 	lookup := jobmanager.NewLookup(map[string]kubeinformers.SharedInformerFactory{"": factory})
 	jm := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{
 		Name: cluster.JobManagerDeploymentName(name), Namespace: ns, OwnerReferences: owner,
