@@ -33,6 +33,15 @@ type leaseRecord struct {
 	LeaderTransitions int32
 }
 
+// same compares records as instants: a record read back has lost the
+// monotonic clock reading and sub-microsecond digits of the one written.
+func (r *leaseRecord) same(o *leaseRecord) bool {
+	return r.HolderIdentity == o.HolderIdentity && r.LeaseDuration == o.LeaseDuration &&
+		r.AcquireTime.Truncate(time.Microsecond).Equal(o.AcquireTime.Truncate(time.Microsecond)) &&
+		r.RenewTime.Truncate(time.Microsecond).Equal(o.RenewTime.Truncate(time.Microsecond)) &&
+		r.LeaderTransitions == o.LeaderTransitions
+}
+
 // leaseLock reads and writes the lease record.
 type leaseLock interface {
 	// Get returns the record; a NotFound error when there is no lease.
@@ -161,7 +170,7 @@ func (e *elector) tryAcquireOrRenew(ctx context.Context) bool {
 	case err != nil:
 		return false
 	}
-	if e.observed == nil || *e.observed != *old {
+	if e.observed == nil || !e.observed.same(old) {
 		e.observe(old, now)
 	}
 	held := old.HolderIdentity != "" && old.HolderIdentity != e.lock.Identity()
