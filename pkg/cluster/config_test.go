@@ -604,3 +604,37 @@ func flink23HA(d *v1beta1.FlinkDeployment, extra map[string]any) *v1beta1.FlinkD
 	d.Spec.FlinkConfiguration = flinkConf(conf)
 	return d
 }
+
+// The remembered verdicts are plainSafe's, also once the memory is full and
+// starts over, so rendering twice gives the same file.
+func TestPlainSafeCached(t *testing.T) {
+	clear(plainSafeVerdicts.m)
+	var values []string
+	for k, v := range trickyValues {
+		values = append(values, k, v)
+	}
+	for range 2 {
+		for _, s := range values {
+			if got, want := plainSafeCached(s), plainSafe(s); got != want {
+				t.Fatalf("plainSafeCached(%q) = %v, plainSafe %v", s, got, want)
+			}
+		}
+	}
+	for i := range plainSafeVerdictsMax + 10 {
+		plainSafeCached(fmt.Sprint("value-", i))
+	}
+	if n := len(plainSafeVerdicts.m); n > plainSafeVerdictsMax {
+		t.Fatalf("%d verdicts remembered, want at most %d", n, plainSafeVerdictsMax)
+	}
+	first, _ := RenderConfig(Version{1, 20}, trickyValues)
+	second, _ := RenderConfig(Version{1, 20}, trickyValues)
+	if first != second {
+		t.Fatalf("the second rendering differs:\n%s\n---\n%s", first, second)
+	}
+}
+
+func BenchmarkRenderConfigYAML(b *testing.B) {
+	for b.Loop() {
+		_, _ = RenderConfig(Version{1, 20}, trickyValues)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -97,10 +98,39 @@ func yamlKey(s string) string { return yamlString(s) }
 
 // yamlString renders s so that it reads back as the string s.
 func yamlString(s string) string {
-	if plainSafe(s) {
+	if plainSafeCached(s) {
 		return s
 	}
 	return quoteYAML(s)
+}
+
+// plainSafeVerdicts remembers plainSafe by string: a deployment's sync
+// renders its whole configuration to compare it with the cluster's, the same
+// keys and values every time, and plainSafe's read-back through yaml.v3 was
+// about a third of a steady sync's CPU (a CPU profile of make bench-scale's
+// running scenario). Bounded: it starts over when full.
+var plainSafeVerdicts = struct {
+	sync.Mutex
+	m map[string]bool
+}{m: map[string]bool{}}
+
+const plainSafeVerdictsMax = 8192
+
+func plainSafeCached(s string) bool {
+	plainSafeVerdicts.Lock()
+	v, ok := plainSafeVerdicts.m[s]
+	plainSafeVerdicts.Unlock()
+	if ok {
+		return v
+	}
+	v = plainSafe(s)
+	plainSafeVerdicts.Lock()
+	if len(plainSafeVerdicts.m) >= plainSafeVerdictsMax {
+		clear(plainSafeVerdicts.m)
+	}
+	plainSafeVerdicts.m[strings.Clone(s)] = v
+	plainSafeVerdicts.Unlock()
+	return v
 }
 
 // plainSafe is deliberately conservative: a plain scalar must not start with
