@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/flinkops/flink-operator/pkg/endpoints"
 )
@@ -29,22 +30,19 @@ func endpointResolver(mode string, inf *Informers) (endpoints.Resolver, error) {
 	case "", EndpointService:
 		return endpoints.Service, nil
 	case EndpointPodIP:
-		listers := map[string]func(ns string, sel labels.Selector) ([]*corev1.Pod, error){}
+		indexers := map[string]cache.Indexer{}
 		for ns, f := range inf.Kube {
-			lister := f.Core().V1().Pods().Lister()
-			listers[ns] = func(namespace string, sel labels.Selector) ([]*corev1.Pod, error) {
-				return lister.Pods(namespace).List(sel)
-			}
+			indexers[ns] = f.Core().V1().Pods().Informer().GetIndexer()
 		}
-		return endpoints.PodIP(func(namespace string, sel labels.Selector) ([]*corev1.Pod, error) {
-			list, ok := listers[""]
+		return endpoints.PodIP(func(namespace, app string, sel labels.Selector) ([]*corev1.Pod, error) {
+			indexer, ok := indexers[""]
 			if !ok {
-				list, ok = listers[namespace]
+				indexer, ok = indexers[namespace]
 			}
 			if !ok {
 				return nil, fmt.Errorf("namespace %s is not watched", namespace)
 			}
-			return list(namespace, sel)
+			return endpoints.ClusterPods(indexer, namespace, app, sel)
 		}), nil
 	}
 	return nil, fmt.Errorf("unknown --flink-endpoint %q: want %q or %q", mode, EndpointService, EndpointPodIP)

@@ -10,11 +10,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
 
 	clientset "github.com/flinkops/flink-operator/pkg/clients/flink"
 	"github.com/flinkops/flink-operator/pkg/clients/kubernetes"
 	"github.com/flinkops/flink-operator/pkg/cluster"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/endpoints"
 	flinkinformers "github.com/flinkops/flink-operator/pkg/generated/informers/externalversions"
 	kubeinformers "github.com/flinkops/flink-operator/pkg/generated/kube/informers"
 )
@@ -85,6 +87,12 @@ func NewInformersWithSelector(kube kubernetes.Interface, flink clientset.Interfa
 		inf.Kube[ns] = kubeinformers.NewSharedInformerFactoryWithOptions(kube, resync, kubeinformers.WithNamespace(ns),
 			kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = OwnedSelector }),
 			kubeinformers.WithTransform(trimKubeObject))
+		// A Flink cluster's pods by namespace and app label, for the
+		// deployment controller and the pod-ip endpoints (before any
+		// informer starts: indexes cannot be added to a running one).
+		if err := inf.Kube[ns].Core().V1().Pods().Informer().AddIndexers(cache.Indexers{endpoints.PodsByCluster: endpoints.ClusterIndex}); err != nil {
+			return nil, err
+		}
 	}
 	return inf, nil
 }

@@ -19,6 +19,7 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/cluster"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/endpoints"
 	flinkfake "github.com/flinkops/flink-operator/pkg/generated/clientset/versioned/fake"
 	kubefake "github.com/flinkops/flink-operator/pkg/generated/kube/kubernetes/fake"
 	"github.com/flinkops/flink-operator/pkg/webhook"
@@ -89,6 +90,25 @@ func TestInformersTrimPods(t *testing.T) {
 	}
 	if got.Status.PodIP != "10.0.0.1" || got.Status.ContainerStatuses[0].RestartCount != 3 || got.Labels[cluster.LabelType] == "" {
 		t.Errorf("cached pod lost its status or labels: %+v %v", got.Status, got.Labels)
+	}
+}
+
+// The pod caches are indexed by Flink cluster, so a cluster's pods are found
+// without a scan of the namespace.
+func TestInformersIndexPodsByCluster(t *testing.T) {
+	labelled := func(name, app string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name,
+			Labels: map[string]string{cluster.LabelType: cluster.TypeStandalone, cluster.LabelApp: app}}}
+	}
+	inf := NewInformers(kubefake.NewSimpleClientset(labelled("a-jm", "a"), labelled("b-jm", "b")), flinkfake.NewSimpleClientset(), []string{"ns"}, 0)
+	indexer := inf.Kube["ns"].Core().V1().Pods().Informer().GetIndexer()
+	startSynced(t, inf)
+	if _, ok := indexer.GetIndexers()[endpoints.PodsByCluster]; !ok {
+		t.Fatal("the pod informer has no index by cluster")
+	}
+	got, err := indexer.ByIndex(endpoints.PodsByCluster, "ns/a")
+	if err != nil || len(got) != 1 || got[0].(*corev1.Pod).Name != "a-jm" {
+		t.Fatalf("pods of cluster ns/a from the index: %v, %v; want a-jm", got, err)
 	}
 }
 

@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	core "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
 	testingclock "k8s.io/utils/clock/testing"
@@ -126,6 +127,10 @@ func (f *Fixture) newInformers() {
 	f.Factory = informers.NewSharedInformerFactory(f.Client, 0)
 	if f.Kube != nil {
 		f.KubeFactory = kubeinformers.NewSharedInformerFactory(f.Kube, 0)
+		// As the operator's informers (pkg/operator/informers.go).
+		if err := f.KubeFactory.Core().V1().Pods().Informer().AddIndexers(cache.Indexers{endpoints.PodsByCluster: endpoints.ClusterIndex}); err != nil {
+			f.T.Fatal(err)
+		}
 	}
 	caches, err := flinkcache.New(map[string]informers.SharedInformerFactory{"": f.Factory})
 	if err != nil {

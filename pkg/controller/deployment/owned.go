@@ -14,6 +14,7 @@ import (
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/cluster"
+	"github.com/flinkops/flink-operator/pkg/endpoints"
 	kubeinformers "github.com/flinkops/flink-operator/pkg/generated/kube/informers"
 )
 
@@ -30,8 +31,8 @@ type ownedInformers struct {
 	services    corelisters.ServiceLister
 	configMaps  corelisters.ConfigMapLister
 	informers   []cache.SharedIndexInformer
-	// pods are the Flink clusters' pods (pods.go), with their own handler.
-	pods        corelisters.PodLister
+	// podInformer has the Flink clusters' pods (pods.go), with their own
+	// handler, indexed by cluster (endpoints.PodsByCluster).
 	podInformer cache.SharedIndexInformer
 	// ingresses is nil unless the operator manages Ingresses (ingress.go).
 	ingresses networkinglisters.IngressLister
@@ -46,8 +47,8 @@ func newOwnedCache(factories map[string]kubeinformers.SharedInformerFactory, man
 		d, s, m, p := f.Apps().V1().Deployments(), f.Core().V1().Services(), f.Core().V1().ConfigMaps(), f.Core().V1().Pods()
 		inf := &ownedInformers{
 			deployments: d.Lister(), services: s.Lister(), configMaps: m.Lister(),
-			informers: []cache.SharedIndexInformer{d.Informer(), s.Informer(), m.Informer()},
-			pods:      p.Lister(), podInformer: p.Informer(),
+			informers:   []cache.SharedIndexInformer{d.Informer(), s.Informer(), m.Informer()},
+			podInformer: p.Informer(),
 		}
 		if manageIngress {
 			i := f.Networking().V1().Ingresses()
@@ -188,10 +189,10 @@ func ownedBy(obj metav1.Object, dep *v1beta1.FlinkDeployment) bool {
 // from the pod informer.
 func (c *ownedCache) nativeTaskManagerPods(dep *v1beta1.FlinkDeployment) ([]*corev1.Pod, error) {
 	inf := c.forNamespace(dep.Namespace)
-	if inf == nil || inf.pods == nil {
+	if inf == nil || inf.podInformer == nil {
 		return nil, nil
 	}
-	return inf.pods.Pods(dep.Namespace).List(labels.SelectorFromSet(cluster.NativeLabels(dep.Name, cluster.ComponentTaskManager)))
+	return endpoints.ClusterPods(inf.podInformer.GetIndexer(), dep.Namespace, dep.Name, labels.SelectorFromSet(cluster.NativeLabels(dep.Name, cluster.ComponentTaskManager)))
 }
 
 // haConfigMaps are the HA ConfigMaps Flink's Kubernetes HA created for

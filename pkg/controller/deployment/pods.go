@@ -10,11 +10,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/cluster"
+	"github.com/flinkops/flink-operator/pkg/endpoints"
 	kubescheme "github.com/flinkops/flink-operator/pkg/generated/kube/kubernetes/scheme"
 )
 
@@ -377,9 +377,9 @@ var flinkPodTypes = []string{cluster.TypeStandalone, cluster.TypeNative}
 // podsOf lists the pods of dep's cluster from the informer.
 func (c *ownedCache) podsOf(dep *v1beta1.FlinkDeployment) ([]*corev1.Pod, error) {
 	inf := c.forNamespace(dep.Namespace)
-	if inf == nil || inf.pods == nil {
+	if inf == nil || inf.podInformer == nil {
 		return nil, nil
 	}
-	all, err := inf.pods.Pods(dep.Namespace).List(labels.SelectorFromSet(labels.Set{cluster.LabelApp: dep.Name}))
+	all, err := endpoints.ClusterPods(inf.podInformer.GetIndexer(), dep.Namespace, dep.Name, nil)
 	return slices.DeleteFunc(all, func(p *corev1.Pod) bool { return !slices.Contains(flinkPodTypes, p.Labels[cluster.LabelType]) }), err
 }
