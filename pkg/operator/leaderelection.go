@@ -58,11 +58,12 @@ func leaderElectionTimings(cfg config.Config) (leaseTimings, error) {
 }
 
 // leaseFence is this replica's own, conservative view of whether it still
-// holds the lease, kept on its monotonic clock. The elector (client-go's algorithm) is not
-// enough for "a replica that loses its lease stops acting at once": after a
-// pause (SIGSTOP, a VM freeze, a long GC stop) longer than the lease, its
-// renew loop starts a fresh renew deadline and keeps the controllers running
-// for up to that deadline while another replica already leads. The fence
+// holds the lease, kept on its monotonic clock. The elector (client-go's
+// algorithm) is not enough for "a replica that loses its lease stops acting
+// at once": after a pause (SIGSTOP, a VM freeze, a long GC stop) longer than
+// the lease, its renew loop starts a fresh renew deadline and keeps the
+// controllers running for up to that deadline while another replica already
+// leads. The fence
 // closes renewDeadline after the start of the last successful renewal: a
 // standby can take over no earlier than leaseDuration after it saw that
 // renewal, and it saw it after the request started, so the fence closes
