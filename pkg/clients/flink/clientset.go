@@ -42,12 +42,3 @@ func NewForConfigAndClient(c *rest.Config, httpClient *http.Client) (*Clientset,
 	}
 	return &Clientset{flinkV1beta1: v1beta1}, nil
 }
-
-// NewForConfigOrDie is NewForConfig that panics on a bad configuration.
-func NewForConfigOrDie(c *rest.Config) *Clientset {
-	cs, err := NewForConfig(c)
-	if err != nil {
-		panic(err)
-	}
-	return cs
-}
