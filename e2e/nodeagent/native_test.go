@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"mime/multipart"
 	"net/http"
@@ -249,16 +250,33 @@ func testNativeCluster(t *testing.T, ctx context.Context, c *localcluster.Cluste
 	if len(tms.Items) != parallelism {
 		t.Fatalf("%d TaskManager pods, want %d", len(tms.Items), parallelism)
 	}
-	var registered struct {
-		TaskManagers []struct {
-			ID string `json:"id"`
-		} `json:"taskmanagers"`
-	}
-	getJSON(t, ctx, rest+"/taskmanagers", &registered)
+	// Flink's REST endpoint reaches its ResourceManager through a gateway it
+	// retrieves on its own; until it has, /taskmanagers answers 404 "Cannot
+	// connect to ResourceManager right now. Please try to refresh." (seen
+	// on a loaded machine with the job already RUNNING), so it is polled
+	// until every TaskManager pod is registered, as a client would.
 	ids := map[string]bool{}
-	for _, tm := range registered.TaskManagers {
-		ids[tm.ID] = true
+	registeredAll := func() bool {
+		var registered struct {
+			TaskManagers []struct {
+				ID string `json:"id"`
+			} `json:"taskmanagers"`
+		}
+		if !tryGetJSON(ctx, rest+"/taskmanagers", &registered) {
+			return false
+		}
+		clear(ids)
+		for _, tm := range registered.TaskManagers {
+			ids[tm.ID] = true
+		}
+		for _, p := range tms.Items {
+			if !ids[p.Name] {
+				return false
+			}
+		}
+		return true
 	}
+	waitForf(t, ctx, time.Minute, func() string { return fmt.Sprintf("every TaskManager pod registered (registered: %v)", ids) }, registeredAll)
 	for _, p := range tms.Items {
 		if !strings.HasPrefix(p.Name, cluster.TaskManagerPodNamePrefix(name)) {
 			t.Errorf("TaskManager pod %s: want a name beginning %s", p.Name, cluster.TaskManagerPodNamePrefix(name))
