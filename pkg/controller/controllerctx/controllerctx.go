@@ -107,6 +107,12 @@ func (c Context) NewQueue(name string) workqueue.TypedRateLimitingInterface[stri
 	)
 }
 
+// NewUrgentFirstQueue is NewQueue handing out the keys urgent says are
+// urgent before the others (workers.NewUrgentFirstQueue).
+func (c Context) NewUrgentFirstQueue(name string, urgent func(key string) bool) workqueue.TypedRateLimitingInterface[string] {
+	return workers.NewUrgentFirstQueue(name, c.Clock, workers.NewRetryLimiter(c.Config), urgent)
+}
+
 // Loop runs a controller's queue with the context's pacing
 // (kubernetes.operator.rate-limiter.*, retry.max.attempts).
 func (c Context) Loop(name, keyName string, queue workqueue.TypedRateLimitingInterface[string], sync workers.SyncFunc, synced ...cache.InformerSynced) workers.Loop {

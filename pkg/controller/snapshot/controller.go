@@ -76,12 +76,12 @@ func New(cc controllerctx.Context, opts Options) (*Controller, error) {
 	caches := cc.Caches
 	c := &Controller{
 		Context:     cc,
-		queue:       cc.NewQueue(QueueName),
 		dialer:      cc.Dialer(),
 		afterIntent: opts.AfterIntentWritten,
 		guard:       opts.AdmissionGuard,
 		reserved:    map[string]string{},
 	}
+	c.queue = cc.NewUrgentFirstQueue(QueueName, c.awaitsTrigger)
 	err := caches.AddEventHandlers(flinkcache.Handlers{
 		Snapshots: cache.ResourceEventHandlerFuncs{
 			AddFunc:    c.snapshotAdded,
@@ -95,6 +95,19 @@ func New(cc controllerctx.Context, opts Options) (*Controller, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// awaitsTrigger is the snapshot controller's urgent work: a snapshot
+// someone is waiting on to start (new, or TRIGGER_PENDING), synced before
+// the ones already running or settled, whatever their number.
+func (c *Controller) awaitsTrigger(key string) bool {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return false
+	}
+	s, err := c.Caches.Snapshot(ns, name)
+	return err == nil && s.DeletionTimestamp == nil &&
+		(s.Status.State == "" || s.Status.State == v1beta1.SnapshotTriggerPending)
 }
 
 func (c *Controller) enqueue(obj any) {

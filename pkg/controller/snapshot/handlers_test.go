@@ -309,3 +309,24 @@ func TestSettledSnapshotsAreNotQueued(t *testing.T) {
 		})
 	}
 }
+
+// A snapshot waiting to be triggered leaves the queue before the ones
+// queued earlier that are running, settled or being deleted: under a burst a
+// user's new savepoint does not wait for them (workers.NewUrgentFirstQueue).
+func TestSnapshotsAwaitingTriggerAreSyncedFirst(t *testing.T) {
+	f := newFixture(t)
+	jobSnapshots(f)
+	for _, name := range []string{"done", "running", "new", "failed", "done-deleting", "pending", "other-job", "gone"} {
+		f.ctrl.queue.Add(ns + "/" + name)
+	}
+	var order []string
+	for f.ctrl.queue.Len() > 0 {
+		k, _ := f.ctrl.queue.Get()
+		order = append(order, strings.TrimPrefix(k, ns+"/"))
+		f.ctrl.queue.Done(k)
+	}
+	want := []string{"new", "pending", "done", "running", "failed", "done-deleting", "other-job", "gone"}
+	if !slices.Equal(order, want) {
+		t.Errorf("synced in the order %v, want %v", order, want)
+	}
+}
