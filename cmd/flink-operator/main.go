@@ -48,7 +48,7 @@ func newFlags() (*pflag.FlagSet, *settings) {
 	fs.StringVar(&s.configFile, "config", "", "YAML file of kubernetes.operator.* defaults (flat or nested keys), as upstream's operator config. Read again every kubernetes.operator.dynamic.config.check.interval while kubernetes.operator.dynamic.config.enabled (default true): changes apply without a restart.")
 	fs.StringVar(&opts.FlinkEndpoint, "flink-endpoint", operator.EndpointService, "How to reach Flink JobManager REST endpoints: \"service\" (the <name>-rest Service, for an operator in the cluster) or \"pod-ip\" (a ready JobManager pod's IP, for an operator outside it).")
 	fs.StringSliceVar(&opts.Controllers, "controllers", nil, "Controllers to run: "+strings.Join(operator.ControllerNames, ", ")+" (default: all).")
-	fs.DurationVar(&opts.ConnectTimeout, "connect-timeout", opts.ConnectTimeout, "How long to wait for the API server at start-up before giving up.")
+	fs.DurationVar(&opts.ConnectTimeout, "connect-timeout", opts.ConnectTimeout, "How long to wait at start-up for the API server, and for the FlinkDeployment and FlinkSessionJob CRDs to be served, before giving up.")
 	fs.Float32Var(&opts.KubeAPIQPS, "kube-api-qps", opts.KubeAPIQPS, "Requests per second each API client (flink.apache.org resources; Kubernetes objects) may send, sustained.")
 	fs.IntVar(&opts.KubeAPIBurst, "kube-api-burst", opts.KubeAPIBurst, "Requests each API client may send in a burst above --kube-api-qps.")
 	fs.Float32Var(&opts.EventsQPS, "events-qps", opts.EventsQPS, "Requests per second the event recorder may send; a budget of its own, so events never delay status writes.")

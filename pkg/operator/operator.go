@@ -221,14 +221,48 @@ func loadRESTConfig(kubeconfig string) (*rest.Config, error) {
 // not answer or the FlinkDeployment/FlinkSessionJob CRDs are not installed;
 // otherwise the informers would retry silently forever. It reports whether
 // the (optional) FlinkStateSnapshot CRD is installed.
+//
+// CRDs applied together with the operator (one `kubectl apply`, a Helm
+// release) are served a moment after they are created: the API server adds a
+// new group to discovery asynchronously, even after the CRD reports
+// Established. So missing CRDs are asked for again until ConnectTimeout ends
+// before the operator gives up, instead of exiting into a restart loop.
 func checkAPIServer(ctx context.Context, kube kubernetes.Interface, host string, opts Options) (snapshotCRD bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, opts.ConnectTimeout)
 	defer cancel()
 	if err := kube.CoreV1().RESTClient().Get().AbsPath("/version").Do(ctx).Error(); err != nil {
 		return false, fmt.Errorf("cannot reach the Kubernetes API server at %s: %w", host, rootCause(err))
 	}
-	return checkCRDs(restDiscovery{client: kube.CoreV1().RESTClient()}, host)
+	return waitForCRDs(ctx, restDiscovery{client: kube.CoreV1().RESTClient()}, host, crdRetryInterval)
 }
+
+// crdRetryInterval is how often checkAPIServer asks again for missing CRDs.
+const crdRetryInterval = 500 * time.Millisecond
+
+// waitForCRDs is checkCRDs, asked again every interval while the job CRDs
+// are missing, until ctx ends.
+func waitForCRDs(ctx context.Context, d groupResources, host string, interval time.Duration) (snapshotCRD bool, err error) {
+	logged := false
+	for {
+		snapshotCRD, err = checkCRDs(d, host)
+		if !errors.Is(err, errCRDMissing) {
+			return snapshotCRD, err
+		}
+		if !logged {
+			klog.FromContext(ctx).Info("Waiting for the CRDs to be served", "groupVersion", flinkv1beta1.SchemeGroupVersion, "reason", err.Error())
+			logged = true
+		}
+		select {
+		case <-ctx.Done():
+			return false, err
+		case <-time.After(interval):
+		}
+	}
+}
+
+// errCRDMissing marks checkCRDs' errors for a job CRD the API server does
+// not serve.
+var errCRDMissing = errors.New("CRD missing")
 
 // checkCRDs is the CRD part of checkAPIServer.
 func checkCRDs(d groupResources, host string) (snapshotCRD bool, err error) {
@@ -237,15 +271,21 @@ func checkCRDs(d groupResources, host string) (snapshotCRD bool, err error) {
 		return false, fmt.Errorf("discovering %s on %s: %w", flinkv1beta1.SchemeGroupVersion, host, err)
 	}
 	if len(served) == 0 {
-		return false, fmt.Errorf("the %s CRDs are not installed on %s: install them with `kubectl apply --server-side -f manifests/crds/`", flinkv1beta1.SchemeGroupVersion, host)
+		return false, crdMissing{fmt.Errorf("the %s CRDs are not installed on %s: install them with `kubectl apply --server-side -f manifests/crds/`", flinkv1beta1.SchemeGroupVersion, host)}
 	}
 	for _, plural := range []string{"flinkdeployments", "flinksessionjobs"} {
 		if !served[plural] {
-			return false, fmt.Errorf("the %s.%s CRD is not installed on %s: install it with `kubectl apply --server-side -f manifests/crds/`", plural, flinkv1beta1.GroupName, host)
+			return false, crdMissing{fmt.Errorf("the %s.%s CRD is not installed on %s: install it with `kubectl apply --server-side -f manifests/crds/`", plural, flinkv1beta1.GroupName, host)}
 		}
 	}
 	return served[snapshotsPlural], nil
 }
+
+// crdMissing is a checkCRDs error that Is errCRDMissing; its message is the
+// wrapped one alone, as the operator prints it when it gives up.
+type crdMissing struct{ error }
+
+func (crdMissing) Is(target error) bool { return target == errCRDMissing }
 
 // rootCause drops the wrapping url.Error text ("Get \"https://...\": ") that
 // repeats the host already named in the message.

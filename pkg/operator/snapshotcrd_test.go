@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	"k8s.io/client-go/rest"
 	core "k8s.io/client-go/testing"
@@ -183,5 +185,57 @@ func TestRESTDiscovery(t *testing.T) {
 	served = false
 	if _, err := checkCRDs(d, srv.URL); err == nil || !strings.Contains(err.Error(), "CRDs are not installed") {
 		t.Fatalf("checkCRDs without the group: %v, want the CRDs reported missing", err)
+	}
+}
+
+// lateDiscovery serves the group version only from its after-th request on,
+// as an API server does for CRDs created a moment before; err, if set, is
+// its answer to every request instead.
+type lateDiscovery struct {
+	calls, after int
+	plurals      []string
+	err          error
+}
+
+func (d *lateDiscovery) ServerResourcesForGroupVersion(gv string) (*metav1.APIResourceList, error) {
+	d.calls++
+	if d.err != nil {
+		return nil, d.err
+	}
+	if d.calls < d.after {
+		return nil, apierrors.NewNotFound(schema.GroupResource{Group: "flink.apache.org"}, "v1beta1")
+	}
+	list := &metav1.APIResourceList{GroupVersion: gv}
+	for _, p := range d.plurals {
+		list.APIResources = append(list.APIResources, metav1.APIResource{Name: p, Namespaced: true})
+	}
+	return list, nil
+}
+
+// Missing job CRDs are asked for again until they are served or the
+// connect timeout ends; other discovery errors end the wait at once.
+func TestWaitForCRDs(t *testing.T) {
+	ctx := context.Background()
+	d := &lateDiscovery{after: 3, plurals: []string{"flinkdeployments", "flinksessionjobs", "flinkstatesnapshots"}}
+	snapshotCRD, err := waitForCRDs(ctx, d, "https://api", time.Millisecond)
+	if err != nil || !snapshotCRD || d.calls != 3 {
+		t.Errorf("CRDs served at the third request: snapshotCRD %v, err %v after %d requests; want true, nil after 3", snapshotCRD, err, d.calls)
+	}
+
+	// Served without the session jobs' CRD: waited for as well.
+	never := &lateDiscovery{plurals: []string{"flinkdeployments"}}
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if _, err := waitForCRDs(short, never, "https://api", time.Millisecond); err == nil ||
+		!strings.Contains(err.Error(), "flinksessionjobs.flink.apache.org CRD is not installed") {
+		t.Errorf("never served: %v, want the session jobs' CRD reported missing", err)
+	}
+	if never.calls < 2 {
+		t.Errorf("never served: asked %d times before giving up, want again until the timeout", never.calls)
+	}
+
+	forbidden := &lateDiscovery{err: apierrors.NewForbidden(schema.GroupResource{}, "", errors.New("no"))}
+	if _, err := waitForCRDs(ctx, forbidden, "https://api", time.Millisecond); err == nil || forbidden.calls != 1 {
+		t.Errorf("forbidden: %v after %d requests, want the error after one", err, forbidden.calls)
 	}
 }
