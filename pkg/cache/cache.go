@@ -21,7 +21,10 @@ import (
 const (
 	// IndexByJob keys snapshots by snapshotrules.JobKey of their job reference.
 	IndexByJob = "byJob"
-	// IndexByState keys snapshots by status.state ("" for new ones).
+	// IndexByState keys the snapshots not yet terminal by status.state
+	// ("" for new ones). Terminal snapshots are most of a cluster's and
+	// nothing looks them up by state, so they are left out of it (an index
+	// entry each, about 40 bytes, for nothing).
 	IndexByState = "byState"
 	// IndexBySessionCluster keys FlinkSessionJobs by "<namespace>/<spec.deploymentName>",
 	// so a session cluster's change wakes exactly its jobs.
@@ -136,6 +139,9 @@ func indexByState(obj any) ([]string, error) {
 	if !ok {
 		return nil, nil
 	}
+	if s.Status.State.IsTerminal() {
+		return nil, nil
+	}
 	return []string{string(s.Status.State)}, nil
 }
 
@@ -217,8 +223,12 @@ func (c *Caches) SnapshotsOfJob(jobKey string) ([]*v1beta1.FlinkStateSnapshot, e
 	return c.byIndex(IndexByJob, jobKey)
 }
 
-// SnapshotsInState returns the cached snapshots whose status.state is state.
+// SnapshotsInState returns the cached snapshots whose status.state is state,
+// which must not be terminal (IndexByState leaves terminal snapshots out).
 func (c *Caches) SnapshotsInState(state v1beta1.SnapshotState) ([]*v1beta1.FlinkStateSnapshot, error) {
+	if state.IsTerminal() {
+		return nil, fmt.Errorf("snapshots in terminal state %s are not indexed by state", state)
+	}
 	return c.byIndex(IndexByState, string(state))
 }
 

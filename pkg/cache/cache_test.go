@@ -57,7 +57,7 @@ func TestWithoutSnapshots(t *testing.T) {
 	if list, err := c.SnapshotsOfJob(snapshotrules.JobKeyFor(v1beta1.JobReferenceKindDeployment, "ns", "job")); err != nil || len(list) != 0 {
 		t.Fatalf("SnapshotsOfJob: %v %v", list, err)
 	}
-	if list, err := c.SnapshotsInState(v1beta1.SnapshotCompleted); err != nil || len(list) != 0 {
+	if list, err := c.SnapshotsInState(v1beta1.SnapshotInProgress); err != nil || len(list) != 0 {
 		t.Fatalf("SnapshotsInState: %v %v", list, err)
 	}
 	if len(c.AllSnapshots()) != 0 {
@@ -131,5 +131,48 @@ func TestAddEventHandlersShareOneListener(t *testing.T) {
 	}
 	if len(snaps.handlers) != 2 {
 		t.Errorf("a handler added after the sync shares the listener (%d listeners)", len(snaps.handlers))
+	}
+}
+
+// The state index holds the snapshots still in flight, by state; terminal
+// ones (most of a cluster's snapshots) are left out, and asking for a
+// terminal state is an error rather than a silently empty answer.
+func TestSnapshotsInStateIndexesOnlyInFlight(t *testing.T) {
+	snap := func(name string, state v1beta1.SnapshotState) *v1beta1.FlinkStateSnapshot {
+		return &v1beta1.FlinkStateSnapshot{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}, Status: v1beta1.FlinkStateSnapshotStatus{State: state}}
+	}
+	client := fake.NewSimpleClientset(
+		snap("new", ""), snap("pending", v1beta1.SnapshotTriggerPending), snap("running", v1beta1.SnapshotInProgress),
+		snap("done", v1beta1.SnapshotCompleted), snap("failed", v1beta1.SnapshotFailed), snap("abandoned", v1beta1.SnapshotAbandoned))
+	factory := flinkinformers.NewSharedInformerFactory(client, 0)
+	c, err := New(map[string]flinkinformers.SharedInformerFactory{"ns": factory})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	factory.Start(ctx.Done())
+	defer func() { cancel(); factory.Shutdown() }()
+	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			t.Fatalf("%v did not sync", typ)
+		}
+	}
+	for state, want := range map[v1beta1.SnapshotState]string{"": "new", v1beta1.SnapshotTriggerPending: "pending", v1beta1.SnapshotInProgress: "running"} {
+		list, err := c.SnapshotsInState(state)
+		if err != nil || len(list) != 1 || list[0].Name != want {
+			t.Errorf("SnapshotsInState(%q) = %v, %v; want only %s", state, list, err, want)
+		}
+	}
+	indexed, err := c.byNamespace["ns"].snapshots.GetIndexer().IndexKeys(IndexByState, string(v1beta1.SnapshotCompleted))
+	if err != nil || len(indexed) != 0 {
+		t.Errorf("COMPLETED snapshots in the state index: %v %v", indexed, err)
+	}
+	for _, state := range []v1beta1.SnapshotState{v1beta1.SnapshotCompleted, v1beta1.SnapshotFailed, v1beta1.SnapshotAbandoned} {
+		if list, err := c.SnapshotsInState(state); err == nil {
+			t.Errorf("SnapshotsInState(%s) = %v without an error", state, list)
+		}
+	}
+	if got := len(c.AllSnapshots()); got != 6 {
+		t.Errorf("AllSnapshots: %d, want 6 (terminal ones are cached, only not indexed by state)", got)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	flinkcache "github.com/flinkops/flink-operator/pkg/cache"
 	"github.com/flinkops/flink-operator/pkg/cluster"
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/endpoints"
@@ -331,5 +332,55 @@ func TestInformersInvalidLabelSelector(t *testing.T) {
 		if err == nil || inf != nil || !strings.Contains(err.Error(), config.KeyLabelSelector) || !strings.Contains(err.Error(), strconv.Quote(sel)) {
 			t.Errorf("selector %q: informers %v, error %v; want an error naming %s and the value", sel, inf, err, config.KeyLabelSelector)
 		}
+	}
+}
+
+// A one-namespace factory's flink.apache.org informers carry no namespace
+// index (a second set of every key there), and are otherwise the factory's:
+// its transform and label selector apply and reads by key work. An
+// all-namespace factory keeps the index.
+func TestPerNamespaceInformersHaveNoNamespaceIndex(t *testing.T) {
+	managed := []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply, FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{}}`)}}}
+	meta := metav1.ObjectMeta{Namespace: "ns", Name: "s", ManagedFields: managed, Labels: map[string]string{"team": "a"}}
+	flink := flinkfake.NewSimpleClientset(&v1beta1.FlinkStateSnapshot{ObjectMeta: meta}, &v1beta1.FlinkDeployment{ObjectMeta: meta},
+		&v1beta1.FlinkSessionJob{ObjectMeta: meta})
+	inf, err := NewInformersWithSelector(kubefake.NewSimpleClientset(), flink, []string{"ns"}, 0, "team=a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := inf.Flink["ns"].Flink().V1beta1()
+	informers := map[string]cache.SharedIndexInformer{
+		"FlinkDeployment": v.FlinkDeployments().Informer(), "FlinkSessionJob": v.FlinkSessionJobs().Informer(),
+		"FlinkStateSnapshot": v.FlinkStateSnapshots().Informer(),
+	}
+	snaps := v.FlinkStateSnapshots().Lister()
+	if _, err := flinkcache.New(inf.Flink); err != nil { // the controllers' own indexes, per informer
+		t.Fatal(err)
+	}
+	startSynced(t, inf)
+	for kind, i := range informers {
+		if _, ok := i.GetIndexer().GetIndexers()[cache.NamespaceIndex]; ok {
+			t.Errorf("%s informer of one namespace has the namespace index", kind)
+		}
+		if got := len(i.GetStore().ListKeys()); got != 1 {
+			t.Errorf("%s informer caches %d objects, want 1", kind, got)
+		}
+	}
+	got, err := snaps.FlinkStateSnapshots("ns").Get("s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ManagedFields != nil {
+		t.Errorf("the factory's transform did not run: managedFields %v", got.ManagedFields)
+	}
+	for _, a := range flink.Actions() {
+		if l, ok := a.(k8stesting.ListActionImpl); ok && l.ListOptions.LabelSelector != "team=a" {
+			t.Errorf("list %s with label selector %q, want team=a", a.GetResource().Resource, l.ListOptions.LabelSelector)
+		}
+	}
+
+	all := NewInformers(kubefake.NewSimpleClientset(), flinkfake.NewSimpleClientset(), nil, 0)
+	if _, ok := all.Flink[""].Flink().V1beta1().FlinkStateSnapshots().Informer().GetIndexer().GetIndexers()[cache.NamespaceIndex]; !ok {
+		t.Error("the all-namespace snapshot informer lost its namespace index")
 	}
 }
