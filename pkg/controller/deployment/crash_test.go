@@ -2,10 +2,14 @@ package deployment
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/cluster"
@@ -207,6 +211,17 @@ func nativeCrashRun(t *testing.T, mode v1beta1.UpgradeMode, crashAt int, pause t
 	oldJob, oldJM := before.Status.JobStatus.JobID, f.jm("job")
 	oldUID := f.jmDeployment("job").UID
 	older := f.haCheckpoint("job")
+	// With last-state, the old job's graph in the HA metadata, which the
+	// new JobManager must not find: however the operator crashed, the
+	// upgrade's deploy removes it (DEPLOYING recorded with the job's state
+	// reset is the deploy's own repeat, not a lost JobManager's recovery).
+	haCM := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: cluster.HAClusterConfigMapName("job"), Namespace: ns,
+		Labels: cluster.HAConfigMapLabels("job")}, Data: map[string]string{"jobGraph-" + oldJob: "old graph", "counter": "3"}}
+	if mode == v1beta1.UpgradeModeLastState {
+		if _, err := f.Kube.CoreV1().ConfigMaps(ns).Create(f.Ctx, haCM, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	f.edit("job", newArgs)
 	latest := ""
@@ -220,6 +235,11 @@ func nativeCrashRun(t *testing.T, mode v1beta1.UpgradeMode, crashAt int, pause t
 	})
 	if crashAt >= 0 && crashes != 1 {
 		t.Fatalf("%d crashes, want 1", crashes)
+	}
+	if mode == v1beta1.UpgradeModeLastState {
+		if cm, err := f.Kube.CoreV1().ConfigMaps(ns).Get(f.Ctx, haCM.Name, metav1.GetOptions{}); err != nil || !maps.Equal(cm.Data, map[string]string{"counter": "3"}) {
+			t.Errorf("HA ConfigMap after the upgrade: %v (%v), want the job graph removed, the rest kept", cm, err)
+		}
 	}
 	if deps := f.deploymentNames(); !slices.Equal(deps, []string{cluster.JobManagerDeploymentName("job")}) {
 		t.Errorf("Deployments %v", deps)

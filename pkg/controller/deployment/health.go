@@ -90,15 +90,24 @@ func (k deploymentJob) Unhealthy() (string, bool) {
 // recoverJobManager decides, in the steady state, whether to recreate a
 // JobManager Deployment that is missing. It is recreated only when that
 // cannot lose state: a session cluster, a stateless job, a job with high
-// availability (the new JobManager recovers it from the latest checkpoint
-// the HA metadata points to, its job graph removed first: hajobgraph.go),
-// or a job not yet seen running (the same deploy again). A Deployment lost
-// after its deploy (deleted by someone else) is recovered with upstream's
-// RecoverDeployment Warning event, and not at all with
+// availability (the new JobManager recovers it from the HA metadata), or a
+// job not yet seen running (the same deploy again). Right after a deploy
+// (DEPLOYING recorded, the job's state reset) the missing Deployment is the
+// deploy's own, and it is created as the deploy does (deployJobManager: a
+// crash may have come between the job graph's removal and the create). A
+// Deployment lost after its deploy (deleted by someone else) is recovered
+// with upstream's RecoverDeployment Warning event, and not at all with
 // kubernetes.operator.jm-deployment-recovery.enabled false (reported with
-// upstream's Missing reason). Recreating it is idempotent: a crash
-// before or after the create recreates it again or finds it.
-func (c *Controller) recoverJobManager(sc *syncState) bool {
+// upstream's Missing reason); the job graph in the HA metadata stays
+// (recreateJobManager; upstream removes it, docs/compatibility.md): the new
+// JobManager then recovers the job as after a JobManager crash, with the
+// job's own library BLOBs. Flink resubmitting it instead uploads the jar
+// anew, under new BLOB keys, and a standalone cluster's TaskManagers, which
+// outlive their JobManager and keep the job's slots and its old library
+// registration, refuse every task of it ("different set of library BLOBs"):
+// the job restarted without end. Recreating it is idempotent: a crash before
+// or after the create recreates it again or finds it.
+func (c *Controller) recoverJobManager(sc *syncState) jobManagerCreate {
 	st := &sc.Obj.Status
 	spec := &sc.Recorded.Spec
 	app := spec.Job != nil
@@ -106,27 +115,32 @@ func (c *Controller) recoverJobManager(sc *syncState) bool {
 	if app && js.State.IsGloballyTerminal() {
 		// The job had ended; an upgrade restarts it from its recorded
 		// last state. Nothing to restart now.
-		return false
+		return keepJobManager
 	}
 	// Right after a deploy (DEPLOYING recorded) a missing Deployment is
 	// the deploy's own, perhaps not in the cache yet.
 	deploying := sc.Base.Status.JobManagerDeploymentStatus == v1beta1.JobManagerDeploying || sc.Base.Status.JobManagerDeploymentStatus == ""
 	if on, err := sc.Cfg.Bool(config.KeyJMDeploymentRecoveryEnabled); err == nil && !on && !deploying {
 		sc.Fail(ReasonMissing, "Missing JobManager deployment; it is not recreated (%s: false)", config.KeyJMDeploymentRecoveryEnabled)
-		return false
+		return keepJobManager
 	}
 	switch {
 	case !app, haEnabled(sc.Cfg), jobengine.UpgradeMode(spec) == v1beta1.UpgradeModeStateless,
 		js.State == v1beta1.JobStatusReconciling, js.State == "":
+		st.JobManagerDeploymentStatus = v1beta1.JobManagerDeploying
+		if deploying && (js.State == "" || js.State == v1beta1.JobStatusReconciling) {
+			return deployJobManager // a deploy resets the job's state to RECONCILING
+		}
 		if !deploying {
 			sc.Log.Info("Recovering the lost JobManager Deployment", "jobId", js.JobID, "jobState", js.State)
 			sc.Event(corev1.EventTypeWarning, jobengine.ReasonRecoverDeployment, "Recovering lost deployment")
 		}
-		st.JobManagerDeploymentStatus = v1beta1.JobManagerDeploying
-		return true
+		// DEPLOYING with a job seen running is a recovery's own Deployment,
+		// not yet in the cache (or the recovery repeated after a crash).
+		return recreateJobManager
 	}
 	sc.FailManualRestore(ReasonDeploymentError, "JobManager deployment is missing and the job's last state (last seen %s) cannot be read. "+
 		"Manual restore required: set spec.job.initialSavepointPath to the latest checkpoint or savepoint and change spec.job.savepointRedeployNonce", js.State)
 	sc.RequeueWithin(jobengine.RetryFailed)
-	return false
+	return keepJobManager
 }

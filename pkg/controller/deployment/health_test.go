@@ -2,10 +2,12 @@ package deployment
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
@@ -294,6 +296,53 @@ func TestHealthRestartSurvivesCrashAtEveryStep(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// A JobManager Deployment lost after its deploy is recreated with the job
+// graph left in the HA metadata, so the new JobManager recovers the job as
+// after a JobManager crash, under its own library BLOB keys (a resubmitted
+// job gets new ones, which TaskManagers that outlived the lost JobManager
+// refuse); so is the recovery's own Deployment when it is missing again
+// while DEPLOYING is recorded (the cache behind, or a crash after the
+// status write), without a second event. A deploy's JobManager still comes
+// after the graph's removal (TestNativeLastStateUpgradeDropsHAJobGraph).
+func TestJobManagerRecoveryKeepsHAJobGraph(t *testing.T) {
+	f := newFixture(t)
+	before := f.Deploy(withHA(f.application("job", v1beta1.UpgradeModeLastState)))
+	jobID := before.Status.JobStatus.JobID
+	cms := f.Kube.CoreV1().ConfigMaps(ns)
+	data := map[string]string{"jobGraph-" + jobID: "graph", "executionPlan-" + jobID: "plan", "counter": "3"}
+	haCM := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: cluster.HAClusterConfigMapName("job"), Namespace: ns,
+		Labels: cluster.HAConfigMapLabels("job")}, Data: data}
+	if _, err := cms.Create(f.Ctx, haCM, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	jms := f.Kube.AppsV1().Deployments(ns)
+	for round, what := range []string{"lost after its deploy", "the recovery's own, missing while DEPLOYING is recorded"} {
+		if err := jms.Delete(f.Ctx, cluster.JobManagerDeploymentName("job"), metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		f.kubeTick()
+		if round == 1 {
+			if st := f.Get("job").Status; st.JobManagerDeploymentStatus != v1beta1.JobManagerDeploying || st.JobStatus.State != v1beta1.JobStatusRunning {
+				t.Fatalf("before round %d: %s, want DEPLOYING with the job RUNNING", round, statusString(f.Get("job")))
+			}
+		}
+		f.MustSync("job")
+		if _, err := jms.Get(f.Ctx, cluster.JobManagerDeploymentName("job"), metav1.GetOptions{}); err != nil {
+			t.Fatalf("%s: JobManager not recreated: %v", what, err)
+		}
+		got, err := cms.Get(f.Ctx, haCM.Name, metav1.GetOptions{})
+		if err != nil || !maps.Equal(got.Data, data) {
+			t.Fatalf("%s: HA ConfigMap %v (%v), want its data kept: %v", what, got, err, data)
+		}
+	}
+	if ev := f.Events(); countEventsWith(ev, "Warning RecoverDeployment Recovering lost deployment") != 1 {
+		t.Errorf("events %q, want one RecoverDeployment", ev)
+	}
+	if got := f.Until("job", 10, "recovered", running); got.Status.JobStatus.JobID != jobID {
+		t.Errorf("job id %s after the recovery, want %s", got.Status.JobStatus.JobID, jobID)
 	}
 }
 

@@ -89,7 +89,7 @@ func (k deploymentJob) Deploy(ctx context.Context, jobID, restore string) bool {
 	} else {
 		sc.Event(corev1.EventTypeNormal, jobengine.ReasonSubmit, "Deploying session cluster")
 	}
-	k.c.ensureObjects(sc, built, true)
+	k.c.ensureObjects(sc, built, deployJobManager)
 	sc.RequeueWithin(sc.ProgressInterval())
 	return true
 }
@@ -116,14 +116,14 @@ func (k deploymentJob) Steady(ctx context.Context) error {
 		sc.RequeueWithin(jobengine.RetryFailed)
 		return nil
 	}
-	createJM := false
+	jm := keepJobManager
 	if sc.owned.jobManager == nil {
 		// Recreating a JobManager restarts the job from the restore point in
 		// its arguments, which is only its last state when nothing newer can
 		// exist (health.go).
-		createJM = c.recoverJobManager(sc)
+		jm = c.recoverJobManager(sc)
 	}
-	c.ensureObjects(sc, built, createJM)
+	c.ensureObjects(sc, built, jm)
 	healthy := st.JobManagerDeploymentStatus == v1beta1.JobManagerReady && (!app || st.JobStatus.State == v1beta1.JobStatusRunning)
 	// Snapshots are planned while the JobManager answers (history cleanup
 	// disposes through it).
@@ -148,6 +148,25 @@ func (c *Controller) build(sc *syncState, spec v1beta1.FlinkDeploymentSpec, jobI
 	return built, nil
 }
 
+// jobManagerCreate says whether ensureObjects creates a missing JobManager
+// Deployment, and what happens to the job graph Flink keeps in its HA
+// metadata (hajobgraph.go) before it does.
+type jobManagerCreate int
+
+const (
+	// keepJobManager: an existing JobManager Deployment is kept, a missing
+	// one is not created.
+	keepJobManager jobManagerCreate = iota
+	// deployJobManager: a deploy (or its repeat after a crash, DEPLOYING
+	// recorded) creates it, the HA job graph removed first so the new
+	// JobManager runs the spec just recorded.
+	deployJobManager
+	// recreateJobManager: one lost after its deploy is created again for the
+	// same recorded spec; the HA job graph stays, so the new JobManager
+	// recovers the job as after a JobManager crash (health.go).
+	recreateJobManager
+)
+
 // ensureObjects queues the writes that make the live objects match built:
 // create what is missing, update what differs (by spec hash), ConfigMap
 // first since the pods mount it. The JobManager Deployment is only ever
@@ -155,7 +174,7 @@ func (c *Controller) build(sc *syncState, spec v1beta1.FlinkDeploymentSpec, jobI
 // which restarts the job from the restore point in its arguments; changes
 // to it go through an upgrade instead. Objects of the same name controlled
 // by someone else are left alone and reported.
-func (c *Controller) ensureObjects(sc *syncState, built *cluster.Cluster, createJM bool) {
+func (c *Controller) ensureObjects(sc *syncState, built *cluster.Cluster, jmCreate jobManagerCreate) {
 	ns, o := sc.Obj.Namespace, sc.owned
 	core, apps := c.Kube.CoreV1(), c.Kube.AppsV1()
 	create := metav1.CreateOptions{}
@@ -211,14 +230,14 @@ func (c *Controller) ensureObjects(sc *syncState, built *cluster.Cluster, create
 				return err
 			}})
 	}
-	if jm := built.JobManager; createJM || o.jobManager != nil {
-		if o.jobManager == nil {
+	if jm := built.JobManager; jmCreate != keepJobManager || o.jobManager != nil {
+		if o.jobManager == nil && jmCreate == deployJobManager {
 			c.dropHAJobGraphs(sc) // hajobgraph.go
 		}
 		sc.ensure(objectWrites{desired: jm, live: asObject(o.jobManager),
 			create: func(ctx context.Context) error { _, err := apps.Deployments(ns).Create(ctx, jm, create); return err }})
 	}
-	c.ensureIngress(sc, built, createJM && o.jobManager == nil) // ingress.go
+	c.ensureIngress(sc, built, jmCreate != keepJobManager && o.jobManager == nil) // ingress.go
 }
 
 // objectWrites are the writes that bring one object to its desired form.
