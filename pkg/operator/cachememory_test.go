@@ -120,6 +120,7 @@ func cachedBytesPerSnapshot(tb testing.TB, n int) (alloc, inuse float64) {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	inf.SnapshotsWithoutNamespaceIndex() // as newControllers
 	caches, err := flinkcache.New(inf.Flink)
 	if err != nil {
 		tb.Fatal(err)

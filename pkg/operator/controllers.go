@@ -61,6 +61,9 @@ func newControllers(ctx context.Context, cl clients, inf *Informers, opts Option
 	if err != nil {
 		return nil, err
 	}
+	if !opts.snapshotCRDMissing {
+		inf.SnapshotsWithoutNamespaceIndex()
+	}
 	caches, err := flinkcache.NewWithOptions(inf.Flink, flinkcache.Options{WithoutSnapshots: opts.snapshotCRDMissing})
 	if err != nil {
 		return nil, err

@@ -48,6 +48,8 @@ import (
 type Informers struct {
 	Flink map[string]flinkinformers.SharedInformerFactory
 	Kube  map[string]kubeinformers.SharedInformerFactory
+	// flinkTweak applies kubernetes.operator.label.selector (nil: none).
+	flinkTweak func(*metav1.ListOptions)
 }
 
 // OwnedSelector selects the Kubernetes objects of the Flink clusters: the
@@ -82,14 +84,13 @@ func NewInformersWithSelector(kube kubernetes.Interface, flink clientset.Interfa
 	}
 	for _, ns := range namespaces {
 		flinkOpts := []flinkinformers.SharedInformerOption{flinkinformers.WithNamespace(ns), flinkinformers.WithTransform(trimFlinkObject)}
-		var tweak func(*metav1.ListOptions)
 		if sel != "" {
-			tweak = func(o *metav1.ListOptions) { o.LabelSelector = sel }
-			flinkOpts = append(flinkOpts, flinkinformers.WithTweakListOptions(tweak))
+			inf.flinkTweak = func(o *metav1.ListOptions) { o.LabelSelector = sel }
+			flinkOpts = append(flinkOpts, flinkinformers.WithTweakListOptions(inf.flinkTweak))
 		}
 		inf.Flink[ns] = flinkinformers.NewSharedInformerFactoryWithOptions(flink, resync, flinkOpts...)
 		if ns != metav1.NamespaceAll {
-			withoutNamespaceIndex(inf.Flink[ns], ns, tweak)
+			withoutNamespaceIndex(inf.Flink[ns], ns, inf.flinkTweak)
 		}
 		inf.Kube[ns] = kubeinformers.NewSharedInformerFactoryWithOptions(kube, resync, kubeinformers.WithNamespace(ns),
 			kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = OwnedSelector }),
@@ -104,14 +105,16 @@ func NewInformersWithSelector(kube kubernetes.Interface, flink clientset.Interfa
 	return inf, nil
 }
 
-// withoutNamespaceIndex makes f's flink.apache.org informers, which watch
-// the one namespace ns, without client-go's default namespace index: in a
-// one-namespace informer that index is a second set of every key (about 40
-// bytes per cached object, 10,000 snapshots' worth at make bench-scale's
-// size), and the operator reads these caches by key and by its own indexes
-// (pkg/cache), never through a lister's List by namespace, which would fall
-// back to a scan with a warning. The transform and resync are the factory's
-// own (InformerFor applies them); an all-namespace factory keeps the index.
+// withoutNamespaceIndex makes f's FlinkDeployment and FlinkSessionJob
+// informers, which watch the one namespace ns, without client-go's default
+// namespace index: in a one-namespace informer that index is a second set
+// of every key (about 40 bytes per cached object), and the operator reads
+// these caches by key and by its own indexes (pkg/cache), never through a
+// lister's List by namespace, which would fall back to a scan with a
+// warning. The transform and resync are the factory's own (InformerFor
+// applies them); an all-namespace factory keeps the index. The
+// FlinkStateSnapshot informers are made so by SnapshotsWithoutNamespaceIndex,
+// only when that CRD is served.
 func withoutNamespaceIndex(f flinkinformers.SharedInformerFactory, ns string, tweak func(*metav1.ListOptions)) {
 	// A map each: an informer keeps the one it is given and AddIndexers
 	// (pkg/cache) adds to it.
@@ -121,9 +124,24 @@ func withoutNamespaceIndex(f flinkinformers.SharedInformerFactory, ns string, tw
 	f.InformerFor(&v1beta1.FlinkSessionJob{}, func(c clientset.Interface, resync time.Duration) cache.SharedIndexInformer {
 		return flinkv1beta1informers.NewFilteredFlinkSessionJobInformer(c, ns, resync, cache.Indexers{}, tweak)
 	})
-	f.InformerFor(&v1beta1.FlinkStateSnapshot{}, func(c clientset.Interface, resync time.Duration) cache.SharedIndexInformer {
-		return flinkv1beta1informers.NewFilteredFlinkStateSnapshotInformer(c, ns, resync, cache.Indexers{}, tweak)
-	})
+}
+
+// SnapshotsWithoutNamespaceIndex requests the FlinkStateSnapshot informers
+// of the one-namespace factories without the namespace index (the
+// snapshots are most of the cached objects: 10,000 keys fewer at make
+// bench-scale's size); the all-namespace factory's keeps it. Call it before
+// pkg/cache requests them, and only when the FlinkStateSnapshot CRD is
+// served: a requested informer is started and waited for, and would never
+// sync without it (legacy mode).
+func (i *Informers) SnapshotsWithoutNamespaceIndex() {
+	for ns, f := range i.Flink {
+		if ns == metav1.NamespaceAll {
+			continue
+		}
+		f.InformerFor(&v1beta1.FlinkStateSnapshot{}, func(c clientset.Interface, resync time.Duration) cache.SharedIndexInformer {
+			return flinkv1beta1informers.NewFilteredFlinkStateSnapshotInformer(c, ns, resync, cache.Indexers{}, i.flinkTweak)
+		})
+	}
 }
 
 // ParseLabelSelector checks a kubernetes.operator.label.selector value

@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -348,6 +349,7 @@ func TestPerNamespaceInformersHaveNoNamespaceIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	inf.SnapshotsWithoutNamespaceIndex()
 	v := inf.Flink["ns"].Flink().V1beta1()
 	informers := map[string]cache.SharedIndexInformer{
 		"FlinkDeployment": v.FlinkDeployments().Informer(), "FlinkSessionJob": v.FlinkSessionJobs().Informer(),
@@ -382,5 +384,45 @@ func TestPerNamespaceInformersHaveNoNamespaceIndex(t *testing.T) {
 	all := NewInformers(kubefake.NewSimpleClientset(), flinkfake.NewSimpleClientset(), nil, 0)
 	if _, ok := all.Flink[""].Flink().V1beta1().FlinkStateSnapshots().Informer().GetIndexer().GetIndexers()[cache.NamespaceIndex]; !ok {
 		t.Error("the all-namespace snapshot informer lost its namespace index")
+	}
+}
+
+// The controllers' wiring: with the FlinkStateSnapshot CRD served, the
+// one-namespace snapshot informers come without the namespace index; in
+// legacy mode (the CRD missing) no snapshot informer is requested at all,
+// as one would be started and never sync.
+func TestControllersRequestSnapshotInformersOnlyWithTheCRD(t *testing.T) {
+	for _, missing := range []bool{false, true} {
+		t.Run(fmt.Sprintf("CRD missing %v", missing), func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			kube, flink := kubefake.NewSimpleClientset(), flinkfake.NewSimpleClientset()
+			inf := NewInformers(kube, flink, []string{"a", "b"}, 0)
+			opts := Options{Config: config.Defaults(), snapshotCRDMissing: missing}
+			c, err := newControllers(ctx, clients{kube: kube, flink: flink, events: kube.CoreV1()}, inf, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.shutdown()
+			for ns, f := range inf.Flink {
+				f.Start(ctx.Done())
+				var started []string
+				for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
+					if !ok {
+						t.Fatalf("%s: %v did not sync", ns, typ)
+					}
+					started = append(started, typ.Elem().Name())
+				}
+				if got := slices.Contains(started, "FlinkStateSnapshot"); got == missing {
+					t.Errorf("namespace %s: informers started %v; a FlinkStateSnapshot one: %v, want %v", ns, started, got, !missing)
+				}
+				if !missing {
+					indexers := f.Flink().V1beta1().FlinkStateSnapshots().Informer().GetIndexer().GetIndexers()
+					if _, ok := indexers[cache.NamespaceIndex]; ok {
+						t.Errorf("namespace %s: the snapshot informer has the namespace index", ns)
+					}
+				}
+			}
+		})
 	}
 }
