@@ -82,10 +82,12 @@ func NewInformersWithSelector(kube kubernetes.Interface, flink clientset.Interfa
 		Flink: map[string]flinkinformers.SharedInformerFactory{},
 		Kube:  map[string]kubeinformers.SharedInformerFactory{},
 	}
+	if sel != "" {
+		inf.flinkTweak = func(o *metav1.ListOptions) { o.LabelSelector = sel }
+	}
 	for _, ns := range namespaces {
 		flinkOpts := []flinkinformers.SharedInformerOption{flinkinformers.WithNamespace(ns), flinkinformers.WithTransform(trimFlinkObject)}
-		if sel != "" {
-			inf.flinkTweak = func(o *metav1.ListOptions) { o.LabelSelector = sel }
+		if inf.flinkTweak != nil {
 			flinkOpts = append(flinkOpts, flinkinformers.WithTweakListOptions(inf.flinkTweak))
 		}
 		inf.Flink[ns] = flinkinformers.NewSharedInformerFactoryWithOptions(flink, resync, flinkOpts...)
