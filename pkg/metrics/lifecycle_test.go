@@ -18,6 +18,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/generated/clientset/versioned/fake"
 	flinkinformers "github.com/flinkops/flink-operator/pkg/generated/informers/externalversions"
+	"github.com/flinkops/flink-operator/pkg/metrics/metricstest"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -43,10 +44,10 @@ func newLifecycleEnv(t *testing.T, cfg config.Config) *lifecycleEnv {
 	return &lifecycleEnv{tracker: tr, reg: reg, clock: clk}
 }
 
-// samplesOf scrapes a test's registry (SamplesOf) or fails the test.
+// samplesOf scrapes a test's registry (metricstest.Samples) or fails the test.
 func samplesOf(t *testing.T, g prometheus.Gatherer) map[string]float64 {
 	t.Helper()
-	out, err := SamplesOf(g)
+	out, err := metricstest.Samples(g)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,11 +5,13 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/flinkops/flink-operator/pkg/metrics/metricstest"
 )
 
 func scrape(t *testing.T) map[string]float64 {
 	t.Helper()
-	samples, err := Samples()
+	samples, err := metricstest.Samples(Registry)
 	if err != nil {
 		t.Fatal(err)
 	}

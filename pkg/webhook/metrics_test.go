@@ -10,6 +10,7 @@ import (
 
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/metrics"
+	"github.com/flinkops/flink-operator/pkg/metrics/metricstest"
 )
 
 // Every answered review is counted by step, operation, kind and decision:
@@ -21,7 +22,7 @@ func TestWebhookRequestsCounted(t *testing.T) {
 	series := func(step, op, allowed string) string {
 		return `flink_operator_webhook_requests_total{allowed="` + allowed + `",kind="FlinkStateSnapshot",operation="` + op + `",step="` + step + `"}`
 	}
-	before, err := metrics.Samples()
+	before, err := metricstest.Samples(metrics.Registry)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +39,7 @@ func TestWebhookRequestsCounted(t *testing.T) {
 	send(ValidatePath, request(admissionv1.Create, missing, nil))
 	send(MutatePath, request(admissionv1.Create, ok, nil))
 	send(MutatePath, request(admissionv1.Update, ok, ok))
-	after, err := metrics.Samples()
+	after, err := metricstest.Samples(metrics.Registry)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,12 +5,13 @@ import (
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/metrics"
+	"github.com/flinkops/flink-operator/pkg/metrics/metricstest"
 )
 
 // samples is what a /metrics scrape shows now.
 func samples(t *testing.T) map[string]float64 {
 	t.Helper()
-	s, err := metrics.Samples()
+	s, err := metricstest.Samples(metrics.Registry)
 	if err != nil {
 		t.Fatal(err)
 	}

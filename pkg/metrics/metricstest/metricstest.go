@@ -1,4 +1,7 @@
-package metrics
+// Package metricstest reads a Prometheus registry the way a scrape of the
+// operator's /metrics does, for tests. It lives apart from pkg/metrics so
+// the operator's binary does not link net/http/httptest.
+package metricstest
 
 import (
 	"bufio"
@@ -12,13 +15,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// Samples reads Registry through the handler the operator serves at /metrics
-// and returns each sample's value by its series, exactly as exposed
-// (`name{label="v",...}`). Tests use it to assert what a scrape shows.
-func Samples() (map[string]float64, error) { return SamplesOf(Registry) }
-
-// SamplesOf is Samples for another registry (a test's own).
-func SamplesOf(g prometheus.Gatherer) (map[string]float64, error) {
+// Samples reads g through the handler the operator serves at /metrics
+// (pkg/metrics.Registry there) and returns each sample's value by its
+// series, exactly as exposed (`name{label="v",...}`).
+func Samples(g prometheus.Gatherer) (map[string]float64, error) {
 	rec := httptest.NewRecorder()
 	promhttp.HandlerFor(g, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	if rec.Code != http.StatusOK {
