@@ -58,9 +58,14 @@ func probeMux(ready *readiness, live func() error) *http.ServeMux {
 // metricsMux serves /metrics and, with profiling, Go's /debug/pprof/ (as
 // the Kubernetes components' --profiling does): heap and CPU profiles of a
 // running operator, for the scale benchmark and for users chasing memory.
+//
+// /metrics is always sent uncompressed: a gzip writer at the level promhttp
+// uses holds about 800 KB of tables, which its pool keeps from the first
+// scrape on (the operator's heap, 11,000 objects cached, is about 20 MB),
+// to save a few kilobytes on a scrape inside the cluster.
 func metricsMux(profiling bool) *http.ServeMux {
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{}))
+	mux.Handle("/metrics", promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{DisableCompression: true}))
 	if profiling {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)

@@ -39,6 +39,20 @@ func TestMetricsMuxServesProfilesOnlyWithProfiling(t *testing.T) {
 	}
 }
 
+// A scrape asking for gzip gets the text uncompressed (metricsMux).
+func TestMetricsServedUncompressed(t *testing.T) {
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+	req.Header.Set("Accept-Encoding", "gzip")
+	metricsMux(false).ServeHTTP(rec, req)
+	if enc := rec.Header().Get("Content-Encoding"); rec.Code != http.StatusOK || enc != "" {
+		t.Fatalf("GET /metrics with Accept-Encoding gzip = %d, Content-Encoding %q; want 200 uncompressed", rec.Code, enc)
+	}
+	if !strings.Contains(rec.Body.String(), "# TYPE go_goroutines gauge") {
+		t.Errorf("/metrics body is not the text exposition:\n%.300s", rec.Body.String())
+	}
+}
+
 func TestProbeMux(t *testing.T) {
 	stalled := errors.New("canary resources not reconciled within 1m0s of their last change: FlinkDeployment default/canary")
 	for _, tc := range []struct {
