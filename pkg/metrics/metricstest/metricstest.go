@@ -20,7 +20,7 @@ import (
 // series, exactly as exposed (`name{label="v",...}`).
 func Samples(g prometheus.Gatherer) (map[string]float64, error) {
 	rec := httptest.NewRecorder()
-	promhttp.HandlerFor(g, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	promhttp.HandlerFor(g, promhttp.HandlerOpts{DisableCompression: true}).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	if rec.Code != http.StatusOK {
 		return nil, fmt.Errorf("/metrics: %d %s", rec.Code, rec.Body)
 	}
