@@ -11,10 +11,7 @@ import (
 // all 56 groups Kubernetes serves, and registering them at start cost about
 // 10 MiB of resident memory (docs/performance.md, "After, third round").
 func TestBinaryLinksNoAllGroupsPackage(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go list -deps: %v\n%s", err, out)
-	}
+	pkgs, _ := binaryDeps(t)
 	forbidden := map[string]bool{
 		"k8s.io/client-go/kubernetes":                  true,
 		"k8s.io/client-go/kubernetes/scheme":           true,
@@ -24,7 +21,7 @@ func TestBinaryLinksNoAllGroupsPackage(t *testing.T) {
 		"k8s.io/client-go/applyconfigurations/meta/v1": true,
 	}
 	apiGroups := 0
-	for _, pkg := range strings.Fields(string(out)) {
+	for _, pkg := range pkgs {
 		if forbidden[pkg] {
 			t.Errorf("cmd/flink-operator links %s, which brings in every Kubernetes API group (use pkg/clients and pkg/generated/kube)", pkg)
 		}
@@ -49,23 +46,8 @@ var testOnlyImportedByClientGo = map[string]string{
 // The binary carries no test code: no fake clients or JobManagers, no test
 // builders, no httptest.
 func TestBinaryLinksNoTestOnlyPackage(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go list -deps: %v\n%s", err, out)
-	}
 	const module = "github.com/flinkops/flink-operator/"
-	importers := map[string][]string{}
-	var pkgs []string
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		f := strings.Fields(line)
-		pkgs = append(pkgs, f[0])
-		for _, imp := range f[1:] {
-			importers[imp] = append(importers[imp], f[0])
-		}
-	}
-	if len(pkgs) < 100 {
-		t.Fatalf("go list -deps listed %d packages; the binary has hundreds", len(pkgs))
-	}
+	pkgs, importers := binaryDeps(t)
 	for _, pkg := range pkgs {
 		if via, ok := testOnlyImportedByClientGo[pkg]; ok {
 			for _, imp := range importers[pkg] {
@@ -81,9 +63,31 @@ func TestBinaryLinksNoTestOnlyPackage(t *testing.T) {
 	}
 }
 
+// binaryDeps lists the packages cmd/flink-operator links (go list -deps)
+// and, for each, the packages that import it.
+func binaryDeps(t *testing.T) (pkgs []string, importers map[string][]string) {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-deps", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps: %v\n%s", err, out)
+	}
+	importers = map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		pkgs = append(pkgs, f[0])
+		for _, imp := range f[1:] {
+			importers[imp] = append(importers[imp], f[0])
+		}
+	}
+	if len(pkgs) < 100 {
+		t.Fatalf("go list -deps listed %d packages; the binary has hundreds", len(pkgs))
+	}
+	return pkgs, importers
+}
+
 // isTestOnly says whether pkg is test code: the standard library's testing
-// packages, any package named or under fake, and the operator's own test
-// builders (named …test) and e2e tree.
+// packages and httptest, any package with a path element starting with
+// fake, and the operator's own test builders (named …test) and e2e tree.
 func isTestOnly(pkg, module string) bool {
 	if pkg == "testing" || strings.HasPrefix(pkg, "testing/") || strings.HasPrefix(pkg, "net/http/httptest") {
 		return true
