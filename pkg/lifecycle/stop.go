@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"strings"
 	"time"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
@@ -64,4 +65,20 @@ func RecordLegacySavepoint(info *v1beta1.SavepointInfo, path string, now time.Ti
 	if n := len(info.SavepointHistory); n == 0 || info.SavepointHistory[n-1].Location != path {
 		info.SavepointHistory = append(info.SavepointHistory, sp)
 	}
+}
+
+// RestorePath is the state a stopped job restarts from, read as upstream
+// reads it (AbstractJobReconciler.restoreJob): upgradeSavepointPath, else
+// the legacy savepointInfo.lastSavepoint that upstream releases before
+// upgradeSavepointPath recorded a suspended job's savepoint in (and that
+// upstream's own e2e still sets by hand). A resource suspended by such a
+// release, or edited so, resumes from it rather than from empty state.
+func RestorePath(js *v1beta1.JobStatus) string {
+	if p := strings.TrimSpace(js.UpgradeSavepointPath); p != "" {
+		return p
+	}
+	if info := js.SavepointInfo; info != nil && info.LastSavepoint != nil {
+		return strings.TrimSpace(info.LastSavepoint.Location)
+	}
+	return ""
 }

@@ -73,10 +73,19 @@ func (s *State[T, S]) Reconcile(ctx context.Context, d Driver[S]) error {
 		return s.steady(ctx, d)
 	}
 	spec, cfg, err := d.Validate()
-	refPath := ""
+	restore := ""
 	if ref := JobOf(&spec); err == nil && change == ChangeRedeploy && ref != nil && ref.InitialStateSnapshotRef != nil {
 		// The running job stays as it is until the snapshot will do.
-		refPath, err = d.RestorePath(ref.InitialStateSnapshotRef)
+		restore, err = d.RestorePath(ref.InitialStateSnapshotRef)
+	}
+	if err == nil && change == ChangeUpgrade && JobSuspended(&s.Recorded.Spec) {
+		// A resume: it stays suspended until it has a restore point.
+		var ok bool
+		if restore, ok = s.resumeFrom(spec); !ok {
+			*st.ObservedGeneration = s.Obj.GetGeneration()
+			s.RequeueWithin(RetryFailed)
+			return nil
+		}
 	}
 	waits := err == nil && change != ChangeNonces && d.CanRun() && s.upgradeWaitsForSavepoint(cfg, change)
 	if !waits {
@@ -100,7 +109,7 @@ func (s *State[T, S]) Reconcile(ctx context.Context, d Driver[S]) error {
 			return err
 		}
 		s.Cfg = cfg
-		if err := s.BeginUpgrade(ctx, change, refPath); err != nil {
+		if err := s.BeginUpgrade(ctx, change, restore); err != nil {
 			return err
 		}
 		return s.continueUpgrade(ctx, d)

@@ -69,7 +69,7 @@ func (s *State[T, S]) JobView(running, checkpoints bool) (snapshotrules.JobView,
 	}
 	st := s.Status()
 	js := st.Job
-	if p := js.UpgradeSavepointPath; p != "" {
+	if p := lifecycle.RestorePath(js); p != "" {
 		v.Keep = append(v.Keep, p)
 	}
 	if v.Since.IsZero() {

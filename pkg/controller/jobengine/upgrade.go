@@ -2,12 +2,14 @@ package jobengine
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/lifecycle"
+	"github.com/flinkops/flink-operator/pkg/snapshotrules"
 )
 
 // RecordSpecChange makes spec the recorded spec (Recorded) for an upgrade,
@@ -45,9 +47,10 @@ func (s *State[T, S]) RecordSpecChange(spec S, change Change) (upgrading bool, e
 // stop of the old job needs: the state the new job restores from when it
 // is known now, and jobStatus SUSPENDED when there is nothing to stop.
 // refPath is the resolved spec.job.initialStateSnapshotRef of a
-// savepointRedeployNonce change. The controller's continueUpgrade then goes
-// as far as one status write allows.
-func (s *State[T, S]) BeginUpgrade(ctx context.Context, change Change, refPath string) error {
+// savepointRedeployNonce change, or for a resume the state resumeFrom
+// chose. The controller's continueUpgrade then goes as far as one status
+// write allows.
+func (s *State[T, S]) BeginUpgrade(ctx context.Context, change Change, restore string) error {
 	spec := &s.Recorded.Spec
 	encoded, err := lifecycle.Encode(*spec, s.Recorded.Meta.FirstDeployment)
 	if err != nil {
@@ -71,16 +74,14 @@ func (s *State[T, S]) BeginUpgrade(ctx context.Context, change Change, refPath s
 		// (or, ours, the snapshot initialStateSnapshotRef names).
 		js.UpgradeSavepointPath = strings.TrimSpace(job.InitialSavepointPath)
 		if job.InitialStateSnapshotRef != nil {
-			js.UpgradeSavepointPath = refPath
+			js.UpgradeSavepointPath = restore
 		}
 		js.State = v1beta1.JobStatusSuspended
 		s.Event(corev1.EventTypeNormal, ReasonSpecChanged, "savepointRedeployNonce changed: redeploying from %s", js.UpgradeSavepointPath)
 		return nil
 	case s.wasSuspended:
 		// Resume: the job was stopped and its state recorded at suspend.
-		if mode == v1beta1.UpgradeModeStateless && !s.firstDeployment {
-			js.UpgradeSavepointPath = ""
-		}
+		js.UpgradeSavepointPath = restore
 		js.State = v1beta1.JobStatusSuspended
 		s.Event(corev1.EventTypeNormal, ReasonSpecChanged, "Resuming job (upgradeMode %s)", mode)
 		return nil
@@ -104,4 +105,67 @@ func (s *State[T, S]) BeginUpgrade(ctx context.Context, change Change, refPath s
 		s.Event(corev1.EventTypeNormal, ReasonSpecChanged, "Spec changed, upgrading (upgradeMode %s)", mode)
 	}
 	return nil
+}
+
+// resumeFrom is the state a suspended job resumes from with spec, decided
+// before the resume is recorded: the recorded restore point
+// (lifecycle.RestorePath, the legacy lastSavepoint included), empty state
+// for a stateless job that ran before, or what it was created with. A job
+// that ran and kept state, whose status names no restore point, never
+// starts empty unless the spec says so: with allowNonRestoredState it
+// starts empty (a Warning says so), with initialSavepointPath it starts
+// from that; otherwise ok is false, the job stays suspended and the error
+// says how to go on.
+func (s *State[T, S]) resumeFrom(spec S) (restore string, ok bool) {
+	js := s.JobStatus()
+	first := s.Recorded.Meta.FirstDeployment
+	if UpgradeMode(&spec) == v1beta1.UpgradeModeStateless && !first {
+		return "", true
+	}
+	if p := lifecycle.RestorePath(js); p != "" || first {
+		return p, true
+	}
+	had := s.stateEvidence()
+	if had == "" {
+		// Stopped before it had any state to keep.
+		return "", true
+	}
+	job := JobOf(&spec)
+	switch {
+	case strings.TrimSpace(job.InitialSavepointPath) != "":
+		p := strings.TrimSpace(job.InitialSavepointPath)
+		s.Event(corev1.EventTypeWarning, ReasonUpgradeFailed, "No restore point is recorded for job %s although %s; resuming from spec.job.initialSavepointPath %s", js.JobID, had, p)
+		return p, true
+	case job.AllowNonRestoredState != nil && *job.AllowNonRestoredState:
+		s.Event(corev1.EventTypeWarning, ReasonUpgradeFailed, "No restore point is recorded for job %s although %s; resuming from empty state as spec.job.allowNonRestoredState allows", js.JobID, had)
+		return "", true
+	}
+	s.FailManualRestore(ReasonUpgradeFailed, "Cannot resume job %s: %s, but neither status.jobStatus.upgradeSavepointPath nor savepointInfo.lastSavepoint names a state to restore, "+
+		"and it is never started from empty state unasked. %s: set spec.job.initialSavepointPath to the state to resume from, "+
+		"or set spec.job.allowNonRestoredState: true to start from empty state", js.JobID, had, lifecycle.ManualRestore)
+	return "", false
+}
+
+// stateEvidence says what in the status or the snapshot cache shows that
+// the job had state ("" if nothing does): a savepoint or checkpoint
+// recorded in the legacy fields, or a completed snapshot resource.
+func (s *State[T, S]) stateEvidence() string {
+	js := s.JobStatus()
+	if info := js.SavepointInfo; info != nil && len(info.SavepointHistory) > 0 {
+		return "status.jobStatus.savepointInfo.savepointHistory records savepoints"
+	}
+	if info := js.CheckpointInfo; info != nil && info.LastCheckpoint != nil {
+		return "status.jobStatus.checkpointInfo.lastCheckpoint records a checkpoint"
+	}
+	obj := s.Obj
+	snaps, err := s.e.Caches.SnapshotsOfJob(snapshotrules.JobKeyFor(jobReferenceKind(obj), obj.GetNamespace(), obj.GetName()))
+	if err != nil {
+		return ""
+	}
+	for _, snap := range snaps {
+		if snap.Status.State == v1beta1.SnapshotCompleted && snap.Status.Path != "" {
+			return fmt.Sprintf("FlinkStateSnapshot %s/%s holds its %s %s", snap.Namespace, snap.Name, strings.ToLower(snapshotrules.Type(snap)), snap.Status.Path)
+		}
+	}
+	return ""
 }
