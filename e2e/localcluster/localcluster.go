@@ -62,6 +62,12 @@ var DefaultControllers = []string{
 	// kube-root-ca.crt in every namespace: the ca.crt of the projected
 	// service-account volume (kube-api-access-*) that pods get.
 	"root-ca-certificate-publisher-controller",
+	// The rules of the aggregated ClusterRoles admin, edit and view (from
+	// the system:aggregate-to-* roles, and any role labelled to join them).
+	// Without it they are empty, and the RBAC Flink's documentation gives
+	// for native mode (a binding to edit) grants nothing, unlike on any
+	// real cluster.
+	"clusterrole-aggregation-controller",
 }
 
 // Options configure Start. The zero value is a good default.

@@ -108,8 +108,24 @@ func (c *Controller) checkServiceAccount(ctx context.Context, sc *syncState, bui
 	if len(missing) == 0 {
 		return ""
 	}
+	return missingRightsMessage(ns, sa, missing, ha)
+}
+
+// missingRightsMessage says what the ServiceAccount sa may not do (missing:
+// "verb resource[.group]", as reviewed). A SubjectAccessReview cannot tell
+// no binding from a binding to a role without these rules, so the message
+// names both: on a cluster whose kube-controller-manager runs without the
+// clusterrole-aggregation-controller, the aggregated ClusterRoles edit and
+// admin (what Flink's own documentation binds in native mode) are empty,
+// and a binding to them grants nothing.
+func missingRightsMessage(ns, sa string, missing []string, ha bool) string {
+	first := strings.Fields(missing[0])
 	return fmt.Sprintf("ServiceAccount %s/%s may not %s in namespace %s, which Flink's resource manager%s needs in native mode. "+
-		"Grant it the Role of manifests/flink-serviceaccount (docs/install.md)", ns, sa, strings.Join(missing, ", "), ns, haSuffix(ha))
+		"Grant it the Role of manifests/flink-serviceaccount (docs/install.md). "+
+		"If a Role or ClusterRole is already bound to it, that role lacks these rules: an aggregated ClusterRole such as edit is empty "+
+		"where kube-controller-manager runs without its clusterrole-aggregation-controller "+
+		"(check: kubectl auth can-i %s %s -n %s --as=system:serviceaccount:%s:%s)",
+		ns, sa, strings.Join(missing, ", "), ns, haSuffix(ha), first[0], first[1], ns, ns, sa)
 }
 
 func haSuffix(ha bool) string {
