@@ -67,10 +67,11 @@ func TestInProgressTimeoutIsExclusive(t *testing.T) {
 // What one status poll of an IN_PROGRESS snapshot does with each answer of
 // Flink: unreachable → poll again later, no failure; an error answer or a
 // failed operation → one failure (retried per backoffLimit) with its
-// SavepointError/CheckpointError event; a completed checkpoint whose path
-// cannot be read → COMPLETED without a path, with a CheckpointError event
-// that says why; a completed checkpoint whose details are unreachable →
-// poll again.
+// SavepointError/CheckpointError event; a completed checkpoint whose
+// details are unreachable → poll again; whose details are not found → its
+// path from the job's checkpoint history; whose details are an error answer
+// → a failure whose CheckpointError event says how to keep more history (a
+// COMPLETED snapshot always has a path: checkpointpath_test.go).
 func TestPollOutcomes(t *testing.T) {
 	type outcome struct {
 		state    v1beta1.SnapshotState
@@ -117,10 +118,15 @@ func TestPollOutcomes(t *testing.T) {
 		{"checkpoint details unreachable: poll again", true, func(f *fixture, jm *fakejm.Server) {
 			jm.InjectFault(fakejm.Fault{Route: fakejm.RouteCheckpointDetails, Status: http.StatusServiceUnavailable})
 		}, outcome{state: v1beta1.SnapshotInProgress, requeue: 2 * time.Second, events: map[string]int{ReasonCheckpointError: 0}}},
-		{"checkpoint details forgotten: completed without path, warned", true, func(f *fixture, jm *fakejm.Server) {
+		{"checkpoint details not found: the path from the history", true, func(f *fixture, jm *fakejm.Server) {
 			jm.InjectFault(fakejm.Fault{Route: fakejm.RouteCheckpointDetails, Status: http.StatusNotFound})
-		}, outcome{state: v1beta1.SnapshotCompleted, requeue: -1,
-			events: map[string]int{ReasonCheckpointError: 1, ReasonSnapshotCompleted: 1}}},
+		}, outcome{state: v1beta1.SnapshotCompleted, pathSet: true, requeue: -1,
+			events: map[string]int{ReasonCheckpointError: 0, ReasonSnapshotCompleted: 1}}},
+		{"checkpoint details error answer: a failure, warned", true, func(f *fixture, jm *fakejm.Server) {
+			jm.InjectFault(fakejm.Fault{Route: fakejm.RouteCheckpointDetails, Status: http.StatusInternalServerError,
+				Errors: []string{"java.lang.IllegalStateException: broken statistics"}})
+		}, outcome{state: v1beta1.SnapshotTriggerPending, failures: 1, errorHas: "checkpoint 1 was successful, but failed to fetch its path: ",
+			events: map[string]int{ReasonCheckpointError: 1, ReasonSnapshotCompleted: 0}}},
 		{"checkpoint completed", true, func(f *fixture, jm *fakejm.Server) {},
 			outcome{state: v1beta1.SnapshotCompleted, pathSet: true, requeue: -1,
 				events: map[string]int{ReasonCheckpointError: 0, ReasonSnapshotCompleted: 1}}},
@@ -157,7 +163,7 @@ func TestPollOutcomes(t *testing.T) {
 					t.Errorf("%d %s events, want %d: %v", got, reason, n, events)
 				}
 			}
-			if tc.name == "checkpoint details forgotten: completed without path, warned" &&
+			if tc.name == "checkpoint details error answer: a failure, warned" &&
 				!strings.Contains(strings.Join(events, "\n"), "web.checkpoints.history") {
 				t.Errorf("events %v: the CheckpointError should say how to keep more history", events)
 			}
@@ -203,6 +209,11 @@ func TestJobStoppedSettlesInFlightSnapshots(t *testing.T) {
 			jm.FailCheckpoints("", "declined")
 			jm.SetCompletion(0, 0)
 		}, v1beta1.SnapshotAbandoned, []string{"is not running; checkpoint failed: ", "declined"}, "if Flink completes"},
+		{"checkpoint completed, its path not in the statistics yet", true, false, func(f *fixture, jm *fakejm.Server) {
+			jm.SetCheckpointStatsCache(time.Hour)
+			readStats(f.t, jm, f.jobIDs["job"]) // the cached statistics have it IN_PROGRESS
+			jm.SetCompletion(0, 0)
+		}, v1beta1.SnapshotAbandoned, []string{"is not running; checkpoint 1 completed, but its path was not in the job's checkpoint statistics yet"}, "if Flink completes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)

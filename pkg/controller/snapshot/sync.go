@@ -293,8 +293,7 @@ func (c *Controller) observe(ctx context.Context, s *v1beta1.FlinkStateSnapshot,
 		return 0, err
 	}
 	if elapsed > timeout {
-		return c.fail(s, now, fmt.Sprintf("%s with trigger id %s did not complete within %s (%s)",
-			lower(snapshotrules.Type(s)), s.Status.TriggerID, timeout, config.KeySnapshotTimeout)), nil
+		return c.timedOut(ctx, s, t, now, timeout), nil
 	}
 
 	client, err := c.flinkClient(t)
@@ -313,6 +312,9 @@ func (c *Controller) observe(ctx context.Context, s *v1beta1.FlinkStateSnapshot,
 		return c.fail(s, now, err.Error()), nil
 	case res.failure != "":
 		return c.fail(s, now, res.failure), nil
+	case res.pathPending:
+		klog.FromContext(ctx).V(2).Info("Checkpoint completed, waiting for its path in the job's checkpoint statistics", "checkpointId", res.checkpointID)
+		return snapshotrules.PollDelay(elapsed), nil
 	case res.pending:
 		return snapshotrules.PollDelay(elapsed), nil
 	}
@@ -320,13 +322,34 @@ func (c *Controller) observe(ctx context.Context, s *v1beta1.FlinkStateSnapshot,
 	return 0, nil
 }
 
-// complete records a finished attempt.
-func (c *Controller) complete(s *v1beta1.FlinkStateSnapshot, res pollResult, now time.Time) {
-	if res.pathErr != "" {
-		c.Recorder.Eventf(s, corev1.EventTypeWarning, ReasonCheckpointError,
-			"Checkpoint %s was successful, but failed to fetch path. Flink webserver stores only a limited amount of checkpoints in its cache, try increasing 'web.checkpoints.history' config for this job.\n%s",
-			s.Name, res.pathErr)
+// timedOut ends an attempt older than the snapshot timeout. A checkpoint
+// that Flink finished may be waiting only for its path to reach the job's
+// checkpoint statistics, which the operator does not record between polls:
+// Flink is asked once more, so that the failure names the checkpoint and
+// what to change, and a path that arrived just now is not thrown away.
+func (c *Controller) timedOut(ctx context.Context, s *v1beta1.FlinkStateSnapshot, t *target, now time.Time, timeout time.Duration) time.Duration {
+	msg := fmt.Sprintf("%s with trigger id %s did not complete within %s (%s)",
+		lower(snapshotrules.Type(s)), s.Status.TriggerID, timeout, config.KeySnapshotTimeout)
+	if snapshotrules.IsSavepoint(s) {
+		return c.fail(s, now, msg)
 	}
+	client, err := c.flinkClient(t)
+	if err != nil {
+		return c.fail(s, now, msg)
+	}
+	res, err := c.poll(ctx, client, s, t)
+	switch {
+	case err == nil && res.path != "":
+		c.complete(s, res, now)
+		return 0
+	case err == nil && res.pathPending:
+		msg = pathFailure(res.checkpointID, fmt.Sprintf("it was not in the job's checkpoint statistics within %s (%s)", timeout, config.KeySnapshotTimeout))
+	}
+	return c.fail(s, now, msg)
+}
+
+// complete records a finished attempt; res.path is never empty.
+func (c *Controller) complete(s *v1beta1.FlinkStateSnapshot, res pollResult, now time.Time) {
 	s.Status.State = v1beta1.SnapshotCompleted
 	s.Status.Path = res.path
 	s.Status.Error = ""
@@ -361,6 +384,8 @@ func (c *Controller) settleStopped(ctx context.Context, s *v1beta1.FlinkStateSna
 		c.abandon(s, t, now, fmt.Sprintf("; its result could not be read (%v)%s", err, where))
 	case res.failure != "":
 		c.abandon(s, t, now, "; "+res.failure)
+	case res.pathPending:
+		c.abandon(s, t, now, fmt.Sprintf("; checkpoint %d completed, but its path was not in the job's checkpoint statistics yet", res.checkpointID))
 	case res.pending:
 		c.abandon(s, t, now, "; Flink was still taking it"+where)
 	default:
@@ -392,12 +417,16 @@ func (c *Controller) pastTimeout(s *v1beta1.FlinkStateSnapshot) bool {
 	return ok && err == nil && c.Clock.Since(triggered) > timeout
 }
 
-// pollResult is what one status poll learned.
+// pollResult is what one status poll learned. The attempt is done only
+// with a path: a COMPLETED snapshot always has one.
 type pollResult struct {
 	pending bool
 	path    string
-	pathErr string // checkpoint completed but its path could not be read
-	failure string // Flink reported the operation failed
+	failure string // the attempt failed: Flink says so, or the path cannot be had
+	// pathPending: Flink finished checkpoint checkpointID, but its path is
+	// not in the job's checkpoint statistics yet.
+	pathPending  bool
+	checkpointID int64
 }
 
 func (c *Controller) poll(ctx context.Context, client *flink.Client, s *v1beta1.FlinkStateSnapshot, t *target) (pollResult, error) {
@@ -422,18 +451,75 @@ func (c *Controller) poll(ctx context.Context, client *flink.Client, s *v1beta1.
 	case r.Pending():
 		return pollResult{pending: true}, nil
 	}
-	details, err := client.CheckpointDetails(ctx, t.jobStatus.JobID, r.Value)
+	return checkpointPath(ctx, client, t.jobStatus.JobID, r.Value)
+}
+
+// checkpointPath reads the path of checkpoint id, which Flink reported
+// finished, from the job's checkpoint statistics: the trigger result has
+// only the id. Flink's REST handlers answer from a copy of the statistics
+// kept for rest.cache.checkpoint-statistics.timeout (default 3 s) after the
+// read that took it, so when anyone read them just before (the poll of the
+// previous snapshot of the job, say) they show the checkpoint IN_PROGRESS or
+// not at all; that is waited for (pathPending), within the snapshot
+// timeout, as they catch up within seconds. The statistics keep only the last
+// web.checkpoints.history checkpoints: a checkpoint older than the oldest
+// one kept will never show up, and fails the attempt at once. So does an
+// entry that is there without a path, or an error answer.
+func checkpointPath(ctx context.Context, client *flink.Client, jobID string, id int64) (pollResult, error) {
+	details, err := client.CheckpointDetails(ctx, jobID, id)
+	switch {
+	case err == nil:
+		return pathFromStats(id, details), nil
+	case flink.IsRetryable(err):
+		return pollResult{}, err
+	case !flink.IsNotFound(err):
+		return pollResult{failure: pathFailure(id, err.Error())}, nil
+	}
+	stats, err := client.Checkpoints(ctx, jobID)
 	switch {
 	case err != nil && flink.IsRetryable(err):
 		return pollResult{}, err
 	case err != nil:
-		return pollResult{pathErr: err.Error()}, nil
-	case details.Status == flink.CheckpointStatsInProgress:
-		return pollResult{pending: true}, nil
-	case details.ExternalPath == "":
-		return pollResult{pathErr: fmt.Sprintf("checkpoint %d has no external path (status %s)", r.Value, details.Status)}, nil
+		return pollResult{failure: pathFailure(id, err.Error())}, nil
 	}
-	return pollResult{path: details.ExternalPath}, nil
+	var oldest int64
+	for i := range stats.History {
+		h := &stats.History[i]
+		if h.ID == id { // the details answer lags behind the history
+			return pathFromStats(id, h), nil
+		}
+		if oldest == 0 || h.ID < oldest {
+			oldest = h.ID
+		}
+	}
+	// Ids grow with every attempt and enter the history in that order, so
+	// only one below the oldest entry is certainly gone; anything else may
+	// still be on its way (an empty history included: the cached copy may
+	// predate the job's first checkpoint).
+	if oldest > id {
+		return pollResult{failure: pathFailure(id, fmt.Sprintf("it is no longer in the job's checkpoint statistics (the oldest kept is checkpoint %d)", oldest))}, nil
+	}
+	return pollResult{pathPending: true, checkpointID: id}, nil
+}
+
+// pathFromStats reads the path from the statistics entry of checkpoint id.
+func pathFromStats(id int64, h *flink.CheckpointStatistics) pollResult {
+	switch {
+	case h.Status == flink.CheckpointStatsInProgress:
+		return pollResult{pathPending: true, checkpointID: id}
+	case h.Status == flink.CheckpointStatsCompleted && h.ExternalPath != "":
+		return pollResult{path: h.ExternalPath}
+	case h.Status == flink.CheckpointStatsCompleted:
+		return pollResult{failure: pathFailure(id, "its statistics have no external path")}
+	}
+	return pollResult{failure: pathFailure(id, fmt.Sprintf("its statistics say %s: %s", h.Status, h.FailureMessage))}
+}
+
+// pathFailure is the status error of a checkpoint that completed without a
+// path the operator can read; it keeps upstream's hint.
+func pathFailure(id int64, why string) string {
+	return fmt.Sprintf("checkpoint %d was successful, but failed to fetch its path: %s. Flink webserver stores only a limited amount of checkpoints in its cache, try increasing 'web.checkpoints.history' config for this job",
+		id, why)
 }
 
 // recover handles a trigger id Flink does not know [ours]: Flink forgets
@@ -460,6 +546,10 @@ func (c *Controller) recover(ctx context.Context, client *flink.Client, s *v1bet
 	if h := adoptFromHistory(s, t.cfg, history, triggered, claimed); h != nil {
 		switch h.Status {
 		case flink.CheckpointStatsCompleted:
+			if h.ExternalPath == "" {
+				return pollResult{failure: fmt.Sprintf("%s found in the job's checkpoint history as %d completed, but without a path",
+					lower(snapshotrules.Type(s)), h.ID)}, nil
+			}
 			klog.FromContext(ctx).Info("Adopted snapshot found in Flink's checkpoint history", "triggerId", s.Status.TriggerID, "checkpointId", h.ID, "path", h.ExternalPath)
 			return pollResult{path: h.ExternalPath}, nil
 		case flink.CheckpointStatsInProgress:

@@ -1,6 +1,8 @@
 package fakejm
 
 import (
+	"time"
+
 	"github.com/flinkops/flink-operator/pkg/flink"
 )
 
@@ -113,14 +115,31 @@ func markDiscarded(j *job, path string) {
 	}
 }
 
-// findCheckpoint returns the history entry with id, if still in the window.
-func findCheckpoint(j *job, id int64) *checkpointStat {
-	for _, st := range j.history {
-		if st.id == id {
-			return st
-		}
+// statsSnapshot is the statistics as rendered at one moment; the rendered
+// maps are never changed afterwards, so a cached snapshot stays as it was.
+type statsSnapshot struct {
+	at      time.Time
+	stats   map[string]any           // GET /jobs/:id/checkpoints
+	details map[int64]map[string]any // GET /jobs/:id/checkpoints/details/:id
+}
+
+// checkpointStats is what the statistics endpoints answer: the live
+// statistics, or with a cache timeout (SetCheckpointStatsCache) the copy
+// taken by the first read after the previous copy expired, as Flink's REST
+// handlers cache them per job (rest.cache.checkpoint-statistics.timeout,
+// default web.refresh-interval, 3 s). A checkpoint that completed since is
+// still IN_PROGRESS there, or missing if it began after the copy.
+func (s *Server) checkpointStats(j *job) *statsSnapshot {
+	now := s.now()
+	if c := s.statsCache[j.id]; c != nil && now.Sub(c.at) < s.statsCacheTTL {
+		return c
 	}
-	return nil
+	snap := &statsSnapshot{at: now, stats: j.statsJSON(), details: make(map[int64]map[string]any, len(j.history))}
+	for _, st := range j.history {
+		snap.details[st.id] = st.json()
+	}
+	s.statsCache[j.id] = snap
+	return snap
 }
 
 // className is the Jackson type discriminator of a statistics entry.

@@ -93,6 +93,7 @@ func (s *Server) RemoveJob(id string) bool {
 		return false
 	}
 	delete(s.jobs, id)
+	delete(s.statsCache, id)
 	for i, x := range s.jobOrder {
 		if x == id {
 			s.jobOrder = append(s.jobOrder[:i], s.jobOrder[i+1:]...)
@@ -188,6 +189,18 @@ func (s *Server) SetCompletion(polls int, delay time.Duration) {
 	s.completionDelay = delay
 }
 
+// SetCheckpointStatsCache makes the checkpoint statistics endpoints
+// (GET /jobs/:id/checkpoints and /jobs/:id/checkpoints/details/:id) answer
+// from a per-job copy kept for ttl of Clock time after the read that took
+// it, as Flink's rest.cache.checkpoint-statistics.timeout does: right after
+// a checkpoint completes they may still show it IN_PROGRESS or not at all.
+// 0 (the default) answers from the live statistics.
+func (s *Server) SetCheckpointStatsCache(ttl time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.statsCacheTTL = ttl
+}
+
 // Restart emulates a JobManager restart with HA: every async operation and
 // its result is forgotten (status polls give 404; pending operations never
 // complete), uploaded jars and checkpoint statistics are gone, and jobs
@@ -198,6 +211,7 @@ func (s *Server) Restart() {
 	defer s.mu.Unlock()
 	s.ops = map[opKey]*operation{}
 	s.jars = map[string]*jarRecord{}
+	s.statsCache = map[string]*statsSnapshot{}
 	for _, j := range s.jobs {
 		var latest *checkpointStat
 		for _, st := range []*checkpointStat{j.latestCompleted, j.latestSavepoint} {

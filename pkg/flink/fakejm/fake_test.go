@@ -271,6 +271,45 @@ func TestRestartRecoversJobsFromLatestSnapshot(t *testing.T) {
 	}
 }
 
+// With a statistics cache, both statistics endpoints answer from the copy
+// taken by the first read until it is ttl old, as Flink's
+// rest.cache.checkpoint-statistics.timeout: a checkpoint completed since is
+// missing from them (404 for its details) or still IN_PROGRESS.
+func TestCheckpointStatsCache(t *testing.T) {
+	clock := fakejm.NewManualClock(time.Time{})
+	jm := fakejm.New(fakejm.Options{Clock: clock})
+	defer jm.Close()
+	c, _ := flink.New(flink.Config{BaseURL: jm.URL(), Version: flink.V1_20})
+	job := jm.MustAddJob(fakejm.JobSpec{})
+	jm.SetCheckpointStatsCache(3 * time.Second)
+	if stats, err := c.Checkpoints(t.Context(), job); err != nil || len(stats.History) != 0 {
+		t.Fatalf("before any checkpoint: %+v, %v", stats, err)
+	}
+	id, path, err := jm.CompleteCheckpoint(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(2 * time.Second)
+	if stats, err := c.Checkpoints(t.Context(), job); err != nil || len(stats.History) != 0 || stats.Latest.Completed != nil {
+		t.Errorf("within the cache timeout: %+v, %v; want the cached copy", stats, err)
+	}
+	if _, err := c.CheckpointDetails(t.Context(), job, id); !flink.IsNotFound(err) {
+		t.Errorf("details within the cache timeout: %v, want 404", err)
+	}
+	clock.Advance(time.Second)
+	if d, err := c.CheckpointDetails(t.Context(), job, id); err != nil || d.ExternalPath != path {
+		t.Errorf("details after the cache timeout: %+v, %v; want path %s", d, err, path)
+	}
+	jm.SetCheckpointStatsCache(0)
+	next, _, err := jm.CompleteCheckpoint(job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats, err := c.Checkpoints(t.Context(), job); err != nil || len(stats.History) != 2 || stats.History[0].ID != next {
+		t.Errorf("without a cache: %+v, %v; want the live statistics", stats, err)
+	}
+}
+
 func TestRequestLogIsBounded(t *testing.T) {
 	jm := fakejm.New(fakejm.Options{MaxRequestLog: 3})
 	defer jm.Close()

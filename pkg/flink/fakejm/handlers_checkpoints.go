@@ -26,7 +26,7 @@ func (s *Server) getCheckpoints(in *inbound) reply {
 	if errRep != nil {
 		return *errRep
 	}
-	return okReply(j.statsJSON())
+	return okReply(s.checkpointStats(j).stats)
 }
 
 func (s *Server) getCheckpointDetails(in *inbound) reply {
@@ -39,11 +39,11 @@ func (s *Server) getCheckpointDetails(in *inbound) reply {
 	if err != nil {
 		return restError(http.StatusBadRequest, fmt.Sprintf("Bad request, could not parse parameters: Cannot resolve path parameter (checkpointid) from value %q.", raw))
 	}
-	st := findCheckpoint(j, id)
-	if st == nil {
+	st, ok := s.checkpointStats(j).details[id]
+	if !ok {
 		return restError(http.StatusNotFound, fmt.Sprintf("Could not find checkpointing statistics for checkpoint %d.", id))
 	}
-	return okReply(st.json())
+	return okReply(st)
 }
 
 func (s *Server) getCheckpointConfig(in *inbound) reply {

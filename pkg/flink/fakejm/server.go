@@ -34,6 +34,8 @@ type Server struct {
 	failCheckpoints map[string]string
 	completionPolls int
 	completionDelay time.Duration
+	statsCacheTTL   time.Duration             // see SetCheckpointStatsCache
+	statsCache      map[string]*statsSnapshot // by job id: what its statistics endpoints last answered
 }
 
 // maxRequestBody caps request bodies; jar uploads in tests are small.
@@ -62,6 +64,7 @@ func NewUnstarted(opts Options) *Server {
 		failCheckpoints: map[string]string{},
 		completionPolls: opts.CompletionPolls,
 		completionDelay: opts.CompletionDelay,
+		statsCache:      map[string]*statsSnapshot{},
 	}
 	s.routes()
 	return s
