@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -61,7 +62,7 @@ const (
 	keyJobResults            = "job-result-store.storage-path"
 	keyShutdownOnFinish      = "execution.shutdown-on-application-finish"
 	keySubmitFailedJob       = "execution.submit-failed-job-on-application-error"
-	keyExternalizedRetention = "execution.checkpointing.externalized-checkpoint-retention"
+	keyExternalizedRetention = config.FlinkCheckpointRetention
 	keyCheckpointInterval    = "execution.checkpointing.interval"
 	keyPipelineName          = "pipeline.name"
 	keyPipelineClasspaths    = "pipeline.classpaths"
@@ -434,11 +435,7 @@ func (p *plan) applyJobKeys(slots int) error {
 	p.applyResultStores()
 	conf[keyShutdownOnFinish] = "false"
 	setDefault(conf, keySubmitFailedJob, "true")
-	setDefault(conf, keyExternalizedRetention, "RETAIN_ON_CANCELLATION")
-	setDefault(conf, keyPipelineName, p.name)
-	if job.UpgradeMode == v1beta1.UpgradeModeLastState {
-		setDefault(conf, keyCheckpointInterval, defaultLastStateCheckpointInterval)
-	}
+	maps.Copy(conf, JobDefaults(conf, p.name, job))
 	if par, ok := jobParallelism(p.spec, slots); ok {
 		conf[keyParallelism] = strconv.Itoa(par)
 	}
@@ -453,6 +450,28 @@ func (p *plan) applyJobKeys(slots int) error {
 		conf[keyPipelineClasspaths] = cp
 	}
 	return nil
+}
+
+// JobDefaults are upstream's job-level defaults
+// (FlinkConfigBuilder.applyJobConfig) that conf, a job's effective
+// configuration, leaves unset: checkpoints retained on cancellation (a
+// last-state stop cancels the job and restarts from its latest
+// checkpoint), the pipeline name, and, because last-state upgrades restore
+// from checkpoints, a checkpoint interval. An application's cluster and a
+// session job's submission get the same.
+func JobDefaults(conf map[string]string, name string, job *v1beta1.JobSpec) map[string]string {
+	out := map[string]string{}
+	add := func(key, value string) {
+		if unset(conf, key) {
+			out[key] = value
+		}
+	}
+	add(keyExternalizedRetention, config.FlinkRetainOnCancellation)
+	add(keyPipelineName, name)
+	if job.UpgradeMode == v1beta1.UpgradeModeLastState {
+		add(keyCheckpointInterval, defaultLastStateCheckpointInterval)
+	}
+	return out
 }
 
 // jobParallelism is the parallelism.default an application is given, as

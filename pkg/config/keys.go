@@ -141,6 +141,11 @@ const (
 	FlinkCheckpointTimeout                = "execution.checkpointing.timeout"
 	FlinkRestPort                         = "rest.port"
 	FlinkRestAsyncStoreDuration           = "rest.async.store-duration"
+	// FlinkCheckpointRetention says whether a job's checkpoints outlive
+	// its cancellation; only FlinkRetainOnCancellation keeps them (Flink's
+	// default, NO_EXTERNALIZED_CHECKPOINTS, deletes them).
+	FlinkCheckpointRetention  = "execution.checkpointing.externalized-checkpoint-retention"
+	FlinkRetainOnCancellation = "RETAIN_ON_CANCELLATION"
 	// FlinkParallelismOverrides is the per-vertex parallelism map
 	// "<vertex id>:<parallelism>,...", which the operator applies to a
 	// running job in place (jobengine/scale.go) and leaves out of the pods'

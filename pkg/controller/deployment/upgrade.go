@@ -1,6 +1,7 @@
 package deployment
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -36,24 +37,23 @@ func (k deploymentJob) Unreachable() (bool, bool) {
 	return false, false
 }
 
-// CancelKeepsState: a job whose checkpoints a cancel would delete, or
-// whose new JobManager recovers it through Flink's HA metadata
-// (haRecovery: a cancel would delete that), is stopped by tearing its
-// cluster down instead. With
-// kubernetes.operator.job.upgrade.last-state.job-cancel.enabled (upstream's
-// allowLastStateCancel) the job is cancelled even then: Flink drops its HA
-// metadata, and the new job restores from the latest checkpoint read
-// through the REST API once the job is CANCELED (the stop protocol's
-// stopLastState, written ahead like any last-state stop); the teardown
-// still keeps the HA ConfigMaps.
-func (k deploymentJob) CancelKeepsState() bool {
+// LastStateStop: a job whose checkpoints a cancel would delete, or whose
+// new JobManager recovers it through Flink's HA metadata (haRecovery: a
+// cancel would delete that), is stopped by tearing its cluster down
+// instead. With kubernetes.operator.job.upgrade.last-state.job-cancel.enabled
+// (upstream's allowLastStateCancel) the job is cancelled even then: Flink
+// drops its HA metadata, and the new job restores from the latest
+// checkpoint read through the REST API once the job is CANCELED (the stop
+// protocol's stopLastState, written ahead like any last-state stop); the
+// teardown still keeps the HA ConfigMaps.
+func (k deploymentJob) LastStateStop(context.Context) (jobengine.LastStateStop, string) {
 	if jobengine.DeletesCheckpointsOnCancel(k.sc.Cfg) {
-		return false
+		return jobengine.StopByTeardown, ""
 	}
-	if cancel, _ := k.sc.Cfg.Bool(config.KeyJobUpgradeLastStateJobCancelEnabled); cancel {
-		return true
+	if cancel, _ := k.sc.Cfg.Bool(config.KeyJobUpgradeLastStateJobCancelEnabled); cancel || !k.c.haRecovery(k.sc) {
+		return jobengine.StopByCancel, ""
 	}
-	return !k.c.haRecovery(k.sc)
+	return jobengine.StopByTeardown, ""
 }
 
 // neverRan: the job was never seen since its deploy and its JobManager has

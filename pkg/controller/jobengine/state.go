@@ -76,6 +76,8 @@ type State[T Object, S Spec] struct {
 	wasSuspended, firstDeployment bool
 	// legacyHealthy: the job may take a legacy snapshot now.
 	legacyHealthy bool
+	// lastStop is the JobKind's LastStateStop answer, once asked.
+	lastStop *lastStateAnswer
 	// rolledBackFrom is lastReconciledSpec while the log says ROLLING_BACK
 	// or ROLLED_BACK: the spec rolled back from, which a spec change is
 	// compared with; Recorded is then lastStableSpec (rollback.go).

@@ -41,10 +41,41 @@ type JobKind interface {
 	// Unreachable handles a stop while the JobManager's jobs could not be
 	// read; handled false leaves it to the common rules.
 	Unreachable() (handled, stopped bool)
-	// CancelKeepsState: cancelling the job keeps its latest checkpoint
-	// (false: the controller stops it some other way, by a teardown).
-	CancelKeepsState() bool
+	// LastStateStop says how the running job is ended keeping its latest
+	// checkpoint, and for NoLastStateStop why it cannot be.
+	LastStateStop(ctx context.Context) (how LastStateStop, why string)
 }
+
+// lastStateStop asks k once per sync (for a session job it is a REST call).
+func (s *State[T, S]) lastStateStop(ctx context.Context, k JobKind) (LastStateStop, string) {
+	if s.lastStop == nil {
+		how, why := k.LastStateStop(ctx)
+		s.lastStop = &lastStateAnswer{how, why}
+	}
+	return s.lastStop.how, s.lastStop.why
+}
+
+type lastStateAnswer struct {
+	how LastStateStop
+	why string
+}
+
+// LastStateStop is how a running job is ended keeping its latest
+// checkpoint, the one it is to restart from.
+type LastStateStop int
+
+const (
+	// StopByCancel: cancel it; Flink retains its checkpoints.
+	StopByCancel LastStateStop = iota
+	// StopByTeardown: record its latest checkpoint; the controller then
+	// ends the job by tearing its cluster down (a cancel would delete the
+	// checkpoint, or the HA metadata the new JobManager recovers from).
+	StopByTeardown
+	// NoLastStateStop: every way to end the job would delete that
+	// checkpoint (a session job whose checkpoints are not retained on
+	// cancellation), so it is not stopped by last-state at all.
+	NoLastStateStop
+)
 
 // ErrSavepointLost: the job finished after a stop-with-savepoint but Flink
 // no longer knows the savepoint's path.
@@ -70,9 +101,15 @@ func (s *State[T, S]) StopJob(ctx context.Context, k JobKind) (stopped bool, err
 	}
 	failedAttempt := info != nil && info.TriggerType == v1beta1.SnapshotTriggerUpgrade && info.TriggerID == ""
 	if UpgradeMode(&s.Recorded.Spec) != v1beta1.UpgradeModeSavepoint {
-		return s.stopLastState(ctx, k), nil
+		if how, why := s.lastStateStop(ctx, k); how != NoLastStateStop || !s.JobHealthy() {
+			return s.stopLastState(ctx, k), nil
+		} else if !failedAttempt {
+			// Ending the job would delete its latest checkpoint: a
+			// stop-with-savepoint keeps its state instead.
+			s.Log.Info("Stopping the job with a savepoint instead of by last-state", "jobId", js.JobID, "reason", why)
+		}
 	}
-	fallback, err := s.Cfg.Bool(config.KeyJobUpgradeLastStateFallbackEnabled)
+	fallback, noFallback, err := s.lastStateFallback(ctx, k)
 	if err != nil {
 		return false, err
 	}
@@ -107,11 +144,30 @@ func (s *State[T, S]) StopJob(ctx context.Context, k JobKind) (stopped bool, err
 		lifecycle.MarkFailedStop(js, s.Now)
 		return s.stopLastState(ctx, k), nil
 	default:
-		s.Fail(ReasonUpgradeFailed, "Job %s is %s and cannot be stopped with a savepoint; the last-state fallback is disabled (%s: false), "+
-			"so it keeps running and nothing was torn down. The upgrade continues once the job runs again.", js.JobID, k.Describe(), config.KeyJobUpgradeLastStateFallbackEnabled)
+		s.Fail(ReasonUpgradeFailed, "Job %s is %s and cannot be stopped with a savepoint; %s, "+
+			"so it keeps running and nothing was torn down. The upgrade continues once the job runs again.", js.JobID, k.Describe(), noFallback)
 		s.RequeueWithin(s.ProgressInterval())
 	}
 	return false, nil
+}
+
+// lastStateFallback says whether a savepoint stop that cannot be made may
+// fall back to the job's latest checkpoint, and if not, why: the fallback
+// is disabled, or ending the running job would delete that checkpoint.
+func (s *State[T, S]) lastStateFallback(ctx context.Context, k JobKind) (ok bool, why string, err error) {
+	on, err := s.Cfg.Bool(config.KeyJobUpgradeLastStateFallbackEnabled)
+	if err != nil {
+		return false, "", err
+	}
+	if !on {
+		return false, "the last-state fallback is disabled (" + config.KeyJobUpgradeLastStateFallbackEnabled + ": false)", nil
+	}
+	if s.Client != nil && s.Job != nil && !lifecycle.EffectiveState(s.Job).IsGloballyTerminal() {
+		if how, why := s.lastStateStop(ctx, k); how == NoLastStateStop {
+			return false, "the last-state fallback would lose the job's state: " + why, nil
+		}
+	}
+	return true, "", nil
 }
 
 // JobHealthy: the JobManager answers and the job runs on all its tasks,
@@ -235,11 +291,12 @@ func (s *State[T, S]) stopFailed(ctx context.Context, k JobKind, msg string) boo
 	s.Log.Info("Stop-with-savepoint failed", "jobId", js.JobID, "triggerId", js.SavepointInfo.TriggerID, "reason", msg)
 	lifecycle.MarkFailedStop(js, s.Now)
 	s.Event(corev1.EventTypeWarning, ReasonSavepointError, "%s", msg)
-	if fallback, _ := s.Cfg.Bool(config.KeyJobUpgradeLastStateFallbackEnabled); fallback {
+	fallback, noFallback, _ := s.lastStateFallback(ctx, k)
+	if fallback {
 		return s.stopLastState(ctx, k)
 	}
-	s.Fail(ReasonSavepointError, "%s. The last-state fallback is disabled (%s: false), so the job keeps running and nothing was torn down; retrying in %s",
-		msg, config.KeyJobUpgradeLastStateFallbackEnabled, s.ReconcileInterval())
+	s.Fail(ReasonSavepointError, "%s. The job keeps running and nothing was torn down, because %s; retrying in %s",
+		msg, noFallback, s.ReconcileInterval())
 	s.RequeueWithin(s.ReconcileInterval())
 	return false
 }
@@ -254,9 +311,17 @@ func (s *State[T, S]) stopFailed(ctx context.Context, k JobKind, msg string) boo
 func (s *State[T, S]) stopLastState(ctx context.Context, k JobKind) bool {
 	js := s.JobStatus()
 	if s.Client != nil && s.Job != nil {
-		if !lifecycle.EffectiveState(s.Job).IsGloballyTerminal() && k.CancelKeepsState() {
-			s.Cancel()
-			return false
+		if !lifecycle.EffectiveState(s.Job).IsGloballyTerminal() {
+			switch how, why := s.lastStateStop(ctx, k); how {
+			case StopByCancel:
+				s.Cancel()
+				return false
+			case NoLastStateStop:
+				s.Fail(ReasonUpgradeFailed, "Job %s cannot be stopped keeping its latest checkpoint: %s. It keeps running and nothing was stopped; retrying in %s",
+					js.JobID, why, s.ReconcileInterval())
+				s.RequeueWithin(s.ReconcileInterval())
+				return false
+			}
 		}
 		// Ended, or a cancel would delete the checkpoints: the controller
 		// stops the job by a teardown once its latest one is recorded.
@@ -326,11 +391,13 @@ func (s *State[T, S]) finishStop(path string) {
 	lifecycle.ClearStopTrigger(js)
 }
 
-// DeletesCheckpointsOnCancel reports a job configured to delete its
-// externalized checkpoints when cancelled (the operator defaults it to
-// RETAIN_ON_CANCELLATION).
+// DeletesCheckpointsOnCancel reports a job configured so that a cancel
+// deletes its checkpoints: DELETE_ON_CANCELLATION, or
+// NO_EXTERNALIZED_CHECKPOINTS (Flink's default; the operator defaults the
+// key to RETAIN_ON_CANCELLATION).
 func DeletesCheckpointsOnCancel(cfg map[string]string) bool {
-	return strings.EqualFold(strings.TrimSpace(cfg["execution.checkpointing.externalized-checkpoint-retention"]), "DELETE_ON_CANCELLATION")
+	v := strings.TrimSpace(cfg[config.FlinkCheckpointRetention])
+	return v != "" && !strings.EqualFold(v, config.FlinkRetainOnCancellation)
 }
 
 func deref(p *int64) int64 {

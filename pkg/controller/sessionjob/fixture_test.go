@@ -55,7 +55,11 @@ func newFixture(t *testing.T) *fixture {
 		Status: statusString,
 		Ready:  stable,
 	}
-	f.jm = f.StartJobManager(f.JobManagerOptions())
+	// A session cluster keeps Flink's own checkpoint retention default: a
+	// job submitted without one loses its checkpoints when cancelled.
+	opts := f.JobManagerOptions()
+	opts.CheckpointRetention = "NO_EXTERNALIZED_CHECKPOINTS"
+	f.jm = f.StartJobManager(opts)
 	f.jars = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/jobs/testjob.jar" {
 			http.NotFound(w, r)

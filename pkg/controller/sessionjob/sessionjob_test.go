@@ -1,6 +1,7 @@
 package sessionjob
 
 import (
+	"maps"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -51,9 +52,9 @@ func TestSubmit(t *testing.T) {
 		t.Fatalf("%d runs, want 1", len(runs))
 	}
 	want := runRequest{EntryClass: "org.example.Main", ProgramArgsList: []string{"--rate", "10"}, Parallelism: 2, JobID: jobID,
-		AllowNonRestoredState: true, FlinkConfiguration: map[string]string{"pipeline.name": "counting"}}
+		AllowNonRestoredState: true, FlinkConfiguration: map[string]string{"pipeline.name": "counting", config.FlinkCheckpointRetention: config.FlinkRetainOnCancellation}}
 	if r := runs[0]; r.EntryClass != want.EntryClass || strings.Join(r.ProgramArgsList, " ") != "--rate 10" || r.Parallelism != 2 ||
-		r.JobID != jobID || !r.AllowNonRestoredState || r.SavepointPath != "" || len(r.FlinkConfiguration) != 1 || r.FlinkConfiguration["pipeline.name"] != "counting" {
+		r.JobID != jobID || !r.AllowNonRestoredState || r.SavepointPath != "" || !maps.Equal(r.FlinkConfiguration, want.FlinkConfiguration) {
 		t.Errorf("run request %+v, want %+v", r, want)
 	}
 	if f.jarGets.Load() != 1 {

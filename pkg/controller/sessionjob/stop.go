@@ -1,10 +1,14 @@
 package sessionjob
 
 import (
+	"context"
+	"fmt"
 	"time"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
+	"github.com/flinkops/flink-operator/pkg/flink"
 	"github.com/flinkops/flink-operator/pkg/lifecycle"
 )
 
@@ -20,7 +24,32 @@ type sessionJob struct {
 func (k sessionJob) Starting() bool         { return jobStarting(k.sc) }
 func (k sessionJob) NeverRan() bool         { return neverRan(k.sc) }
 func (k sessionJob) Describe() string       { return describeJob(k.sc) }
-func (k sessionJob) CancelKeepsState() bool { return true }
+
+// LastStateStop: a session job is only ever ended by a cancel (its cluster
+// outlives it), so a last-state stop is possible only when the running job
+// retains its checkpoints on cancellation, as its own checkpoint
+// configuration says. Jobs submitted by this operator are (submit.go sets
+// upstream's RETAIN_ON_CANCELLATION default); one submitted before, or
+// configured otherwise, would lose the checkpoint it is to restart from.
+func (k sessionJob) LastStateStop(ctx context.Context) (jobengine.LastStateStop, string) {
+	sc := k.sc
+	if sc.Client == nil || sc.Job == nil {
+		return jobengine.StopByCancel, ""
+	}
+	cfg, err := sc.Client.CheckpointConfig(ctx, sc.Job.ID)
+	switch {
+	case flink.IsNotFound(err):
+		// Checkpointing is off: the job restarts from what it started from,
+		// which a cancel does not touch.
+		return jobengine.StopByCancel, ""
+	case err != nil:
+		return jobengine.NoLastStateStop, fmt.Sprintf("its checkpoint configuration could not be read (%v)", err)
+	case !cfg.Externalization.Enabled || cfg.Externalization.DeleteOnCancellation:
+		return jobengine.NoLastStateStop, fmt.Sprintf("a cancel would delete its checkpoints (its %s is not %s)",
+			config.FlinkCheckpointRetention, config.FlinkRetainOnCancellation)
+	}
+	return jobengine.StopByCancel, ""
+}
 
 // Unreachable: while the session cluster cannot be asked, only a state
 // recorded earlier is trusted; otherwise the stop waits for the cluster.

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
 	"path"
 	"strings"
 
+	"github.com/flinkops/flink-operator/pkg/cluster"
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/flink"
@@ -50,6 +52,16 @@ func (c *Controller) submit(ctx context.Context, sc *syncState) {
 		sc.Fail(jobengine.ReasonValidationError, "spec.flinkConfiguration of a session job is sent with the submission, which needs Flink 1.17 or newer; session cluster %s runs %s",
 			sc.deploymentName(), sc.version)
 		return
+	}
+	if sc.version.SupportsJarRunFlinkConfiguration() {
+		// Upstream's job-level defaults, as an application gets them, where
+		// neither the job nor its session cluster sets them: above all
+		// checkpoints retained on cancellation, since a last-state stop
+		// cancels the job and restarts from its latest checkpoint. Older
+		// Flink takes no configuration with a submission; there the
+		// session cluster's own configuration decides (sessionJob's
+		// LastStateStop reads it from the running job).
+		maps.Copy(conf, cluster.JobDefaults(mergedConf(sc.Cfg, conf), sc.Obj.Name, spec))
 	}
 	req.FlinkConfiguration = conf
 	policy, err := artifactPolicyFrom(sc.Cfg)
@@ -100,6 +112,16 @@ func jobFlinkConfiguration(sc *syncState) (map[string]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// mergedConf is the job's configuration over the effective one.
+func mergedConf(effective, job map[string]string) map[string]string {
+	out := maps.Clone(effective)
+	if out == nil {
+		out = map[string]string{}
+	}
+	maps.Copy(out, job)
+	return out
 }
 
 // localJar is a jar ready for upload: a temporary copy of a downloaded

@@ -64,7 +64,7 @@ func (s *Server) getCheckpointConfig(in *inbound) reply {
 		"timeout":                        600000,
 		"min_pause":                      0,
 		"max_concurrent":                 1,
-		"externalization":                map[string]any{"enabled": true, "delete_on_cancellation": false},
+		"externalization":                map[string]any{"enabled": j.retention != "NO_EXTERNALIZED_CHECKPOINTS", "delete_on_cancellation": j.retention == "DELETE_ON_CANCELLATION"},
 		"state_backend":                  "HashMapStateBackend",
 		"checkpoint_storage":             storage,
 		"unaligned_checkpoints":          false,

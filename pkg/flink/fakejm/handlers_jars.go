@@ -149,7 +149,8 @@ func (s *Server) runJar(in *inbound) reply {
 	if name == "" {
 		name = strings.TrimSuffix(jar.Name, ".jar")
 	}
-	j, err := s.newJob(JobSpec{ID: jobID, Name: name, Parallelism: parallelism, RestoredFrom: savepointPath})
+	retention := b.stringMap("flinkConfiguration")["execution.checkpointing.externalized-checkpoint-retention"]
+	j, err := s.newJob(JobSpec{ID: jobID, Name: name, Parallelism: parallelism, RestoredFrom: savepointPath, CheckpointRetention: retention})
 	if err != nil {
 		return internalError("java.lang.IllegalArgumentException: " + err.Error())
 	}

@@ -178,6 +178,7 @@ func (s *Server) cancelJob(in *inbound) reply {
 			"org.apache.flink.runtime.messages.FlinkJobTerminatedWithoutCancellationException: Job "+id+" has already been terminated.")
 	}
 	s.setState(j, flink.JobCanceled)
+	s.dropCheckpointsOnCancel(j)
 	return acceptedReply(map[string]any{}) // EmptyResponseBody
 }
 

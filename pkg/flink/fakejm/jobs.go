@@ -3,6 +3,7 @@ package fakejm
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/flinkops/flink-operator/pkg/flink"
@@ -30,7 +31,15 @@ type JobSpec struct {
 	// RestoredFrom is the savepoint or checkpoint the job was started from;
 	// it shows up as latest.restored in the checkpoint statistics.
 	RestoredFrom string
+	// CheckpointRetention is the job's
+	// execution.checkpointing.externalized-checkpoint-retention; ""
+	// means Options.CheckpointRetention.
+	CheckpointRetention string
 }
+
+// RetainOnCancellation is the checkpoint retention that keeps a job's
+// checkpoints when it is cancelled.
+const RetainOnCancellation = "RETAIN_ON_CANCELLATION"
 
 type job struct {
 	id, name      string
@@ -42,6 +51,7 @@ type job struct {
 	runAt         time.Time // when a CREATED job turns RUNNING by itself; zero: never
 	taskOverride  map[flink.ExecutionState]int
 	checkpointing bool
+	retention     string // execution.checkpointing.externalized-checkpoint-retention
 	jarID         string
 
 	nextCheckpointID int64
@@ -105,10 +115,14 @@ func (s *Server) newJob(spec JobSpec) (*job, error) {
 		startTime:        s.now(),
 		timestamps:       map[flink.JobStatus]int64{},
 		checkpointing:    !spec.CheckpointingDisabled,
+		retention:        strings.ToUpper(strings.TrimSpace(spec.CheckpointRetention)),
 		nextCheckpointID: 1,
 	}
 	if j.name == "" {
 		j.name = "fake-job-" + id[:6]
+	}
+	if j.retention == "" {
+		j.retention = strings.ToUpper(s.opts.CheckpointRetention)
 	}
 	if j.parallelism <= 0 {
 		j.parallelism = 1

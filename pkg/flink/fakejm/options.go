@@ -39,6 +39,13 @@ type Options struct {
 	// storage (no execution.checkpointing.dir): they cannot be restored
 	// from. It wins over CheckpointDir.
 	UnaddressableCheckpoints bool
+	// CheckpointRetention is the cluster's
+	// execution.checkpointing.externalized-checkpoint-retention, for jobs
+	// submitted without one: RETAIN_ON_CANCELLATION (the default here, as
+	// the operator configures application clusters), DELETE_ON_CANCELLATION,
+	// or NO_EXTERNALIZED_CHECKPOINTS (Flink's own default). Unless retained,
+	// a cancel deletes the job's checkpoints.
+	CheckpointRetention string
 	// CheckpointHistorySize is web.checkpoints.history. Default 10.
 	CheckpointHistorySize int
 	// TaskManagers and SlotsPerTaskManager shape /overview and
@@ -67,6 +74,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Clock == nil {
 		o.Clock = RealClock{}
+	}
+	if o.CheckpointRetention == "" {
+		o.CheckpointRetention = RetainOnCancellation
 	}
 	if o.CheckpointHistorySize <= 0 {
 		o.CheckpointHistorySize = 10

@@ -228,3 +228,27 @@ func (s *Server) disposeSnapshot(uri string) error {
 func savepointDirName(jobID string) string {
 	return "savepoint-" + jobID[:6] + "-" + flink.NewID()[:12]
 }
+
+// dropCheckpointsOnCancel deletes the checkpoints of a cancelled job that
+// does not retain them on cancellation, as Flink's checkpoint store does
+// at the job's shutdown: their files are gone (a restore from one fails
+// with Flink's "Cannot find checkpoint or savepoint") although the
+// statistics still list them (discarded). Savepoints are never deleted.
+func (s *Server) dropCheckpointsOnCancel(j *job) {
+	if j.retention == RetainOnCancellation {
+		return
+	}
+	seen := map[string]bool{}
+	for _, st := range append([]*checkpointStat{j.latestCompleted}, j.history...) {
+		if st == nil || st.isSavepoint || st.status != flink.CheckpointStatsCompleted || st.externalPath == "" || seen[st.externalPath] {
+			continue
+		}
+		seen[st.externalPath] = true
+		loc := normalizeLocation(st.externalPath)
+		if p, local, err := localPath(loc); err == nil && local {
+			_ = os.RemoveAll(p)
+		}
+		delete(s.snapshots, loc)
+		markDiscarded(j, loc)
+	}
+}

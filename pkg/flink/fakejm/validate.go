@@ -146,6 +146,16 @@ func (b body) strings(k string) []string {
 	return out
 }
 
+func (b body) stringMap(k string) map[string]string {
+	raw, _ := b[k].(map[string]any)
+	out := make(map[string]string, len(raw))
+	for key, x := range raw {
+		s, _ := x.(string)
+		out[key] = s
+	}
+	return out
+}
+
 func (b body) has(k string) bool {
 	v, ok := b[k]
 	return ok && v != nil
