@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 )
@@ -75,4 +77,29 @@ func TestMissingRightsMessage(t *testing.T) {
 			t.Errorf("message names %q, which is not missing:\n%s", notWant, msg)
 		}
 	}
+}
+
+// TestFirstDeployRefusedReadsAsNotDeployed: a new FlinkDeployment whose
+// first deploy cannot start (its ServiceAccount lacks rights) is shown as
+// upstream shows a resource before its first deployment: lifecycle FAILED
+// with the error and no job state, not a SUSPENDED job being UPGRADED.
+// Once the rights are there it deploys.
+func TestFirstDeployRefusedReadsAsNotDeployed(t *testing.T) {
+	f := newNativeFixture(t)
+	f.denied["create pods"] = true
+	f.Create(native(f.application("job", v1beta1.UpgradeModeSavepoint)))
+	for range 3 {
+		f.Step("job")
+	}
+	got := f.Get("job")
+	st := got.Status
+	if st.LifecycleState != v1beta1.LifecycleFailed || st.JobStatus.State != "" || st.ReconciliationStatus.State == v1beta1.ReconciliationUpgrading ||
+		st.ReconciliationStatus.LastReconciledSpec != "" || !strings.Contains(jobengine.ErrorMessage(st.Error), "may not create pods") {
+		t.Fatalf("first deploy refused: %s (lastReconciledSpec %q)", statusString(got), st.ReconciliationStatus.LastReconciledSpec)
+	}
+	if deps, _ := f.Kube.AppsV1().Deployments(ns).List(f.Ctx, metav1.ListOptions{}); len(deps.Items) != 0 {
+		t.Errorf("%d Deployments created", len(deps.Items))
+	}
+	f.denied = map[string]bool{}
+	f.Until("job", 10, "deployed once the rights are granted", running)
 }

@@ -176,7 +176,17 @@ func (s *State[T, S]) firstDeploy(ctx context.Context, d Driver[S]) error {
 		st.Job.UpgradeSavepointPath = restore
 		st.Job.State = v1beta1.JobStatusSuspended // nothing runs yet
 	}
-	return s.continueUpgrade(ctx, d)
+	before := StatusOf(s.Base)
+	if err := s.continueUpgrade(ctx, d); err != nil || !s.deployRefused {
+		return err
+	}
+	// The deploy could not start (the driver reported why) and created
+	// nothing: the resource is still before its first deployment, as
+	// upstream shows it (lifecycle FAILED with the error, no job state),
+	// not a suspended job being upgraded; the next sync starts over.
+	s.Recorded = nil
+	*st.Reconciliation, *st.Job = *before.Reconciliation, *before.Job
+	return nil
 }
 
 // continueUpgrade does the next step of the upgrade the log records: stop
@@ -228,6 +238,7 @@ func (s *State[T, S]) Deploy(ctx context.Context, d Driver[S]) {
 		jobID, restore = d.NextJobID(), st.Job.UpgradeSavepointPath
 	}
 	if !d.Deploy(ctx, jobID, restore) {
+		s.deployRefused = true
 		return
 	}
 	if st.Reconciliation.State == v1beta1.ReconciliationRollingBack {

@@ -78,6 +78,9 @@ type State[T Object, S Spec] struct {
 	legacyHealthy bool
 	// lastStop is the JobKind's LastStateStop answer, once asked.
 	lastStop *lastStateAnswer
+	// deployRefused: the driver could not deploy (reported) and created
+	// nothing.
+	deployRefused bool
 	// rolledBackFrom is lastReconciledSpec while the log says ROLLING_BACK
 	// or ROLLED_BACK: the spec rolled back from, which a spec change is
 	// compared with; Recorded is then lastStableSpec (rollback.go).
