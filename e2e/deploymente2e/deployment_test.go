@@ -56,7 +56,9 @@ type timing struct {
 // cluster and one operator process (all controllers) for the whole test;
 // for every pinned Flink version, in its own namespace and driven by kubectl
 // only, a FlinkDeployment of the test job is applied, upgraded with a
-// savepoint (parallelism change), suspended, resumed and deleted, checking
+// savepoint (parallelism change), suspended, its savepoint moved to the
+// legacy status field and the operator restarted (upstream's
+// test_snapshot.sh), resumed and deleted, checking
 // Flink itself at every step (the restore path and the keyed counter); then
 // upstream's examples/basic.yaml runs with the test image and jar.
 func TestFlinkDeploymentLifecycle(t *testing.T) {
@@ -197,6 +199,15 @@ func (r *run) lifecycle() {
 	snap = r.checkUpgradeSnapshot(snaps[1].Name, suspendPath, savepointDir)
 	t.Logf("%s: suspended with savepoint %s (snapshot %s), JobManager and TaskManager pods and JVMs gone", r.version, suspendPath, snap.Name)
 	r.logKubectl("get", "flinkdeployment,flinkstatesnapshot", "-n", r.ns)
+
+	// Upstream's test_snapshot.sh, "upgrade by setting legacy field": the
+	// suspend savepoint moved from upgradeSavepointPath to the legacy
+	// savepointInfo.lastSavepoint (where upstream releases before
+	// upgradeSavepointPath kept it) and the operator restarted; the resume
+	// must restore from it (issue 36: it started from empty state).
+	patch := fmt.Sprintf(`{"status":{"jobStatus":{"upgradeSavepointPath":null,"savepointInfo":{"lastSavepoint":{"timeStamp":0,"location":%q,"triggerNonce":0}}}}}`, suspendPath)
+	r.kubectl("patch", "flinkdeployment", name, "-n", r.ns, "--type=merge", "--subresource=status", "--patch", patch)
+	r.RestartOperator(t)
 
 	// 4. Resume: restored from the suspend savepoint.
 	t0 = time.Now()

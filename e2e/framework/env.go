@@ -60,8 +60,9 @@ type Env struct {
 	// OpLog is the operator's log file (local provider only).
 	OpLog string
 
-	kubeconfig string // kind: kubectl --kubeconfig
-	bins       string // local: directory of the built operator binary
+	kubeconfig string   // kind: kubectl --kubeconfig
+	bins       string   // local: directory of the built operator binary
+	opArgs     []string // local: the operator's extra flags
 	dumped     bool
 }
 
@@ -143,7 +144,7 @@ func Setup(t *testing.T, ctx context.Context, opts Options) *Env {
 			t.Fatal(err)
 		}
 	}
-	e.Local, e.Config, e.bins = c, c.RESTConfig(), bins
+	e.Local, e.Config, e.bins, e.opArgs = c, c.RESTConfig(), bins, opts.OperatorArgs
 	e.Kube = kubernetes.NewForConfigOrDie(e.Config)
 	e.Flink = flinkclient.NewForConfigOrDie(e.Config)
 	if !opts.NoOperator {
@@ -283,6 +284,15 @@ func errText(err error) any {
 		return ""
 	}
 	return err
+}
+
+// RestartOperator stops the operator process and starts it again with the
+// same flags: a new process with empty caches, as upstream's e2e deletes the
+// operator pod "to clear CR state cache" (local provider only).
+func (e *Env) RestartOperator(t *testing.T) {
+	t.Helper()
+	e.Op.Stop()
+	e.Op = StartOperator(t, e.OperatorBinary(), e.Local.OperatorKubeconfig, e.OpLog, e.opArgs...)
 }
 
 // OperatorBinary is the operator binary built for the local provider.
