@@ -1,12 +1,15 @@
 package cluster
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/flinkops/flink-operator/pkg/config"
 )
 
 // DefaultLog4jConsole is written as log4j-console.properties when
@@ -88,16 +91,64 @@ func (p *plan) configMap() (*corev1.ConfigMap, error) {
 	if _, ok := data[Log4jConsoleFile]; !ok {
 		data[Log4jConsoleFile] = DefaultLog4jConsole
 	}
+	defaults, err := json.Marshal(FlinkDefaults(p.in.OperatorConfig))
+	if err != nil {
+		return nil, err
+	}
 	cm := &corev1.ConfigMap{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            ConfigMapName(p.name),
 			Namespace:       p.namespace,
 			Labels:          p.commonLabels(),
+			Annotations:     map[string]string{AnnotationFlinkDefaults: string(defaults)},
 			OwnerReferences: []metav1.OwnerReference{OwnerReference(p.in.Deployment)},
 		},
 		Data: data,
 	}
 	setSpecHash(&cm.ObjectMeta, cm.Data)
 	return cm, nil
+}
+
+// FlinkDefaults are the Flink keys of the operator's configuration: the
+// default Flink configuration of every cluster.
+func FlinkDefaults(operator config.Config) map[string]string {
+	out := map[string]string{}
+	for k, v := range operator {
+		if !strings.HasPrefix(k, config.OperatorPrefix) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// DeployedFlinkDefaults reads the Flink defaults a cluster was deployed
+// with from its ConfigMap (AnnotationFlinkDefaults); ok is false for a
+// ConfigMap without them (deployed by an operator version before them).
+func DeployedFlinkDefaults(cm *corev1.ConfigMap) (defaults map[string]string, ok bool) {
+	if cm == nil {
+		return nil, false
+	}
+	raw, found := cm.Annotations[AnnotationFlinkDefaults]
+	if !found || json.Unmarshal([]byte(raw), &defaults) != nil {
+		return nil, false
+	}
+	return defaults, true
+}
+
+// WithFlinkDefaults is the operator configuration with its Flink keys
+// replaced by defaults: how a running cluster is built again, with the
+// operator's current kubernetes.operator.* settings and the Flink defaults
+// of its deploy.
+func WithFlinkDefaults(operator config.Config, defaults map[string]string) config.Config {
+	out := make(config.Config, len(operator)+len(defaults))
+	for k, v := range operator {
+		if strings.HasPrefix(k, config.OperatorPrefix) {
+			out[k] = v
+		}
+	}
+	for k, v := range defaults {
+		out[k] = v
+	}
+	return out
 }

@@ -30,6 +30,13 @@ const (
 	// AnnotationSpecHash on every built object is a hash of what the
 	// operator built (see SpecHashChanged).
 	AnnotationSpecHash = "flinkops.io/spec-hash"
+	// AnnotationFlinkDefaults on the ConfigMap records the operator's Flink
+	// defaults (the Flink keys of its configuration, JSON) the cluster was
+	// deployed with: a running cluster keeps them until its next deploy,
+	// whatever the operator's configuration says meanwhile (upstream applies
+	// changed defaults at a resource's next deploy). On the ConfigMap only,
+	// whose data holds the same values already.
+	AnnotationFlinkDefaults = "flinkops.io/flink-defaults"
 )
 
 // Names, ports and paths shared with the image and with Flink.

@@ -63,7 +63,7 @@ func (k deploymentJob) NextJobID() string {
 // Deploy creates the new cluster's objects once the status records it.
 func (k deploymentJob) Deploy(ctx context.Context, jobID, restore string) bool {
 	sc, st := k.sc, &k.sc.Obj.Status
-	built, err := k.c.build(sc, sc.Recorded.Spec, jobID, restore)
+	built, err := k.c.build(sc, sc.Recorded.Spec, jobID, restore, k.c.CurrentConfig())
 	if err != nil {
 		sc.Fail(jobengine.ReasonUpgradeFailed, "Cannot build the Flink cluster: %v", err)
 		sc.RequeueWithin(jobengine.RetryFailed)
@@ -110,7 +110,7 @@ func (k deploymentJob) Steady(ctx context.Context) error {
 	st := &sc.Obj.Status
 	spec := sc.Recorded.Spec
 	app := spec.Job != nil
-	built, err := c.build(sc, spec, st.JobStatus.JobID, st.JobStatus.UpgradeSavepointPath)
+	built, err := c.build(sc, spec, st.JobStatus.JobID, st.JobStatus.UpgradeSavepointPath, c.deployedConfig(sc))
 	if err != nil {
 		sc.Fail(ReasonDeploymentError, "Cannot build the Flink cluster: %v", err)
 		sc.RequeueWithin(jobengine.RetryFailed)
@@ -130,10 +130,11 @@ func (k deploymentJob) Steady(ctx context.Context) error {
 	return sc.KeepSteady(ctx, k, healthy, app && sc.Client != nil)
 }
 
-// build computes the cluster's objects; the JobManager also carries the
-// Flink version it was built for.
-func (c *Controller) build(sc *syncState, spec v1beta1.FlinkDeploymentSpec, jobID, restore string) (*cluster.Cluster, error) {
-	in := cluster.Input{Deployment: sc.Obj, Spec: spec, OperatorConfig: c.CurrentConfig(), Native: sc.nativeFor(&spec)}
+// build computes the cluster's objects with operator the operator
+// configuration; the JobManager also carries the Flink version it was built
+// for.
+func (c *Controller) build(sc *syncState, spec v1beta1.FlinkDeploymentSpec, jobID, restore string, operator config.Config) (*cluster.Cluster, error) {
+	in := cluster.Input{Deployment: sc.Obj, Spec: spec, OperatorConfig: operator, Native: sc.nativeFor(&spec)}
 	if spec.Job != nil {
 		in.JobID, in.RestorePath = jobID, restore
 	}
@@ -146,6 +147,18 @@ func (c *Controller) build(sc *syncState, spec v1beta1.FlinkDeploymentSpec, jobI
 	}
 	built.JobManager.Annotations[AnnotationFlinkVersion] = string(spec.FlinkVersion)
 	return built, nil
+}
+
+// deployedConfig is the operator configuration a running cluster is kept
+// with: the current one, with the Flink defaults of the cluster's deploy
+// (recorded on its ConfigMap), so that a changed default reaches a cluster
+// at its next deploy, as upstream, and never rolls running clusters.
+func (c *Controller) deployedConfig(sc *syncState) config.Config {
+	current := c.CurrentConfig()
+	if defaults, ok := cluster.DeployedFlinkDefaults(sc.owned.configMap); ok {
+		return cluster.WithFlinkDefaults(current, defaults)
+	}
+	return current
 }
 
 // jobManagerCreate says whether ensureObjects creates a missing JobManager
