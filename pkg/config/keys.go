@@ -68,6 +68,7 @@ const (
 
 	KeyResourceLifecycleMetricsEnabled             = "kubernetes.operator.resource.lifecycle.metrics.enabled"
 	KeyResourceLifecycleNamespaceHistogramsEnabled = "kubernetes.operator.resource.lifecycle.namespace.histograms.enabled"
+	KeyKubernetesClientMetricsEnabled              = "kubernetes.operator.kubernetes.client.metrics.enabled"
 )
 
 // Operator keys a resource may override in its flinkConfiguration.
@@ -363,7 +364,9 @@ var registry = []Key{
 	{Name: KeyLeaderElectionRetryPeriod, Type: TypeDuration, Default: "2 s", check: positive,
 		Description: "Interval between attempts to acquire or renew the lease."},
 	{Name: KeyResourceMetricsEnabled, Type: TypeBool, Default: "true",
-		Description: "Register per-resource metrics (FlinkStateSnapshot counts by state). Operator-wide because metrics are registered once."},
+		Description: "Export per-namespace counts of the custom resources, from the informer caches: FlinkDeployments and FlinkSessionJobs (`flink_operator_resources`), FlinkDeployments by JobManager deployment status and by Flink version (`flink_operator_jobmanager_deployments`, `flink_operator_flink_versions`), FlinkStateSnapshots by type and state (`flink_operator_snapshots`); see Metrics. Read at start."},
+	{Name: KeyKubernetesClientMetricsEnabled, Type: TypeBool, Default: "true",
+		Description: "Export client-go's metrics of the operator's Kubernetes API requests (`rest_client_*`: requests by status code and method, latency by verb and path, rate-limiter waits, retries; see Metrics). Read at start."},
 	{Name: KeyEventsExceptionsLimit, Type: TypeInt, Default: "10", check: atLeast(0),
 		Description: "At most this many of a job's new exceptions (Flink's exception history) become JobException events per sync, newest first; the rest are not reported."},
 	{Name: KeyEventsExceptionsStacktraceLines, Type: TypeInt, Default: "5", check: atLeast(0),

@@ -70,6 +70,7 @@ func TestOperatorWideKeys(t *testing.T) {
 		KeyUserArtifactsDisallowRestrictedHosts,
 		KeyResourceLifecycleMetricsEnabled,
 		KeyResourceLifecycleNamespaceHistogramsEnabled,
+		KeyKubernetesClientMetricsEnabled,
 		KeyRateLimiterRefreshPeriod,
 		KeyReconcileInterval,
 		KeyReconcileParallelism,

@@ -29,6 +29,7 @@ func TestDefaultsMatchSpec(t *testing.T) {
 		KeyLeaderElectionRenewDeadline:                 "10 s",
 		KeyLeaderElectionRetryPeriod:                   "2 s",
 		KeyResourceMetricsEnabled:                      "true",
+		KeyKubernetesClientMetricsEnabled:              "true",
 		KeyEventsExceptionsLimit:                       "10",
 		KeyEventsExceptionsStacktraceLines:             "5",
 		KeyIngressManage:                               "true",

@@ -41,9 +41,8 @@ type UpstreamKey struct {
 
 // Reasons used by several keys.
 const (
-	reasonJOSDK  = "configures upstream's Java Operator SDK (JOSDK), which this operator does not use"
-	reasonScope  = "scope format of Flink's metric reporters; metrics here are Prometheus series with labels (`namespace`, `type`, …), see [Metrics](operations.md#metrics)"
-	reasonParity = "issue 18, item 5"
+	reasonJOSDK = "configures upstream's Java Operator SDK (JOSDK), which this operator does not use"
+	reasonScope = "scope format of Flink's metric reporters; metrics here are Prometheus series with labels (`namespace`, `type`, …), see [Metrics](operations.md#metrics)"
 )
 
 // upstreamKeys lists every option of upstream's operator configuration
@@ -177,8 +176,8 @@ var upstreamKeys = []UpstreamKey{
 		Reason: reasonJOSDK + "; the equivalent, the `workqueue_*` series, is always on"},
 	{Key: "kubernetes.operator.jvm.metrics.enabled", Status: StatusNotApplicable,
 		Reason: "no JVM; the Go runtime and process series (`go_*`, `process_*`) are always on"},
-	{Key: "kubernetes.operator.kubernetes.client.metrics.enabled", Status: StatusNotApplicable,
-		Reason: "metrics of upstream's fabric8 Kubernetes client; client-go's request metrics are not exported yet (" + reasonParity + ")"},
+	{Key: KeyKubernetesClientMetricsEnabled, Status: StatusImplemented,
+		Reason: "client-go's request metrics under the names Kubernetes components give them (see [Metrics](operations.md#metrics)): `rest_client_requests_total` by `code` and `method` (upstream's `HttpRequest.<METHOD>.Count`, `HttpResponse.<code>.Count`; `HttpRequest.Failed` is code `<error>`), `rest_client_request_duration_seconds` by `verb` and `path` (`HttpResponse.TimeNanos`), rate-limiter waits and retries; upstream's `NumPerSecond` meters are `rate()`, its response code groups a label match (`code=~\"5..\"`) and its slow requests the count above the latency histogram's 5 s bucket, so `http.response.code.groups.enabled` and `slow.request.threshold` do not apply; read at start"},
 	{Key: "kubernetes.operator.kubernetes.client.metrics.http.response.code.groups.enabled", Status: StatusNotApplicable,
 		Reason: "see `kubernetes.client.metrics.enabled`"},
 	{Key: "kubernetes.operator.kubernetes.client.metrics.slow.request.threshold", Status: StatusNotApplicable,
@@ -193,7 +192,7 @@ var upstreamKeys = []UpstreamKey{
 	{Key: KeyResourceLifecycleNamespaceHistogramsEnabled, Status: StatusImplemented,
 		Reason: "true: the histograms carry `namespace` and the operator-wide view is their sum (Prometheus histograms add up exactly, so upstream's separate operator-wide histograms are not exported as well); false: operator-wide only, without a namespace; read at start"},
 	{Key: KeyResourceMetricsEnabled, Status: StatusImplemented,
-		Reason: "counts of FlinkStateSnapshots by state; upstream's per-resource counts of FlinkDeployments and FlinkSessionJobs are not exported yet (" + reasonParity + ")"},
+		Reason: "per namespace, from the informer caches at scrape time (see [Metrics](operations.md#metrics)): FlinkDeployments and FlinkSessionJobs (`flink_operator_resources`, upstream's `Count`), FlinkDeployments by JobManager deployment status (`flink_operator_jobmanager_deployments`, `JmDeploymentStatus.<STATUS>.Count`) and by Flink version (`flink_operator_flink_versions`, `FlinkVersion` and, as a label, `FlinkMinorVersion`), FlinkStateSnapshots by type and state (`flink_operator_snapshots`); the lifecycle-state counts are `flink_operator_lifecycle_resources` (`resource.lifecycle.metrics.enabled`); upstream's `ResourceUsage` gauges (Cpu, Memory, StateSize) are left out, as the status here does not record their inputs; read at start"},
 }
 
 // upstreamByKey indexes upstreamKeys.

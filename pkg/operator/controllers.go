@@ -99,6 +99,13 @@ func newControllers(ctx context.Context, cl clients, inf *Informers, opts Option
 	if err := caches.AddEventHandlers(flinkcache.Handlers{Deployments: lt.Handler(), SessionJobs: lt.Handler()}); err != nil {
 		return nil, err
 	}
+	// Resource counts, from the FlinkDeployment and FlinkSessionJob
+	// informers at scrape time (pkg/metrics/resources.go).
+	if on, err := opts.Config.Bool(config.KeyResourceMetricsEnabled); err != nil {
+		return nil, err
+	} else if on {
+		c.unregister = append(c.unregister, metrics.RegisterResourceCounter(inf.resourceListers()))
+	}
 	if opts.snapshotCRDMissing {
 		// No FlinkStateSnapshot CRD: nothing to reconcile, and no informer
 		// to read it from (see snapshotcrd.go).
@@ -123,6 +130,32 @@ func newControllers(ctx context.Context, cl clients, inf *Informers, opts Option
 		}
 	}
 	return c, nil
+}
+
+// resourceListers are the FlinkDeployment and FlinkSessionJob listers of
+// every watched namespace: the informers the caches requested.
+func (i *Informers) resourceListers() metrics.ResourceListers {
+	var l metrics.ResourceListers
+	for _, f := range i.Flink {
+		v := f.Flink().V1beta1()
+		l.Deployments = append(l.Deployments, v.FlinkDeployments().Lister())
+		l.SessionJobs = append(l.SessionJobs, v.FlinkSessionJobs().Lister())
+	}
+	return l
+}
+
+// kubeClientMetrics installs client-go's request metrics (rest_client_*)
+// when kubernetes.operator.kubernetes.client.metrics.enabled is true. Read
+// at start: client-go takes its metric hooks once per process.
+func kubeClientMetrics(cfg config.Config, register func()) error {
+	on, err := cfg.Bool(config.KeyKubernetesClientMetricsEnabled)
+	if err != nil {
+		return err
+	}
+	if on {
+		register()
+	}
+	return nil
 }
 
 // newEventRecorder builds the controllers' event recorder: events go to

@@ -90,9 +90,13 @@ var restartOnlyKeys = []string{
 	config.KeyExceptionStackTraceEnabled,
 	config.KeyExceptionStackTraceMaxLength,
 	config.KeyExceptionThrowableListMaxCount,
-	// Lifecycle metrics: the tracker is built with the controllers.
+	// Metrics: the lifecycle tracker and the resource counts are built
+	// with the controllers, client-go's request metrics installed once per
+	// process.
+	config.KeyResourceMetricsEnabled,
 	config.KeyResourceLifecycleMetricsEnabled,
 	config.KeyResourceLifecycleNamespaceHistogramsEnabled,
+	config.KeyKubernetesClientMetricsEnabled,
 }
 
 // latestConfig is the last valid contents of the --config file (as loaded,

@@ -20,6 +20,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/clients/kubernetes"
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/controller/controllerctx"
+	"github.com/flinkops/flink-operator/pkg/metrics"
 )
 
 // Run runs the operator until ctx is cancelled. Start-up problems (no API
@@ -33,6 +34,9 @@ import (
 // with kubernetes.operator.dynamic.namespaces.enabled starts over the same
 // way, on the new namespaces.
 func Run(parent context.Context, opts Options) error {
+	if err := kubeClientMetrics(opts.Config, metrics.RegisterKubeClientMetrics); err != nil {
+		return err
+	}
 	opts.latest = &latestConfig{cfg: opts.Config}
 	for {
 		opts = opts.withLatestConfig()
