@@ -511,7 +511,9 @@ func (r *run) countingHA() {
 // permission within 30 s, creating nothing, while the operator keeps
 // serving the session cluster (the second session job is applied with it
 // and reaches RUNNING). Deleting the session jobs cancels their jobs;
-// deleting the session cluster removes every pod and JVM.
+// deleting the session cluster (Kubernetes HA) removes every pod and JVM;
+// on Flink 2 it is created again with the same name and HA storage and
+// runs a job (issue 36 item 12).
 func (r *run) sessionAndUnderprivileged() {
 	t := r.t
 	fl := framework.Flavours[r.version]
@@ -533,9 +535,9 @@ spec:
 	}
 	job1, job2 := session+"-job-1", session+"-job-2"
 
-	// 1. The session cluster and the first job.
+	// 1. The session cluster (with Kubernetes HA) and the first job.
 	t0 := time.Now()
-	r.apply(fmt.Sprintf(`apiVersion: flink.apache.org/v1beta1
+	sessionCluster := fmt.Sprintf(`apiVersion: flink.apache.org/v1beta1
 kind: FlinkDeployment
 metadata:
   name: %[1]s
@@ -553,12 +555,14 @@ spec:
     state.backend.type: hashmap
     execution.checkpointing.interval: 2 s
     execution.checkpointing.dir: file://%[5]s/session-checkpoints
+    high-availability.type: kubernetes
+    high-availability.storageDir: file://%[5]s/session-ha
     heartbeat.interval: "1000"
     heartbeat.timeout: "10000"
   jobManager:
     replicas: 1
----
-%[6]s`, session, r.ns, fl.Image, fl.Version, r.data, sessionJob(job1)))
+`, session, r.ns, fl.Image, fl.Version, r.data)
+	r.apply(sessionCluster + "---\n" + sessionJob(job1))
 	r.waitDeployment(session, 3*time.Minute, "session cluster STABLE", func(d *v1beta1.FlinkDeployment) bool {
 		return d.Status.LifecycleState == v1beta1.LifecycleStable && d.Status.JobManagerDeploymentStatus == v1beta1.JobManagerReady
 	})
@@ -667,6 +671,43 @@ subjects:
 	r.waitClusterGone(session, 2*time.Minute)
 	r.waitProcessesGone(pids)
 	t.Logf("%s: session cluster deleted, every pod and JVM gone %s after kubectl delete", r.version, time.Since(t0).Round(100*time.Millisecond))
+
+	// 6. Flink 2: the session cluster created again with the same name and
+	// HA storage runs a job; its JobManager must not recover the previous
+	// incarnation's job results (Flink 2.3 crash-looped on "Application
+	// ID is missing in the recovered job result").
+	if !strings.HasPrefix(r.version, "2.") {
+		return
+	}
+	t0 = time.Now()
+	r.apply(sessionCluster + "---\n" + sessionJob(job1))
+	r.waitDeployment(session, 3*time.Minute, "re-created session cluster STABLE", func(d *v1beta1.FlinkDeployment) bool {
+		return d.Status.LifecycleState == v1beta1.LifecycleStable && d.Status.JobManagerDeploymentStatus == v1beta1.JobManagerReady
+	})
+	again := r.waitSessionJob(job1, 3*time.Minute, "RUNNING, STABLE on the re-created cluster", stableSessionJob)
+	r.FlinkREST(t, r.ns, session).WaitJobRunning(t, again.Status.JobStatus.JobID)
+	pods, err := r.Kube.CoreV1().Pods(r.ns).List(r.Ctx, metav1.ListOptions{LabelSelector: "app=" + session + ",component=jobmanager"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		for _, c := range p.Status.ContainerStatuses {
+			if c.RestartCount != 0 {
+				t.Errorf("JobManager %s of the re-created session cluster restarted %d times (last: %+v)", p.Name, c.RestartCount, c.LastTerminationState)
+			}
+		}
+	}
+	t.Logf("%s: session cluster re-created with the same HA storage runs job %s, %s after the apply", r.version, again.Status.JobStatus.JobID, time.Since(t0).Round(100*time.Millisecond))
+	pids = r.agentProcesses()
+	r.kubectl("delete", "flinksessionjob", job1, "-n", r.ns, "--wait=false")
+	r.WaitFor(t, 2*time.Minute, "FlinkSessionJob "+job1+" deleted", func() (bool, string) {
+		_, err := r.Flink.FlinkV1beta1().FlinkSessionJobs(r.ns).Get(r.Ctx, job1, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	r.kubectl("delete", "flinkdeployment", session, "-n", r.ns, "--wait=false")
+	r.waitGone(session, 2*time.Minute)
+	r.waitClusterGone(session, 2*time.Minute)
+	r.waitProcessesGone(pids)
 }
 
 func stableSessionJob(j *v1beta1.FlinkSessionJob) bool {

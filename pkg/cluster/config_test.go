@@ -171,9 +171,13 @@ func TestFlinkConfigDefaults(t *testing.T) {
 			want: map[string]string{"application-result-store.storage-path": "", "job-result-store.storage-path": ""},
 		},
 		{
-			name: "Flink 2.3 session cluster with HA: Flink's default result stores",
+			// Per incarnation (the resource's UID): a session cluster created
+			// again with the same name must not recover the previous one's
+			// job results (Flink 2.3 crash-looped on them).
+			name: "Flink 2.3 session cluster with HA: result stores of its incarnation",
 			d:    flink23HA(session(), nil),
-			want: map[string]string{"application-result-store.storage-path": "", "job-result-store.storage-path": ""},
+			want: map[string]string{"application-result-store.storage-path": "s3://bucket/ha/application-result-store/demo/uid-1",
+				"job-result-store.storage-path": "s3://bucket/ha/job-result-store/demo/uid-1"},
 		},
 		{
 			name: "HA NONE is not HA",

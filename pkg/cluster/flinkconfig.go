@@ -200,6 +200,10 @@ func (p *plan) buildConfig() error {
 		if err := p.applyJobKeys(slots); err != nil {
 			return err
 		}
+	} else if uid := p.in.Deployment.UID; uid != "" {
+		// A session cluster: its incarnation (the resource's UID) takes the
+		// place of the job id.
+		p.applyResultStores(string(uid))
 	}
 	if p.jmReplicas, err = jobManagerReplicas(p.spec); err != nil {
 		return err
@@ -377,7 +381,15 @@ func (p *plan) applyHAKeys() {
 // Flink's recovery of one job's cluster is unchanged. A left-behind dirty
 // result stays where it is (its cleanup would only drop HA data of the old
 // job that the upgrade's teardown deleted already).
-func (p *plan) applyResultStores() {
+//
+// A session cluster's stores are its incarnation's, the resource's UID in
+// place of the job id: a session cluster deleted and created again with
+// the same name and HA storage has the same cluster id, and its JobManager
+// recovered the previous incarnation's job results and crash-looped on
+// Flink 2.3 ("Application ID is missing in the recovered job result");
+// its upgrades keep the UID, so the JobManagers of one session cluster
+// share them as Flink expects.
+func (p *plan) applyResultStores(id string) {
 	storage := strings.TrimRight(strings.TrimSpace(p.conf[keyHAStorageDir]), "/")
 	if !p.ha || !p.version.AtLeast(2, 3) || storage == "" {
 		return
@@ -387,7 +399,7 @@ func (p *plan) applyResultStores() {
 		{keyApplicationResults, "application-result-store"},
 	} {
 		if unset(p.conf, store.key) {
-			p.conf[store.key] = storage + "/" + store.dir + "/" + p.name + "/" + p.in.JobID
+			p.conf[store.key] = storage + "/" + store.dir + "/" + p.name + "/" + id
 			p.resultStores = append(p.resultStores, store.key)
 		}
 	}
@@ -432,7 +444,7 @@ func (p *plan) applyJobKeys(slots int) error {
 		return fmt.Errorf("cluster: Input.JobID %q must be 32 hex characters for an application", p.in.JobID)
 	}
 	conf[keyJobID] = p.in.JobID
-	p.applyResultStores()
+	p.applyResultStores(p.in.JobID)
 	conf[keyShutdownOnFinish] = "false"
 	setDefault(conf, keySubmitFailedJob, "true")
 	maps.Copy(conf, JobDefaults(conf, p.name, job))
