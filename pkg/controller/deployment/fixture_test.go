@@ -132,6 +132,13 @@ func (f *fixture) kubeTick() {
 			}
 			f.jms[d.Name] = &jmProcess{Server: srv, jobID: jobID, restore: restore, deploy: jm.UID}
 		}
+		if p := f.jms[d.Name]; p.jobID != "" {
+			if st, ok := p.JobState(p.jobID); ok && st.IsGloballyTerminal() {
+				// Flink's cleanup of a globally terminal job drops its HA
+				// metadata, the job's HA ConfigMap (and records its result).
+				_ = f.Kube.CoreV1().ConfigMaps(ns).Delete(f.Ctx, cluster.HAJobConfigMapName(d.Name, p.jobID), metav1.DeleteOptions{})
+			}
+		}
 		if jm.Status.ReadyReplicas != 1 {
 			jm.Status.Replicas, jm.Status.ReadyReplicas = 1, 1
 			if _, err := f.Kube.AppsV1().Deployments(ns).UpdateStatus(f.Ctx, jm, metav1.UpdateOptions{}); err != nil {

@@ -22,9 +22,12 @@ import (
 // checkpoints keeps the job running until its cluster goes, and the new
 // JobManager recovers through HA (default false, as upstream); with it
 // true, the job is cancelled first (upstream's allowLastStateCancel) and
-// the new one restores from the latest checkpoint the REST API reports.
-// Either way the operator keeps the HA ConfigMaps (Flink itself drops a
-// cancelled job's).
+// the new one restores from the latest checkpoint the REST API reports,
+// under a new job id (upstream's setJobIdIfNecessary): Flink recorded the
+// cancelled job's result under its id in the job result store, which
+// outlives the cluster, and a JobManager started with that id would not
+// run it. Either way the operator keeps the HA ConfigMaps (Flink itself
+// drops a cancelled job's).
 func TestLastStateJobCancel(t *testing.T) {
 	for _, tc := range []struct {
 		value      string // "" = unset
@@ -47,8 +50,8 @@ func TestLastStateJobCancel(t *testing.T) {
 			latest := f.haCheckpoint("job")
 			f.edit("job", newArgs)
 			after := f.Until("job", 30, "last-state upgrade", upgradedTo(2))
-			if after.Status.JobStatus.JobID != jobID {
-				t.Errorf("last-state upgrade changed the job id")
+			if kept := after.Status.JobStatus.JobID == jobID; kept == tc.wantCancel {
+				t.Errorf("job id %s after the upgrade (was %s): kept %v, want kept only when the new JobManager recovers it through HA", after.Status.JobStatus.JobID, jobID, kept)
 			}
 			st, _ := oldJM.JobState(jobID)
 			if cancelled := st == flink.JobCanceled; cancelled != tc.wantCancel {
@@ -69,7 +72,8 @@ func TestLastStateJobCancel(t *testing.T) {
 // (-1: never); loseWrite makes the first status write after the cancel
 // request reached Flink fail, as if the operator died before it. The new
 // job must restore from the latest checkpoint, never from empty or older
-// state, keeping its job id.
+// state, under a new job id (the cancelled one's result is in Flink's job
+// result store).
 func lastStateCancelUpgrade(t *testing.T, crashAt int, loseWrite bool) []string {
 	f := newNativeFixture(t)
 	d := withHA(native(f.application("job", v1beta1.UpgradeModeLastState)))
@@ -130,8 +134,8 @@ func lastStateCancelUpgrade(t *testing.T, crashAt int, loseWrite bool) []string 
 	default:
 		t.Errorf("restored from %q, want %s", restored, latest)
 	}
-	if after.Status.JobStatus.JobID != jobID {
-		t.Errorf("last-state upgrade changed the job id")
+	if after.Status.JobStatus.JobID == jobID {
+		t.Errorf("last-state upgrade with job-cancel kept the cancelled job's id %s", jobID)
 	}
 	return points
 }

@@ -49,12 +49,20 @@ func (k deploymentJob) Suspended() string {
 	return "Job suspended and its cluster deleted"
 }
 
-// NextJobID is new unless the upgrade mode is last-state, where upstream
-// keeps it (HA metadata is keyed by it).
+// NextJobID is new unless the upgrade mode is last-state and the new
+// JobManager recovers the job through the HA metadata keyed by its id (as
+// upstream's setJobIdIfNecessary). A job that ended in Flink (cancelled by
+// a last-state stop with job-cancel.enabled, or failed or finished by
+// itself) has no HA metadata left but a result in Flink's job result
+// store, which outlives the cluster: a JobManager started with the same id
+// would find it and not run the job. It restarts from the recorded
+// checkpoint under a new id, as upstream. Without Kubernetes HA the id is
+// kept (nothing recovers it and nothing remembers it).
 func (k deploymentJob) NextJobID() string {
 	sc := k.sc
 	jobID := sc.Obj.Status.JobStatus.JobID
-	if jobengine.UpgradeMode(&sc.Recorded.Spec) != v1beta1.UpgradeModeLastState || jobID == "" {
+	if jobengine.UpgradeMode(&sc.Recorded.Spec) != v1beta1.UpgradeModeLastState || jobID == "" ||
+		kubernetesHA(sc.Cfg) && !k.c.haJobCheckpoints(sc) {
 		jobID = newJobID(string(sc.Obj.UID), jobID, sc.Obj.Generation)
 	}
 	return jobID

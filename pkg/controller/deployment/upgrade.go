@@ -176,8 +176,16 @@ func (c *Controller) haRecovery(sc *syncState) bool {
 		jobengine.UpgradeMode(&sc.Recorded.Spec) != v1beta1.UpgradeModeLastState || js.JobID == "" {
 		return false
 	}
+	return c.haJobCheckpoints(sc)
+}
+
+// haJobCheckpoints: the HA ConfigMap of the job the status names holds
+// completed checkpoints, which a JobManager started with that job id
+// recovers from.
+func (c *Controller) haJobCheckpoints(sc *syncState) bool {
+	js := sc.Obj.Status.JobStatus
 	inf := c.owned.forNamespace(sc.Obj.Namespace)
-	if inf == nil {
+	if inf == nil || js.JobID == "" {
 		return false
 	}
 	cm, err := inf.configMaps.ConfigMaps(sc.Obj.Namespace).Get(cluster.HAJobConfigMapName(sc.Obj.Name, js.JobID))
