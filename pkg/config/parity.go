@@ -110,7 +110,7 @@ var upstreamKeys = []UpstreamKey{
 		Reason: "FlinkDeployments in both modes (upstream: native mode); FlinkSessionJobs upgrade; standalone reactive mode's TaskManager replicas are not scaled in place"},
 	{Key: KeyJobUpgradeLastStateFallbackEnabled, Status: StatusImplemented},
 	{Key: KeyJobUpgradeLastStateJobCancelEnabled, Status: StatusImplemented,
-		Reason: "matters where the job would otherwise not be cancelled: native Kubernetes-HA clusters whose job ConfigMap holds checkpoint pointers; a job with DELETE_ON_CANCELLATION is never cancelled; the new job restores from the newest checkpoint the REST API reports and keeps its job id (upstream restores it in savepoint mode with a new id)"},
+		Reason: "matters where the job would otherwise not be cancelled: native Kubernetes-HA clusters whose job ConfigMap holds checkpoint pointers; a job with DELETE_ON_CANCELLATION is never cancelled; the new job restores from the newest checkpoint the REST API reports under a new job id, as upstream (Flink keeps the cancelled job's result in its job result store, under the old id)"},
 	{Key: KeyJobUpgradeLastStateMaxAllowedCheckpointAge, Status: StatusImplemented},
 	{Key: KeyLabelSelector, Status: StatusImplemented,
 		Reason: "as upstream, the FlinkDeployment, FlinkSessionJob and FlinkStateSnapshot informers list and watch only matching resources, and the admission webhook validates every resource alike; the FlinkStateSnapshots the operator creates (periodic, manual nonce, upgrade, suspend, savepoint on deletion) copy their job's labels, so they match the selector their job matches (upstream's carry only the trigger-type label, so a selector hides them from upstream's own snapshot controller); a restart applies a change"},
