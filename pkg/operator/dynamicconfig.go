@@ -32,8 +32,11 @@ import (
 // invalid one (unreadable, bad YAML, a bad value) is not applied: the
 // configuration in use stays, and an error is logged, once per distinct
 // problem. A valid one becomes the configuration the controllers read at
-// each sync (controllerctx.Context.CurrentConfig): resource defaults, Flink
-// defaults of every cluster, timeouts, history limits, events. Keys read
+// each sync (controllerctx.Context.CurrentConfig, the job engine's
+// Engine.Operator) and the admission webhook at each admission: resource
+// defaults, Flink defaults of every cluster (so what the webhook accepts),
+// timeouts, history limits, events, status.error's shape
+// (kubernetes.operator.exception.*). Keys read
 // only when the controllers, their queues, their informers or the leader
 // election are built (restartOnlyKeys) keep their value until the next
 // restart, and their change is logged as needing one.
@@ -83,13 +86,6 @@ var restartOnlyKeys = []string{
 	config.KeyHealthProbePort,
 	config.KeyDynamicConfigEnabled,
 	config.KeyDynamicConfigCheckInterval,
-	// status.error's shape: the job engine reads it from the operator
-	// configuration it was built with.
-	config.KeyExceptionFieldMaxLength,
-	config.KeyExceptionLabelMapper,
-	config.KeyExceptionStackTraceEnabled,
-	config.KeyExceptionStackTraceMaxLength,
-	config.KeyExceptionThrowableListMaxCount,
 	// Metrics: the lifecycle tracker and the resource counts are built
 	// with the controllers, client-go's request metrics installed once per
 	// process.

@@ -339,3 +339,31 @@ func TestDynamicNamespacesEnabledLater(t *testing.T) {
 		t.Errorf("next run watches %v, want [a b]", got)
 	}
 }
+
+// The kubernetes.operator.exception.* keys apply without a restart: the job
+// engine renders status.error with the configuration in use at each sync.
+func TestDynamicConfigExceptionKeysApplyLive(t *testing.T) {
+	f := newDynamicFixture(t, "kubernetes.operator.exception.field.max.length: 100\n")
+	var restarts int
+	w := f.watcher(&restarts)
+	f.write("kubernetes.operator.exception.field.max.length: 20\n" +
+		"kubernetes.operator.exception.stacktrace.enabled: true\n" +
+		"kubernetes.operator.exception.stacktrace.max.length: 50\n" +
+		"kubernetes.operator.exception.throwable.list.max.count: 1\n" +
+		"kubernetes.operator.exception.label.mapper: 'timeout:TIMEOUT'\n")
+	w.check(f.ctx)
+	for key, want := range map[string]string{
+		config.KeyExceptionFieldMaxLength:        "20",
+		config.KeyExceptionStackTraceEnabled:     "true",
+		config.KeyExceptionStackTraceMaxLength:   "50",
+		config.KeyExceptionThrowableListMaxCount: "1",
+		config.KeyExceptionLabelMapper:           "timeout:TIMEOUT",
+	} {
+		if got := f.liveValue(key); got != want {
+			t.Errorf("%s in use %q, want the new %q", key, got, want)
+		}
+	}
+	if strings.Contains(f.logs(), "needs a restart") {
+		t.Errorf("an exception key was logged as needing a restart:\n%s", f.logs())
+	}
+}

@@ -13,6 +13,7 @@ import (
 
 	versioned "github.com/flinkops/flink-operator/pkg/clients/flink"
 	"github.com/flinkops/flink-operator/pkg/clients/kubernetes"
+	"github.com/flinkops/flink-operator/pkg/controller/controllerctx"
 	"github.com/flinkops/flink-operator/pkg/webhook"
 )
 
@@ -59,8 +60,14 @@ func newWebhook(ctx context.Context, kube kubernetes.Interface, flink versioned.
 		_ = ln.Close()
 		return nil, nil, err
 	}
+	// The webhook judges with the configuration the controllers read at
+	// each sync (the live one, dynamicconfig.go), not the start-up one.
+	live := opts.live
+	if live == nil {
+		live = controllerctx.NewLiveConfig(opts.Config)
+	}
 	validator := webhook.NewValidator(webhook.Options{
-		Config:        opts.Config,
+		CurrentConfig: live.Load,
 		Lookup:        webhook.NewListerLookup(inf.Flink).WithLiveFallback(flink, webhookLiveLookupTimeout),
 		AccessReviews: kube.AuthorizationV1().SubjectAccessReviews(),
 		ReviewKeys:    reviewKeys(opts.reviewKey),

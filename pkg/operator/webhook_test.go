@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -144,3 +145,70 @@ func TestWebhookServesFromTheInformers(t *testing.T) {
 		t.Errorf("Secret type %s", secret.Type)
 	}
 }
+
+// TestWebhookFollowsReloadedConfig: the webhook judges every admission
+// with the operator configuration in use, so a reloaded --config file
+// (dynamic configuration) changes its verdict without a restart, as it
+// changes what the controllers accept. Here an operator-wide savepoint
+// directory makes a savepoint-mode FlinkDeployment without its own valid,
+// and removing it makes the same spec invalid again.
+func TestWebhookFollowsReloadedConfig(t *testing.T) {
+	f := newDynamicFixture(t, "kubernetes.operator.savepoint.history.max.count: 3\n")
+	kube := kubefake.NewSimpleClientset()
+	flink := flinkfake.NewSimpleClientset()
+	inf := NewInformers(kube, flink, nil, 0)
+	opts := f.opts
+	opts.live = f.live
+	opts.Webhook.BindAddress = "127.0.0.1:0"
+	opts.Webhook.Namespace = "flink"
+	srv, _, err := newWebhook(f.ctx, kube, flink, inf, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = srv.ln.Close() }()
+	var restarts int
+	w := f.watcher(&restarts)
+
+	dep := &v1beta1.FlinkDeployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "flink.apache.org/v1beta1", Kind: "FlinkDeployment"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "job"},
+		Spec: v1beta1.FlinkDeploymentSpec{
+			Image: "flink:1.20", FlinkVersion: v1beta1.FlinkVersion1_20, ServiceAccount: "flink",
+			FlinkConfiguration: v1beta1.NewConfiguration(map[string]string{"execution.checkpointing.dir": "file:///cp"}),
+			JobManager:         &v1beta1.JobManagerSpec{Resource: &v1beta1.ResourceSpec{CPU: ptrTo(1.0), Memory: "1024m"}},
+			TaskManager:        &v1beta1.TaskManagerSpec{Resource: &v1beta1.ResourceSpec{CPU: ptrTo(1.0), Memory: "1024m"}},
+			Job:                &v1beta1.JobSpec{JarURI: "local:///opt/flink/job.jar", UpgradeMode: v1beta1.UpgradeModeSavepoint},
+		},
+	}
+	admit := func(step string, wantAllowed bool) {
+		t.Helper()
+		raw, _ := json.Marshal(dep)
+		body, _ := json.Marshal(admissionv1.AdmissionReview{
+			TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+			Request: &admissionv1.AdmissionRequest{UID: "uid", Operation: admissionv1.Create, Namespace: "team", Name: "job",
+				Kind:   metav1.GroupVersionKind{Group: v1beta1.GroupName, Version: "v1beta1", Kind: "FlinkDeployment"},
+				Object: runtime.RawExtension{Raw: raw}},
+		})
+		req := httptest.NewRequest(http.MethodPost, webhook.ValidatePath, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		srv.srv.Handler.ServeHTTP(rec, req)
+		var review admissionv1.AdmissionReview
+		if err := json.NewDecoder(rec.Body).Decode(&review); err != nil || review.Response == nil {
+			t.Fatalf("%s: HTTP %d, decoding: %v", step, rec.Code, err)
+		}
+		if got := review.Response.Allowed; got != wantAllowed {
+			t.Errorf("%s: allowed=%v (%+v), want %v", step, got, review.Response.Result, wantAllowed)
+		}
+	}
+
+	admit("start-up configuration without a savepoint directory", false)
+	f.write("kubernetes.operator.savepoint.history.max.count: 3\nexecution.checkpointing.savepoint-dir: file:///sp\n")
+	w.check(f.ctx)
+	admit("reloaded configuration with a savepoint directory", true)
+	f.write("kubernetes.operator.savepoint.history.max.count: 3\n")
+	w.check(f.ctx)
+	admit("reloaded configuration without it again", false)
+}
+
+func ptrTo[T any](v T) *T { return &v }

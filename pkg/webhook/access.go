@@ -81,9 +81,10 @@ func (r *crossReference) stamped() review.Reference {
 // authorizeCrossNamespace admits a reference to another namespace only if
 // the operator allows such references and the requesting user holds the
 // reference's right there (a SubjectAccessReview for the user, groups, uid
-// and extra of the request). nil means authorized.
-func (v *Validator) authorizeCrossNamespace(ctx context.Context, req *admissionv1.AdmissionRequest, ref *crossReference) *admissionv1.AdmissionResponse {
-	if enabled, err := v.cfg.Bool(config.KeySnapshotCrossNamespaceReferencesEnabled); err != nil || !enabled {
+// and extra of the request), cfg being the operator configuration of the
+// admission. nil means authorized.
+func (v *Validator) authorizeCrossNamespace(ctx context.Context, req *admissionv1.AdmissionRequest, cfg config.Config, ref *crossReference) *admissionv1.AdmissionResponse {
+	if enabled, err := cfg.Bool(config.KeySnapshotCrossNamespaceReferencesEnabled); err != nil || !enabled {
 		return deny(http.StatusForbidden, fmt.Sprintf(
 			"%s.namespace %q: references to %s in another namespace are disabled: the operator option %s is false (an administrator can enable it in the operator configuration)",
 			ref.field, ref.namespace, ref.target, config.KeySnapshotCrossNamespaceReferencesEnabled))

@@ -11,6 +11,7 @@ import (
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/cluster"
+	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/validation"
 )
 
@@ -24,7 +25,7 @@ const placeholderJobID = "00000000000000000000000000000000"
 // even on an object that became invalid (operator config changed, or it
 // predates the webhook). The controllers re-check every spec they act on.
 
-func (v *Validator) deployment(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+func (v *Validator) deployment(ctx context.Context, req *admissionv1.AdmissionRequest, cfg config.Config) *admissionv1.AdmissionResponse {
 	dep, old, resp := decodeObjects[v1beta1.FlinkDeployment](req)
 	if resp != nil {
 		return resp
@@ -36,23 +37,23 @@ func (v *Validator) deployment(ctx context.Context, req *admissionv1.AdmissionRe
 	if old != nil {
 		oldJob = old.Spec.Job
 	}
-	warning, resp := v.authorizeSnapshotRef(ctx, req, "FlinkDeployment", dep, dep.Spec.Job, oldJob)
+	warning, resp := v.authorizeSnapshotRef(ctx, req, cfg, "FlinkDeployment", dep, dep.Spec.Job, oldJob)
 	if resp != nil {
 		return resp
 	}
-	res, err := validation.Deployment(dep, v.cfg)
+	res, err := validation.Deployment(dep, cfg)
 	if err != nil {
 		return deny(http.StatusForbidden, err.Error())
 	}
 	// What the controller would refuse to build (ports, memory, pod
 	// template, log configuration) is refused now, with the same message.
-	if _, err := cluster.Build(cluster.Input{Deployment: dep, Spec: dep.Spec, OperatorConfig: v.cfg, JobID: placeholderJobID, Native: cluster.NativeMode(dep.Spec.Mode)}); err != nil {
+	if _, err := cluster.Build(cluster.Input{Deployment: dep, Spec: dep.Spec, OperatorConfig: cfg, JobID: placeholderJobID, Native: cluster.NativeMode(dep.Spec.Mode)}); err != nil {
 		return deny(http.StatusForbidden, err.Error())
 	}
 	return withWarning(allow(res.Warnings), warning)
 }
 
-func (v *Validator) sessionJob(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+func (v *Validator) sessionJob(ctx context.Context, req *admissionv1.AdmissionRequest, cfg config.Config) *admissionv1.AdmissionResponse {
 	job, old, resp := decodeObjects[v1beta1.FlinkSessionJob](req)
 	if resp != nil {
 		return resp
@@ -72,7 +73,7 @@ func (v *Validator) sessionJob(ctx context.Context, req *admissionv1.AdmissionRe
 	if old != nil {
 		oldJob = old.Spec.Job
 	}
-	warning, resp := v.authorizeSnapshotRef(ctx, req, "FlinkSessionJob", job, job.Spec.Job, oldJob)
+	warning, resp := v.authorizeSnapshotRef(ctx, req, cfg, "FlinkSessionJob", job, job.Spec.Job, oldJob)
 	if resp != nil {
 		return resp
 	}
@@ -89,14 +90,14 @@ func (v *Validator) sessionJob(ctx context.Context, req *admissionv1.AdmissionRe
 			return deny(http.StatusInternalServerError, fmt.Sprintf("looking up session cluster FlinkDeployment %s/%s: %v", job.Namespace, name, err))
 		}
 	}
-	res, err := validation.SessionJob(job, clusterDep, v.cfg)
+	res, err := validation.SessionJob(job, clusterDep, cfg)
 	if err != nil {
 		return deny(http.StatusForbidden, err.Error())
 	}
 	return withWarning(allow(res.Warnings), warning)
 }
 
-func (v *Validator) snapshot(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+func (v *Validator) snapshot(ctx context.Context, req *admissionv1.AdmissionRequest, cfg config.Config) *admissionv1.AdmissionResponse {
 	s, old, resp := decodeObjects[v1beta1.FlinkStateSnapshot](req)
 	if resp != nil {
 		return resp
@@ -120,7 +121,7 @@ func (v *Validator) snapshot(ctx context.Context, req *admissionv1.AdmissionRequ
 	}
 	var warning string
 	if ref != nil {
-		if resp := v.authorizeCrossNamespace(ctx, req, ref); resp != nil {
+		if resp := v.authorizeCrossNamespace(ctx, req, cfg, ref); resp != nil {
 			return resp
 		}
 		if warning, resp = v.checkStamp("FlinkStateSnapshot", s, ref); resp != nil {
@@ -134,7 +135,7 @@ func (v *Validator) snapshot(ctx context.Context, req *admissionv1.AdmissionRequ
 	if err != nil {
 		return deny(http.StatusInternalServerError, err.Error())
 	}
-	if err := validation.StateSnapshot(s, target, v.cfg); err != nil {
+	if err := validation.StateSnapshot(s, target, cfg); err != nil {
 		return deny(http.StatusForbidden, err.Error())
 	}
 	return withWarning(allow(nil), warning)
@@ -179,7 +180,7 @@ func (v *Validator) resolveTarget(s *v1beta1.FlinkStateSnapshot) (validation.Tar
 // update introduced was authorized then, and whoever edits other fields
 // later does not need the right. A new reference must also carry the
 // mutating step's stamp (checkStamp); the warning says when it does not.
-func (v *Validator) authorizeSnapshotRef(ctx context.Context, req *admissionv1.AdmissionRequest, kind string, obj metav1.Object, job, old *v1beta1.JobSpec) (string, *admissionv1.AdmissionResponse) {
+func (v *Validator) authorizeSnapshotRef(ctx context.Context, req *admissionv1.AdmissionRequest, cfg config.Config, kind string, obj metav1.Object, job, old *v1beta1.JobSpec) (string, *admissionv1.AdmissionResponse) {
 	ref := initialSnapshotReference(kind, obj.GetNamespace(), job)
 	if ref == nil {
 		return "", nil
@@ -187,7 +188,7 @@ func (v *Validator) authorizeSnapshotRef(ctx context.Context, req *admissionv1.A
 	if prev := initialSnapshotReference(kind, obj.GetNamespace(), old); prev != nil && *prev == *ref {
 		return "", nil
 	}
-	if resp := v.authorizeCrossNamespace(ctx, req, ref); resp != nil {
+	if resp := v.authorizeCrossNamespace(ctx, req, cfg, ref); resp != nil {
 		return "", resp
 	}
 	return v.checkStamp(kind, obj, ref)

@@ -137,7 +137,7 @@ func (v *Validator) stamp(ctx context.Context, req *admissionv1.AdmissionRequest
 			}
 			return allow(nil)
 		}
-		if resp := v.authorizeCrossNamespace(ctx, req, ref); resp != nil {
+		if resp := v.authorizeCrossNamespace(ctx, req, v.config(), ref); resp != nil {
 			klog.FromContext(ctx).V(1).Info("Unreviewed cross-namespace reference stays unstamped", "field", ref.field, "reason", resp.Result.Message)
 			if has {
 				return annotationPatch(obj, nil)
@@ -152,7 +152,7 @@ func (v *Validator) stamp(ctx context.Context, req *admissionv1.AdmissionRequest
 		return deny(http.StatusForbidden, fmt.Sprintf("%s.namespace %q: a %s that refers to another namespace needs metadata.name (not generateName): the operator's review of the reference names the object",
 			ref.field, ref.namespace, kind))
 	}
-	if resp := v.authorizeCrossNamespace(ctx, req, ref); resp != nil {
+	if resp := v.authorizeCrossNamespace(ctx, req, v.config(), ref); resp != nil {
 		return resp
 	}
 	return v.sign(ctx, req, kind, obj, ref)

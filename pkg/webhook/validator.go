@@ -23,8 +23,14 @@ import (
 // Options configure a Validator.
 type Options struct {
 	// Config is the operator-wide configuration: defaults of every
-	// resource's configuration, and the cross-namespace switch.
+	// resource's configuration, and the cross-namespace switch. Used when
+	// CurrentConfig is nil; nil means the defaults.
 	Config config.Config
+	// CurrentConfig, when set, returns the operator configuration in use
+	// now (the operator's live configuration, which a reloaded config file
+	// replaces): each admission reads it once, so the webhook judges with
+	// what the controllers act on.
+	CurrentConfig func() config.Config
 	// Lookup finds snapshot targets and session clusters.
 	Lookup Lookup
 	// AccessReviews authorizes cross-namespace snapshot references; nil
@@ -44,7 +50,7 @@ type Options struct {
 
 // Validator decides AdmissionReviews. It is safe for concurrent use.
 type Validator struct {
-	cfg           config.Config
+	config        func() config.Config
 	lookup        Lookup
 	reviews       authorizationv1client.SubjectAccessReviewInterface
 	reviewTimeout time.Duration
@@ -52,10 +58,15 @@ type Validator struct {
 	clock         clock.PassiveClock
 }
 
-// NewValidator returns a Validator; a nil Config means the defaults.
+// NewValidator returns a Validator; without CurrentConfig, it judges
+// with Config (nil: the defaults).
 func NewValidator(opts Options) *Validator {
-	if opts.Config == nil {
-		opts.Config = config.Defaults()
+	if opts.CurrentConfig == nil {
+		fixed := opts.Config
+		if fixed == nil {
+			fixed = config.Defaults()
+		}
+		opts.CurrentConfig = func() config.Config { return fixed }
 	}
 	if opts.AccessReviewTimeout <= 0 {
 		opts.AccessReviewTimeout = 5 * time.Second
@@ -63,7 +74,7 @@ func NewValidator(opts Options) *Validator {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
-	return &Validator{cfg: opts.Config, lookup: opts.Lookup, reviews: opts.AccessReviews, reviewTimeout: opts.AccessReviewTimeout,
+	return &Validator{config: opts.CurrentConfig, lookup: opts.Lookup, reviews: opts.AccessReviews, reviewTimeout: opts.AccessReviewTimeout,
 		reviewKeys: opts.ReviewKeys, clock: opts.Clock}
 }
 
@@ -101,13 +112,16 @@ func (v *Validator) Review(ctx context.Context, req *admissionv1.AdmissionReques
 	if req.Kind.Kind != "FlinkStateSnapshot" && canary.IsJSON(req.Object.Raw) {
 		return allow(nil) // a canary resource is never deployed (pkg/canary): as upstream, not validated
 	}
+	// One configuration for the whole admission, even if it is reloaded
+	// meanwhile.
+	cfg := v.config()
 	switch req.Kind.Kind {
 	case "FlinkDeployment":
-		return v.deployment(ctx, req)
+		return v.deployment(ctx, req, cfg)
 	case "FlinkSessionJob":
-		return v.sessionJob(ctx, req)
+		return v.sessionJob(ctx, req, cfg)
 	case "FlinkStateSnapshot":
-		return v.snapshot(ctx, req)
+		return v.snapshot(ctx, req, cfg)
 	}
 	return deny(http.StatusForbidden, "Unexpected resource: "+req.Kind.Kind)
 }

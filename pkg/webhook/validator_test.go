@@ -315,3 +315,32 @@ func TestPanicIsAnInternalErrorAnswer(t *testing.T) {
 	expect{want: "internal error in the flink-operator webhook while validating FlinkSessionJob: boom", code: http.StatusInternalServerError}.
 		check(t, admit(t, v, request(admissionv1.Create, sessionJob("ns", "sj", "session"), nil)))
 }
+
+// With CurrentConfig the validator judges each admission with the
+// operator configuration in use then, read once per admission: an
+// operator-wide savepoint directory makes a savepoint-mode deployment
+// without its own valid, and the verdict follows the configuration as it
+// changes, with no new Validator.
+func TestValidatorJudgesWithCurrentConfig(t *testing.T) {
+	inUse := config.Defaults()
+	reads := 0
+	v := NewValidator(Options{Lookup: newLookup(), Config: config.Config{config.FlinkSavepointDir: spDir},
+		CurrentConfig: func() config.Config { reads++; return inUse }})
+	d := application("ns", "job")
+	d.Spec.FlinkConfiguration = conf(config.FlinkCheckpointDir, cpDir)
+	noDir := denied("Job could not be upgraded with savepoint while config key[execution.checkpointing.savepoint-dir] is not set")
+
+	noDir.check(t, admit(t, v, request(admissionv1.Create, d, nil)))
+	if reads != 1 {
+		t.Errorf("configuration read %d times for one admission, want once", reads)
+	}
+	reloaded := config.Defaults() // a snapshot is replaced, never changed
+	reloaded[config.FlinkSavepointDir] = spDir
+	inUse = reloaded
+	allowed.check(t, admit(t, v, request(admissionv1.Create, d, nil)))
+	inUse = config.Defaults()
+	noDir.check(t, admit(t, v, request(admissionv1.Create, d, nil)))
+
+	// Without CurrentConfig, Config is the configuration of every admission.
+	allowed.check(t, admit(t, newValidator(newLookup(), config.Config{config.FlinkSavepointDir: spDir}), request(admissionv1.Create, d, nil)))
+}

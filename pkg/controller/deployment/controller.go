@@ -71,7 +71,7 @@ func New(cc controllerctx.Context, kubeFactories map[string]kubeinformers.Shared
 	}
 	c.podLogs = c.podLogTail
 	c.engine = &jobengine.Engine[*v1beta1.FlinkDeployment, v1beta1.FlinkDeploymentSpec]{
-		Client: cc.Client, Recorder: cc.Recorder, Caches: caches, Operator: cc.Config, Clock: cc.Clock,
+		Client: cc.Client, Recorder: cc.Recorder, Caches: caches, Operator: cc.CurrentConfig, Clock: cc.Clock,
 		SnapshotCRDMissing: cc.SnapshotCRDMissing, NewTriggerID: cc.NewTriggerID,
 		Fault: opts.FaultPoint,
 	}

@@ -48,6 +48,11 @@ type fixture struct {
 	// reviewKeys verify cross-namespace review stamps (nil: none loaded).
 	reviewKeys review.Keys
 
+	// live is the operator configuration in use, as the operator's
+	// dynamic configuration keeps it: each build starts it from Config;
+	// Store in it is a reloaded config file.
+	live *controllerctx.LiveConfig
+
 	// haRestore, when set, is the checkpoint a native JobManager with
 	// Kubernetes HA recovers its job from ("" = none), before the
 	// configured restore path, as Flink does.
@@ -82,6 +87,7 @@ func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 
 // build makes the controller (Restart calls it).
 func (f *fixture) build() (sync controllertest.SyncFunc, err error) {
+	f.live = controllerctx.NewLiveConfig(f.Config)
 	f.ctrl, err = New(controllerctx.Context{
 		Client:             f.Client,
 		Kube:               f.Kube,
@@ -92,6 +98,7 @@ func (f *fixture) build() (sync controllertest.SyncFunc, err error) {
 		Endpoints:          controllertest.Endpoints(f.jms),
 		SnapshotCRDMissing: f.crdMissing,
 		ReviewKeys:         f.reviewKeys,
+		Live:               f.live,
 	}, f.KubeFactories(), Options{FaultPoint: f.FaultPoint})
 	if err != nil {
 		return nil, err

@@ -121,7 +121,7 @@ func TestErrorMessage(t *testing.T) {
 // FailException keeps the exception's type, stack trace and causes.
 func TestFailException(t *testing.T) {
 	d := &v1beta1.FlinkDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}}
-	e := &Engine[*v1beta1.FlinkDeployment, v1beta1.FlinkDeploymentSpec]{Operator: config.Config{config.KeyExceptionStackTraceEnabled: "true"}}
+	e := &Engine[*v1beta1.FlinkDeployment, v1beta1.FlinkDeploymentSpec]{Operator: func() config.Config { return config.Config{config.KeyExceptionStackTraceEnabled: "true"} }}
 	s, err := e.NewState(context.Background(), "ns/a", d, now)
 	if err != nil {
 		t.Fatal(err)
@@ -135,4 +135,42 @@ func TestFailException(t *testing.T) {
 	if got := *s.Status().Error; got != want {
 		t.Errorf("status.error\n got %s\nwant %s", got, want)
 	}
+}
+
+// Each sync renders status.error with the operator configuration in use
+// when it started (Engine.Operator, the live configuration): a reload
+// changes the next sync's rendering, never the one under way.
+func TestErrorOptionsFromTheConfigurationInUse(t *testing.T) {
+	d := &v1beta1.FlinkDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}}
+	inUse := config.Config{}
+	e := &Engine[*v1beta1.FlinkDeployment, v1beta1.FlinkDeploymentSpec]{Operator: func() config.Config { return inUse }}
+	render := func(s *State[*v1beta1.FlinkDeployment, v1beta1.FlinkDeploymentSpec]) string {
+		t.Helper()
+		s.FailException("JobException", ResourceException{Type: "org.apache.flink.util.SerializedThrowable", Message: "Job failed", StackTrace: "trace"})
+		s.SetError()
+		return *s.Status().Error
+	}
+	const plain = `{"type":"org.apache.flink.util.SerializedThrowable","message":"Job failed","additionalMetadata":{},"throwableList":[]}`
+	const withTrace = `{"type":"org.apache.flink.util.SerializedThrowable","message":"Job failed","stackTrace":"trace","additionalMetadata":{},"throwableList":[]}`
+
+	under := e.mustState(t, d)
+	inUse = config.Config{config.KeyExceptionStackTraceEnabled: "true"} // reloaded during the sync
+	if got := render(under); got != plain {
+		t.Errorf("sync under way at the reload:\n got %s\nwant %s", got, plain)
+	}
+	if got := render(e.mustState(t, d)); got != withTrace {
+		t.Errorf("next sync:\n got %s\nwant %s", got, withTrace)
+	}
+	if got := render((&Engine[*v1beta1.FlinkDeployment, v1beta1.FlinkDeploymentSpec]{}).mustState(t, d)); got != plain {
+		t.Errorf("no Operator (defaults):\n got %s\nwant %s", got, plain)
+	}
+}
+
+func (e *Engine[T, S]) mustState(t *testing.T, o T) *State[T, S] {
+	t.Helper()
+	s, err := e.NewState(context.Background(), "ns/a", o, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

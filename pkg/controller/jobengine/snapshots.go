@@ -36,7 +36,7 @@ func (s *State[T, S]) SnapshotResources() bool {
 	if s.e.SnapshotCRDMissing {
 		return false
 	}
-	on, err := config.SnapshotResourcesEnabled(s.e.Operator, s.Cfg)
+	on, err := config.SnapshotResourcesEnabled(s.Operator, s.Cfg)
 	return err == nil && on
 }
 
@@ -90,7 +90,7 @@ func (s *State[T, S]) JobView(running, checkpoints bool) (snapshotrules.JobView,
 	// A snapshot in another namespace counts only where the operator allows
 	// cross-namespace references: otherwise anyone could block the job's
 	// periodic snapshots with a never-starting one, or feed its cleanup.
-	crossNamespace, _ := s.e.Operator.Bool(config.KeySnapshotCrossNamespaceReferencesEnabled)
+	crossNamespace, _ := s.Operator.Bool(config.KeySnapshotCrossNamespaceReferencesEnabled)
 	for _, snap := range all {
 		if snap.Namespace == v.Namespace || crossNamespace {
 			v.Snapshots = append(v.Snapshots, snap)

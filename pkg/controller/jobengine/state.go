@@ -69,6 +69,12 @@ type State[T Object, S Spec] struct {
 	Log  klog.Logger
 	// Cfg is the job's effective configuration.
 	Cfg config.Config
+	// Operator is the operator configuration in use when this sync
+	// started (Engine.Operator): what the engine reads of it (status.error's
+	// shape, snapshot resources, cross-namespace references) comes from
+	// this one snapshot, so a reload in the middle of a sync applies at the
+	// next.
+	Operator config.Config
 	// Recorded is lastReconciledSpec: the spec the job runs, or during an
 	// upgrade the spec being deployed. nil before the first deploy.
 	Recorded *lifecycle.Reconciled[S]
@@ -121,7 +127,8 @@ func (e *Engine[T, S]) NewState(ctx context.Context, key string, base T, now tim
 	if err != nil {
 		return nil, err
 	}
-	s := &State[T, S]{e: e, Key: key, Base: base, Obj: base.DeepCopyObject().(T), Now: now, Log: klog.FromContext(ctx), Recorded: rec}
+	s := &State[T, S]{e: e, Key: key, Base: base, Obj: base.DeepCopyObject().(T), Now: now, Log: klog.FromContext(ctx), Recorded: rec,
+		Operator: e.operatorConfig()}
 	if err := s.decodeRollback(); err != nil {
 		return nil, err
 	}
@@ -259,7 +266,7 @@ func (s *State[T, S]) ReconcileInterval() time.Duration {
 // operator's kubernetes.operator.exception.* options. The controller
 // calls it before deriving what depends on the error (lifecycle state).
 func (s *State[T, S]) SetError() {
-	*s.Status().Error = renderError(s.errs, readExceptionOptions(s.e.Operator))
+	*s.Status().Error = renderError(s.errs, readExceptionOptions(s.Operator))
 }
 
 // KeepSuspendedStable: a job suspended by the user is stable in that state
@@ -277,8 +284,11 @@ type Engine[T Object, S Spec] struct {
 	Client   clientset.Interface
 	Recorder record.EventRecorder
 	Caches   *flinkcache.Caches
-	// Operator is the operator-wide configuration.
-	Operator config.Config
+	// Operator returns the operator-wide configuration in use now
+	// (controllerctx.Context.CurrentConfig: reloaded with the operator's
+	// config file); each sync takes it once (State.Operator). Nil: the
+	// defaults.
+	Operator func() config.Config
 	Clock    clock.PassiveClock
 	// SnapshotCRDMissing: the FlinkStateSnapshot CRD is not installed
 	// (legacy mode for every job).
@@ -292,6 +302,14 @@ type Engine[T Object, S Spec] struct {
 	// asked again, and a savepoint already gone counts as disposed).
 	legacyDisposals sync.Map // "<key>\x00<path>" → disposal trigger id
 	crdWarned       sync.Map // UIDs that got SnapshotResourcesDisabled
+}
+
+// operatorConfig is the operator configuration in use now.
+func (w *Engine[T, S]) operatorConfig() config.Config {
+	if w.Operator == nil {
+		return nil // reads give the registered defaults
+	}
+	return w.Operator()
 }
 
 // Commit runs the pre-writes, writes the status if it changed (once), then

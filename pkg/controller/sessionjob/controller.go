@@ -95,7 +95,7 @@ func New(cc controllerctx.Context, opts Options) (*Controller, error) {
 		canaries:       opts.Canaries,
 	}
 	c.engine = &jobengine.Engine[*v1beta1.FlinkSessionJob, v1beta1.FlinkSessionJobSpec]{
-		Client: cc.Client, Recorder: cc.Recorder, Caches: caches, Operator: cc.Config, Clock: cc.Clock,
+		Client: cc.Client, Recorder: cc.Recorder, Caches: caches, Operator: cc.CurrentConfig, Clock: cc.Clock,
 		SnapshotCRDMissing: cc.SnapshotCRDMissing, NewTriggerID: cc.NewTriggerID,
 		Fault: opts.FaultPoint,
 	}
