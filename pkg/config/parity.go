@@ -71,7 +71,7 @@ var upstreamKeys = []UpstreamKey{
 		Reason: "upstream also requires high availability (its webhook rejects the key without it, and it rolls back only while the HA metadata is there); here the failed job's state is read through Flink's REST API, so HA is not required, and a rollback whose state cannot be known stops with \"Manual restore required\" instead"},
 	{Key: KeyDynamicConfigCheckInterval, Status: StatusImplemented},
 	{Key: KeyDynamicConfigEnabled, Status: StatusImplemented,
-		Reason: "the `--config` file (the mounted ConfigMap) is read again, as upstream re-reads its conf dir; an invalid file is not applied and the configuration in use stays; keys read only at start log that they need a restart and keep their value until then (see [Changing the configuration](operations.md#changing-the-configuration)); the admission webhook still validates with the start-up configuration"},
+		Reason: "the `--config` file (the mounted ConfigMap) is read again, as upstream re-reads its conf dir; an invalid file is not applied and the configuration in use stays; keys read only at start log that they need a restart and keep their value until then (see [Changing the configuration](operations.md#changing-the-configuration)); the admission webhook validates with the same live configuration as the controllers"},
 	{Key: KeyDynamicNamespacesEnabled, Status: StatusDifferent,
 		Reason: "a changed namespace set rebuilds the informers, caches and controllers in the same process (as when the FlinkStateSnapshot CRD appears), where upstream only restarts its event sources: probes and webhook restart briefly and, with leader election, the lease is contested again; `--namespaces`, when given, wins"},
 	{Key: KeyEventsExceptionsLimit, Status: StatusImplemented},

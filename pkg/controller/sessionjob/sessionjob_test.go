@@ -1,9 +1,9 @@
 package sessionjob
 
 import (
-	"maps"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"strconv"
 	"strings"

@@ -21,9 +21,9 @@ type sessionJob struct {
 	sc *syncState
 }
 
-func (k sessionJob) Starting() bool         { return jobStarting(k.sc) }
-func (k sessionJob) NeverRan() bool         { return neverRan(k.sc) }
-func (k sessionJob) Describe() string       { return describeJob(k.sc) }
+func (k sessionJob) Starting() bool   { return jobStarting(k.sc) }
+func (k sessionJob) NeverRan() bool   { return neverRan(k.sc) }
+func (k sessionJob) Describe() string { return describeJob(k.sc) }
 
 // LastStateStop: a session job is only ever ended by a cancel (its cluster
 // outlives it), so a last-state stop is possible only when the running job
