@@ -256,6 +256,12 @@ func (c *Caches) SessionJobsOfCluster(ns, deploymentName string) ([]*v1beta1.Fli
 // "FlinkDeployment ns/name") whose spec.job.initialStateSnapshotRef is the
 // snapshot ns/name, in every watched namespace.
 func (c *Caches) SnapshotReferrers(ns, name string) ([]string, error) {
+	return c.snapshotReferrers(ns, name, false)
+}
+
+// snapshotReferrers is SnapshotReferrers, without those being deleted when
+// live is set.
+func (c *Caches) snapshotReferrers(ns, name string, live bool) ([]string, error) {
 	var out []string
 	for _, inf := range c.each() {
 		for _, pair := range []struct {
@@ -267,7 +273,7 @@ func (c *Caches) SnapshotReferrers(ns, name string) ([]string, error) {
 				return nil, err
 			}
 			for _, obj := range objs {
-				if m, ok := obj.(metav1.Object); ok {
+				if m, ok := obj.(metav1.Object); ok && (!live || m.GetDeletionTimestamp() == nil) {
 					out = append(out, pair.kind+" "+m.GetNamespace()+"/"+m.GetName())
 				}
 			}

@@ -163,24 +163,43 @@ func (c *Controller) snapshotDeleted(obj any) {
 }
 
 // jobHandler wakes the snapshots of a job when the job changes: a job that
-// leaves RUNNING abandons its in-flight snapshots at once.
+// leaves RUNNING abandons its in-flight snapshots at once. It also wakes the
+// disposals handed to the job (handover.go) when it appears, goes, begins
+// its deletion or changes them.
 func (c *Controller) jobHandler(kind v1beta1.JobReferenceKind) cache.ResourceEventHandler {
-	wake := func(obj any) {
+	jobKey := func(obj any) (string, bool) {
 		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = tomb.Obj
 		}
 		m, err := meta.Accessor(obj)
 		if err != nil {
+			return "", false
+		}
+		return snapshotrules.JobKeyFor(kind, m.GetNamespace(), m.GetName()), handedOver(m)
+	}
+	wake := func(obj any) {
+		key, handed := jobKey(obj)
+		if key == "" {
 			return
 		}
-		c.enqueueJob(snapshotrules.JobKeyFor(kind, m.GetNamespace(), m.GetName()))
+		c.enqueueJob(key)
+		if handed {
+			c.queue.Add(disposalsKeyPrefix + key)
+		}
 	}
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc:    wake,
 		DeleteFunc: wake,
 		UpdateFunc: func(oldObj, newObj any) {
-			if jobStatusOf(oldObj) != jobStatusOf(newObj) {
+			o, err1 := meta.Accessor(oldObj)
+			n, err2 := meta.Accessor(newObj)
+			switch {
+			case err1 != nil || err2 != nil:
+			case jobStatusOf(oldObj) != jobStatusOf(newObj), !o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp()):
 				wake(newObj)
+			case handedOver(n) && o.GetAnnotations()[flinkcache.AnnotationPendingDisposals] != n.GetAnnotations()[flinkcache.AnnotationPendingDisposals]:
+				key, _ := jobKey(n)
+				c.queue.Add(disposalsKeyPrefix + key)
 			}
 		},
 	}

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
@@ -26,6 +27,11 @@ import (
 // disposal does not succeed within kubernetes.operator.snapshot.dispose.timeout,
 // the finalizer goes anyway with a DisposeSkipped event naming the path left
 // on storage.
+//
+// A savepoint that a job not being deleted still holds (liveHolders) is not
+// disposed now [ours]: its disposal is handed to the snapshot's job
+// (handOver), which disposes of it once every holder is being deleted or
+// gone, and the snapshot goes at once.
 func (c *Controller) syncDeletion(ctx context.Context, cached *v1beta1.FlinkStateSnapshot) (time.Duration, error) {
 	if !slices.Contains(cached.Finalizers, v1beta1.SnapshotFinalizer) {
 		return 0, nil
@@ -50,24 +56,11 @@ func (c *Controller) syncDeletion(ctx context.Context, cached *v1beta1.FlinkStat
 	}
 
 	path := s.Status.Path
-	// [ours] A job that starts from this snapshot by reference keeps its
-	// data: the resource goes, the savepoint stays.
-	referrers, err := c.Caches.SnapshotReferrers(s.Namespace, s.Name)
+	t, terr := c.resolveTarget(s)
+	holders, err := c.liveHolders(s.Namespace, s.Name, path, t, terr)
 	if err != nil {
 		return 0, err
 	}
-	if len(referrers) > 0 {
-		c.Recorder.Eventf(s, corev1.EventTypeWarning, ReasonDisposeSkipped,
-			"Savepoint %s is referenced by %s (spec.job.initialStateSnapshotRef); its data is kept", path, strings.Join(referrers, ", "))
-		return 0, c.removeFinalizer(ctx, s)
-	}
-	t, terr := c.resolveTarget(s)
-	if terr == nil && slices.Contains(t.restorePaths, path) {
-		c.Recorder.Eventf(s, corev1.EventTypeWarning, ReasonDisposeSkipped,
-			"Savepoint %s is the restore point of %s; its data is kept", path, snapshotrules.JobRefString(&t.ref))
-		return 0, c.removeFinalizer(ctx, s)
-	}
-
 	timeout, err := c.CurrentConfig().Duration(config.KeySnapshotDisposeTimeout)
 	if err != nil {
 		return 0, err
@@ -79,57 +72,115 @@ func (c *Controller) syncDeletion(ctx context.Context, cached *v1beta1.FlinkStat
 		start = ended
 	}
 	deadline := start.Add(timeout)
-	if !now.Before(deadline) {
+	switch {
+	case len(holders) > 0 && now.Before(deadline):
+		return 0, c.handOver(ctx, s, t, terr, holders, start, timeout)
+	case len(holders) > 0:
+		c.Recorder.Eventf(s, corev1.EventTypeWarning, ReasonDisposeSkipped,
+			"Savepoint %s is held by %s; its data is kept", path, strings.Join(holders, ", "))
+		c.disposals.Delete(key)
+		return 0, c.removeFinalizer(ctx, s)
+	case !now.Before(deadline):
 		c.Recorder.Eventf(s, corev1.EventTypeWarning, ReasonDisposeSkipped,
 			"Could not dispose savepoint within %s (%s); its data is left at %s", timeout, config.KeySnapshotDisposeTimeout, path)
 		metrics.SnapshotDisposeSkipped.WithLabelValues(s.Namespace).Inc()
 		c.disposals.Delete(key)
 		return 0, c.removeFinalizer(ctx, s)
 	}
-	retry := min(snapshotrules.PollDelay(now.Sub(start)), deadline.Sub(now))
-
-	cleanupFailed := func(format string, args ...any) (time.Duration, error) {
-		msg := fmt.Sprintf(format, args...)
-		c.Recorder.Event(s, corev1.EventTypeWarning, ReasonCleanupFailed, msg)
-		logger.Info("Disposing savepoint failed, will retry", "path", path, "reason", msg, "retryIn", retry)
+	done, retry := c.dispose(ctx, disposal{key: key, about: s, path: path, t: t, terr: terr, start: start, deadline: deadline})
+	if !done {
 		return retry, nil
 	}
-	switch {
-	case terr != nil:
-		return cleanupFailed("Cannot dispose of savepoint %s: %v", path, terr)
-	case !t.found || t.cluster == nil:
-		return cleanupFailed("Cannot dispose of savepoint %s because the referenced Flink job %s cannot be found", path, snapshotrules.JobRefString(&t.ref))
-	}
-	client, err := c.flinkClient(t)
+	logger.Info("Disposed savepoint", "snapshot", klog.KObj(s), "path", path)
+	return 0, c.removeFinalizer(ctx, s)
+}
+
+// liveHolders names the jobs not being deleted that hold the savepoint at
+// path of snapshot ns/name, so that it must not be disposed [ours]: those
+// that start from the snapshot by reference (spec.job.initialStateSnapshotRef),
+// and the snapshot's job t when the path is its restore point. A job being
+// deleted never starts again: it holds nothing.
+func (c *Controller) liveHolders(ns, name, path string, t *target, terr error) ([]string, error) {
+	referrers, err := c.Caches.LiveSnapshotReferrers(ns, name)
 	if err != nil {
-		return cleanupFailed("Cannot dispose of savepoint %s: %v", path, err)
+		return nil, err
+	}
+	out := make([]string, 0, len(referrers)+1)
+	for _, r := range referrers {
+		out = append(out, r+" (spec.job.initialStateSnapshotRef)")
+	}
+	if terr == nil && t.found && !t.deleting && slices.Contains(t.restorePaths, path) {
+		job := fmt.Sprintf("%s %s/%s", t.ref.Kind, t.ref.Namespace, t.ref.Name)
+		if i := slices.Index(referrers, job); i >= 0 {
+			out[i] = job + " (spec.job.initialStateSnapshotRef, its restore point)"
+		} else {
+			out = append(out, job+" (its restore point)")
+		}
+	}
+	return out, nil
+}
+
+// disposal is one savepoint to dispose of through a job's JobManager.
+type disposal struct {
+	key   string         // of the trigger id in c.disposals
+	about runtime.Object // what its events are about
+	path  string
+	t     *target // the job whose JobManager disposes
+	terr  error   // why t could not be resolved
+	// start is when the disposal was asked for; deadline when it is given
+	// up (the caller checks it before each step).
+	start, deadline time.Time
+}
+
+// dispose takes one step of a disposal: ask Flink to dispose of the
+// savepoint, or poll what it was asked. done: Flink confirmed it (or the
+// savepoint was already gone). Otherwise retry says when to look again; a
+// failed try is a CleanupFailed event, never an error, and the caller's
+// deadline bounds them.
+func (c *Controller) dispose(ctx context.Context, d disposal) (done bool, retry time.Duration) {
+	now := c.Clock.Now()
+	retry = min(snapshotrules.PollDelay(now.Sub(d.start)), d.deadline.Sub(now))
+	cleanupFailed := func(format string, args ...any) (bool, time.Duration) {
+		msg := fmt.Sprintf(format, args...)
+		c.Recorder.Event(d.about, corev1.EventTypeWarning, ReasonCleanupFailed, msg)
+		klog.FromContext(ctx).Info("Disposing savepoint failed, will retry", "path", d.path, "reason", msg, "retryIn", retry)
+		return false, retry
+	}
+	switch {
+	case d.terr != nil:
+		return cleanupFailed("Cannot dispose of savepoint %s: %v", d.path, d.terr)
+	case !d.t.found || d.t.cluster == nil:
+		return cleanupFailed("Cannot dispose of savepoint %s because the referenced Flink job %s cannot be found", d.path, snapshotrules.JobRefString(&d.t.ref))
+	}
+	client, err := c.flinkClient(d.t)
+	if err != nil {
+		return cleanupFailed("Cannot dispose of savepoint %s: %v", d.path, err)
 	}
 
-	value, pending := c.disposals.Load(key)
+	value, pending := c.disposals.Load(d.key)
 	if !pending {
-		id, err := client.DisposeSavepoint(ctx, path)
+		id, err := client.DisposeSavepoint(ctx, d.path)
 		if err != nil {
-			return cleanupFailed("Cannot dispose of savepoint %s: %v", path, err)
+			return cleanupFailed("Cannot dispose of savepoint %s: %v", d.path, err)
 		}
-		c.disposals.Store(key, id)
-		return snapshotrules.MinPollDelay, nil
+		c.disposals.Store(d.key, id)
+		return false, snapshotrules.MinPollDelay
 	}
 	res, err := client.DisposalStatus(ctx, value.(string))
 	switch {
 	case flink.IsNotFound(err):
-		c.disposals.Delete(key) // Flink forgot it (restart): ask again
-		return snapshotrules.MinPollDelay, nil
+		c.disposals.Delete(d.key) // Flink forgot it (restart): ask again
+		return false, snapshotrules.MinPollDelay
 	case err != nil:
-		return cleanupFailed("Cannot check disposal of savepoint %s: %v", path, err)
+		return cleanupFailed("Cannot check disposal of savepoint %s: %v", d.path, err)
 	case res.Pending():
-		return retry, nil
+		return false, retry
 	case res.Failed() && !alreadyGone(res.Failure):
-		c.disposals.Delete(key)
-		return cleanupFailed("Disposing savepoint %s failed: %s", path, res.Failure.Message())
+		c.disposals.Delete(d.key)
+		return cleanupFailed("Disposing savepoint %s failed: %s", d.path, res.Failure.Message())
 	}
-	c.disposals.Delete(key)
-	logger.Info("Disposed savepoint", "snapshot", klog.KObj(s), "path", path)
-	return 0, c.removeFinalizer(ctx, s)
+	c.disposals.Delete(d.key)
+	return true, 0
 }
 
 // awaitAttempt follows the attempt of a savepoint deleted while IN_PROGRESS

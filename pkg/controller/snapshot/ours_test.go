@@ -358,7 +358,10 @@ func TestAlreadyExistsWithoutDisposeOnDeleteNeverDisposes(t *testing.T) {
 	}
 }
 
-// The job's restore point is never disposed, even with disposeOnDelete.
+// The restore point of a job not being deleted is never disposed, even with
+// disposeOnDelete: the snapshot goes at once, its disposal is handed to the
+// job, and if the job is still there when the dispose timeout ends, the
+// data is kept with a DisposeSkipped event (handover_test.go has the rest).
 func TestRestorePointNeverDisposed(t *testing.T) {
 	f := newFixture(t)
 	jm := f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
@@ -371,6 +374,15 @@ func TestRestorePointNeverDisposed(t *testing.T) {
 	f.mustSync("sp")
 	if !gone(f, "sp") || jm.StartedOperations(fakejm.OpDisposal) != 0 || !metadataExists(s.Status.Path) {
 		t.Fatal("restore point was disposed or deletion blocked")
+	}
+	if countEvents(f.events(), ReasonDisposeDeferred) != 1 {
+		t.Error("no DisposeDeferred event for the held restore point")
+	}
+	if took := f.settleDisposals(v1beta1.JobReferenceKindDeployment, "job"); took < 10*time.Minute || took > 11*time.Minute {
+		t.Errorf("kept after %v, want the 10 min dispose timeout", took)
+	}
+	if jm.StartedOperations(fakejm.OpDisposal) != 0 || !metadataExists(s.Status.Path) {
+		t.Fatal("restore point was disposed")
 	}
 	if countEvents(f.events(), ReasonDisposeSkipped) != 1 {
 		t.Error("no DisposeSkipped event for the kept restore point")
@@ -427,7 +439,8 @@ func TestCrossNamespaceReferenceNeedsTheWebhook(t *testing.T) {
 
 // A snapshot another job starts from by reference
 // (spec.job.initialStateSnapshotRef) keeps its data when deleted, even with
-// disposeOnDelete: the resource goes, the savepoint stays [ours].
+// disposeOnDelete, while that job is not being deleted: the resource goes,
+// the savepoint stays [ours].
 func TestReferencedSnapshotNeverDisposed(t *testing.T) {
 	f := newFixture(t)
 	jm := f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
@@ -444,6 +457,11 @@ func TestReferencedSnapshotNeverDisposed(t *testing.T) {
 	f.mustSync("sp")
 	if !gone(f, "sp") || jm.StartedOperations(fakejm.OpDisposal) != 0 || !metadataExists(s.Status.Path) {
 		t.Fatal("referenced savepoint was disposed, or its deletion blocked")
+	}
+	// Its disposal waits for the referrer (handover_test.go), which stays.
+	f.settleDisposals(v1beta1.JobReferenceKindDeployment, "job")
+	if jm.StartedOperations(fakejm.OpDisposal) != 0 || !metadataExists(s.Status.Path) {
+		t.Fatal("referenced savepoint was disposed")
 	}
 	found := false
 	for _, e := range f.events() {

@@ -17,7 +17,8 @@ import (
 // from, so deleting its snapshot never disposes of it, even with
 // disposeOnDelete. Once the job has been deployed, initialSavepointPath is
 // history (the restore point is status.jobStatus.upgradeSavepointPath) and
-// the savepoint is disposed as asked. Both kinds of job, both ways.
+// the savepoint is disposed as asked. Both kinds of job, both ways. (A
+// kept one's disposal waits for the job's deletion, bounded: handover.go.)
 func TestInitialSavepointPathOfUndeployedJobNeverDisposed(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -83,6 +84,9 @@ func TestInitialSavepointPathOfUndeployedJobNeverDisposed(t *testing.T) {
 			if !gone(f, "start") {
 				t.Fatal("deletion blocked")
 			}
+			// A disposal handed to the job (it still holds the savepoint)
+			// ends at the dispose timeout: the job stays.
+			f.settleDisposals(tc.kind, "fresh")
 
 			disposals := jm.StartedOperations(fakejm.OpDisposal)
 			skipped := false

@@ -46,6 +46,9 @@ const (
 // REST call that changes Flink, write status (and labels) at most once each,
 // and say when to look again.
 func (c *Controller) Sync(ctx context.Context, key string) (time.Duration, error) {
+	if jobKey, ok := strings.CutPrefix(key, disposalsKeyPrefix); ok {
+		return c.syncPendingDisposals(ctx, jobKey) // handover.go
+	}
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
 	if err != nil {
 		return 0, err

@@ -16,6 +16,7 @@ import (
 type target struct {
 	ref       v1beta1.JobReference // with Namespace filled in
 	found     bool
+	deleting  bool                     // the job is being deleted: it never starts again
 	cluster   *v1beta1.FlinkDeployment // owns the JobManager REST endpoint
 	jobStatus v1beta1.JobStatus
 	cfg       config.Config // the job's effective configuration
@@ -54,6 +55,7 @@ func (c *Controller) resolveTarget(s *v1beta1.FlinkStateSnapshot) (*target, erro
 			return nil, err
 		}
 		t.found, t.cluster, t.jobStatus, jobSpec = true, dep, dep.Status.JobStatus, dep.Spec.Job
+		t.deleting = dep.DeletionTimestamp != nil
 	case v1beta1.JobReferenceKindSessionJob:
 		job, err := c.Caches.SessionJob(t.ref.Namespace, t.ref.Name)
 		if apierrors.IsNotFound(err) {
@@ -62,6 +64,7 @@ func (c *Controller) resolveTarget(s *v1beta1.FlinkStateSnapshot) (*target, erro
 			return nil, err
 		}
 		t.found, t.jobStatus, jobSpec = true, job.Status.JobStatus, job.Spec.Job
+		t.deleting = job.DeletionTimestamp != nil
 		clusterName, jobConfig = job.Spec.DeploymentName, job.Spec.FlinkConfiguration
 		dep, err := c.Caches.Deployment(t.ref.Namespace, clusterName)
 		if apierrors.IsNotFound(err) {
