@@ -4,9 +4,10 @@
 // one bash (errexit, pipefail) from the module root — source .cache/env,
 // kubectl apply/wait/patch/logs/delete, curl of the Flink UI. A command that
 // fails or a wait that times out fails the test, so the README cannot drift
-// from what works. Afterwards the cluster's events must hold no
-// EndpointSlice warnings, and an interrupt (Ctrl-C) must stop everything
-// with exit code 0 and remove .cache/env.
+// from what works. Afterwards the savepoint the section took must be gone
+// from disk (its clean-up comment promises the files are disposed of), the
+// cluster's events must hold no EndpointSlice warnings, and an interrupt
+// (Ctrl-C) must stop everything with exit code 0 and remove .cache/env.
 //
 //	FLINKOP_KUBE_BIN_DIR=$(hack/build-cluster-bins.sh) go test -count=1 -timeout 20m -v ./e2e/tryit/
 //

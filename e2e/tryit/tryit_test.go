@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -194,6 +195,9 @@ func TestReadmeTryIt(t *testing.T) {
 			t.Errorf("the Try it output lacks %q", want)
 		}
 	}
+	// The clean-up's promise: the savepoint's files are disposed of with
+	// it, although example-deployment (deleted last) restored from it.
+	savepointGone(t, root, kubeconfig, shOut.String())
 
 	// Upstream's samples (native, serviceAccount flink) can run in
 	// namespace default: Flink's resource manager may create pods as flink.
@@ -231,6 +235,50 @@ func TestReadmeTryIt(t *testing.T) {
 	}
 	if _, err := os.Stat(envFile); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf(".cache/env is left after the stop: %v", err)
+	}
+}
+
+// savepointGone checks that the savepoint the section took (the path its
+// trace shows assigned to $savepoint) is gone from disk once the clean-up
+// commands returned, waiting a little: the operator disposes of it
+// through example-deployment's JobManager, whose deletion waits for that.
+// make run's pods write /tmp/flink-data of this machine (hostPath).
+func savepointGone(t *testing.T, root, kubeconfig, trace string) {
+	t.Helper()
+	var path string
+	for _, line := range strings.Split(trace, "\n") {
+		if v, ok := strings.CutPrefix(line, "+ savepoint="); ok {
+			path = strings.Trim(v, "'")
+		}
+	}
+	u, err := url.Parse(path)
+	if path == "" || err != nil || u.Scheme != "file" {
+		t.Errorf("no file: savepoint path in the trace of savepoint=$(kubectl get flinksnp ...): %q, %v", path, err)
+		return
+	}
+	dir := filepath.Clean(u.Path)
+	if parent := filepath.Dir(dir); parent != "/tmp/flink-data/savepoints" || !strings.HasPrefix(filepath.Base(dir), "savepoint-") {
+		t.Errorf("savepoint %s is not a savepoint directory under /tmp/flink-data/savepoints (manifests/examples)", path)
+		return
+	}
+	if _, err := os.Stat(filepath.Dir(dir)); err != nil {
+		t.Errorf("the savepoint directory's parent: %v", err)
+		return
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		_, err := os.Stat(dir)
+		if errors.Is(err, os.ErrNotExist) {
+			t.Logf("savepoint %s disposed of by the clean-up", dir)
+			return
+		}
+		if time.Now().After(deadline) {
+			events, _ := kubectl(root, kubeconfig, "get", "events", "-A", "--sort-by=.lastTimestamp",
+				"-o", "custom-columns=TYPE:.type,REASON:.reason,OBJECT:.involvedObject.name,MESSAGE:.message")
+			t.Errorf("the README's clean-up left the savepoint's directory %s on disk (stat: %v); events:\n%s", dir, err, events)
+			return
+		}
+		time.Sleep(2 * time.Second)
 	}
 }
 
