@@ -3,7 +3,6 @@ package lifecycle
 import (
 	"encoding/json"
 	"fmt"
-	"reflect"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 )
@@ -32,8 +31,13 @@ func Encode[T any](spec T, first bool) (string, error) {
 	return string(b), nil
 }
 
-// Decode reads lastReconciledSpec; "" gives nil. Upstream's legacy form
-// (the spec itself plus apiVersion, no resource_metadata) is accepted.
+// Decode reads lastReconciledSpec; "" gives nil. Every form upstream's
+// releases write is accepted: resource_metadata with the metadata
+// (generation) releases up to 1.9 put there, which is ignored as upstream's
+// SpecUtils.deserializeSpecWithMeta ignores it, and the legacy form (the
+// spec itself plus apiVersion, no resource_metadata). Upstream's record
+// has another form than the spec it records (nulls, Java defaults):
+// compare them with SameSpec.
 func Decode[T any](s string) (*Reconciled[T], error) {
 	if s == "" {
 		return nil, nil
@@ -56,25 +60,6 @@ func Decode[T any](s string) (*Reconciled[T], error) {
 	}
 	out.Meta.APIVersion = v1beta1.SchemeGroupVersion.String()
 	return out, nil
-}
-
-// SameSpec compares two specs as the API server would store them: through
-// JSON, so key order inside flinkConfiguration, or nil versus empty lists,
-// never count as a change.
-func SameSpec[T any](a, b T) bool {
-	return reflect.DeepEqual(normalized(a), normalized(b))
-}
-
-func normalized(spec any) any {
-	b, err := json.Marshal(spec)
-	if err != nil {
-		return nil
-	}
-	var out any
-	if err := json.Unmarshal(b, &out); err != nil {
-		return nil
-	}
-	return out
 }
 
 // EqualNonce compares two optional nonces.
