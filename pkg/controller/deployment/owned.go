@@ -177,11 +177,58 @@ func absentIsNil[T any](obj *T, err error) (*T, error) {
 	return obj, err
 }
 
-// ownedBy reports whether dep is the controller of obj.
+// ownedBy reports whether obj is dep's: one of its owner references names
+// dep (kind FlinkDeployment of flink.apache.org, dep's name and UID; any
+// UID when dep has none, as in tests), whatever its controller flag, and
+// no other object controls it. The operator makes dep the controller of
+// what it creates; the JobManager Deployment of a cluster upstream's
+// operator deployed carries the reference upstream's setOwnerReference
+// hands Flink (kubernetes.jobmanager.owner.reference: controller false,
+// blockOwnerDeletion true), as do both Deployments of its standalone
+// clusters. An object owned by nobody, or controlled by something else, is
+// never touched.
 func ownedBy(obj metav1.Object, dep *v1beta1.FlinkDeployment) bool {
-	ref := metav1.GetControllerOf(obj)
-	return ref != nil && ref.Kind == "FlinkDeployment" && ref.Name == dep.Name && isFlinkGroup(ref.APIVersion) &&
+	if ref := metav1.GetControllerOf(obj); ref != nil {
+		return refersTo(*ref, dep)
+	}
+	for _, ref := range obj.GetOwnerReferences() {
+		if refersTo(ref, dep) {
+			return true
+		}
+	}
+	return false
+}
+
+func refersTo(ref metav1.OwnerReference, dep *v1beta1.FlinkDeployment) bool {
+	return ref.Kind == "FlinkDeployment" && ref.Name == dep.Name && isFlinkGroup(ref.APIVersion) &&
 		(dep.UID == "" || ref.UID == dep.UID)
+}
+
+// ownedThroughJobManager reports whether obj, a Service or ConfigMap of
+// dep's cluster, is controlled by jm, the live JobManager Deployment, while
+// jm is dep's (ownedBy): how Flink's native client
+// (Fabric8FlinkKubeClient.createJobManagerComponent) owns the Services and
+// ConfigMaps it creates with the JobManager of a cluster upstream's
+// operator deployed. They go with that Deployment (the garbage collector),
+// so they are dep's only while it is there.
+func ownedThroughJobManager(obj metav1.Object, dep *v1beta1.FlinkDeployment, jm *appsv1.Deployment) bool {
+	switch obj.(type) {
+	case *corev1.Service, *corev1.ConfigMap:
+	default:
+		return false
+	}
+	if jm == nil || jm.UID == "" || !ownedBy(jm, dep) {
+		return false
+	}
+	ref := metav1.GetControllerOf(obj)
+	return ref != nil && ref.Kind == "Deployment" && ref.Name == jm.Name && ref.UID == jm.UID &&
+		ref.APIVersion == appsv1.SchemeGroupVersion.String()
+}
+
+// owns reports whether the operator may act on obj as a part of this
+// sync's cluster (ownedBy, or ownedThroughJobManager).
+func (sc *syncState) owns(obj metav1.Object) bool {
+	return ownedBy(obj, sc.Obj) || ownedThroughJobManager(obj, sc.Obj, sc.owned.jobManager)
 }
 
 // nativeTaskManagerPods are the TaskManager pods Flink created for dep's

@@ -279,8 +279,8 @@ func (sc *syncState) ensure(w objectWrites) {
 			}
 			return nil
 		})
-	case !ownedBy(w.live, sc.Obj):
-		sc.Fail(ReasonDeploymentError, "%s exists and is not controlled by this FlinkDeployment; delete or rename it", name)
+	case !sc.owns(w.live):
+		sc.Fail(ReasonDeploymentError, "%s exists and is not controlled by this FlinkDeployment (no owner reference to it, or another controller); delete or rename it", name)
 	case w.live.GetDeletionTimestamp() != nil:
 		sc.RequeueWithin(teardownPoll) // recreated once it is gone
 	case w.update != nil && cluster.SpecHashChanged(w.desired, w.live):
