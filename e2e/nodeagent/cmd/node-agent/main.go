@@ -6,6 +6,13 @@
 //	node-agent --kubeconfig admin.kubeconfig --dir /tmp/agent [--node-name local-node]
 //	           [--record state.json] [--ready-file f] [--fake-jobmanager bin] [--max-grace 10s]
 //	           [--tls-cert-file crt --tls-private-key-file key --client-ca-file ca.crt] [--no-mount-namespaces]
+//	           [--host-commands]
+//
+// --host-commands (off by default) runs containers of the image
+// nodeagent.HostCommandImage: their command (found on the agent's PATH) with
+// the agent's environment. Whoever may create pods can then run anything as
+// the agent, so only a harness that needs it turns it on (e2e/upstreame2e
+// runs the operator as a pod with it).
 //
 // With the TLS flags (the kubelet's names) it serves the kubelet API's
 // GET /containerLogs on 127.0.0.1 and a free port, for `kubectl logs`.
@@ -49,6 +56,7 @@ func run() error {
 	tlsKey := flag.String("tls-private-key-file", "", "key of --tls-cert-file")
 	clientCA := flag.String("client-ca-file", "", "CA whose client certificates the kubelet API accepts (the API server's --kubelet-client-certificate)")
 	noMountNS := flag.Bool("no-mount-namespaces", false, "run containers without private mount namespaces (for an agent that is not root): volumes are then not at their mount paths")
+	hostCommands := flag.Bool("host-commands", false, "run containers of image "+nodeagent.HostCommandImage+" (their command, found on the agent's PATH, with the agent's environment): anyone who may create pods runs anything as the agent; for test harnesses only")
 	flag.Parse()
 	if *kubeconfig == "" || *dir == "" {
 		flag.Usage()
@@ -69,6 +77,7 @@ func run() error {
 		TLSKeyFile:        *tlsKey,
 		ClientCAFile:      *clientCA,
 		NoMountNamespaces: *noMountNS,
+		HostCommands:      *hostCommands,
 	}
 	if *podRange != "" {
 		if cfg.PodRange, err = netip.ParsePrefix(*podRange); err != nil {
