@@ -5,20 +5,17 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/cluster"
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/lifecycle"
-	"github.com/flinkops/flink-operator/pkg/snapshotrules"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -100,69 +97,18 @@ func (c *Controller) syncDeletion(ctx context.Context, key string, cached *v1bet
 	}
 	sc.Event(corev1.EventTypeNormal, jobengine.ReasonCleanup, "Cleaning up FlinkDeployment")
 	c.engine.RemoveFinalizer(sc.State, Finalizer)
-	disposalHolds.Delete(disposalHoldKey{c, sc.Obj.UID})
+	sc.ForgetDisposalHold()
 	return c.commit(ctx, sc)
 }
 
 // disposalsHoldTeardown keeps the cluster, JobManager included, while
-// savepoint disposals wait on its JobManager [ours]: a FlinkStateSnapshot
-// of this job being deleted whose savepoint the snapshot controller is
-// disposing of, or a disposal handed to this job when a snapshot was
-// deleted while jobs still held its savepoint (the README's clean-up
-// deletes the savepoint, then the application restored from it). Flink
-// disposes of a savepoint, through the REST API of the job's JobManager,
-// which the teardown would stop. Bounded: never past
-// kubernetes.operator.snapshot.dispose.timeout after the deletion, and
-// only while the JobManager is ready (one that is not could not dispose of
-// anything). It is said once in a Normal Cleanup event; giving up leaves
-// the savepoints on storage, said in a Warning. Requeue-based: the
-// snapshot controller's writes do not wake this resource.
+// savepoint disposals wait on its JobManager (State.HoldForDisposals): Flink
+// disposes of a savepoint through the REST API of the job's JobManager,
+// which the teardown would stop.
 func (c *Controller) disposalsHoldTeardown(sc *syncState) (bool, error) {
-	pending, err := c.Caches.PendingDisposals(v1beta1.JobReferenceKindDeployment, sc.Obj)
-	if err != nil || len(pending) == 0 {
-		return false, err
-	}
-	timeout, err := c.CurrentConfig().Duration(config.KeySnapshotDisposeTimeout)
-	if err != nil {
-		return false, err
-	}
-	deletedAt := sc.Obj.DeletionTimestamp.Time
-	deadline := deletedAt.Add(timeout)
 	jm := sc.owned.jobManager
 	ready := jm != nil && ownedBy(jm, sc.Obj) && jm.DeletionTimestamp == nil && jm.Status.ReadyReplicas > 0
-	list := strings.Join(pending, "; ")
-	switch {
-	case !ready:
-		c.sayOnce(sc, corev1.EventTypeWarning, fmt.Sprintf("The JobManager of %s is not ready to dispose of savepoints; deleting without waiting, their data is left: %s",
-			sc.Obj.Name, list))
-		return false, nil
-	case !sc.Now.Before(deadline):
-		c.sayOnce(sc, corev1.EventTypeWarning, fmt.Sprintf("Savepoint disposals not done %s after the deletion (%s); deleting anyway, their data is left: %s",
-			timeout, config.KeySnapshotDisposeTimeout, list))
-		return false, nil
-	}
-	c.sayOnce(sc, corev1.EventTypeNormal, fmt.Sprintf("Deletion waits (at most until %s) for savepoint disposals through the JobManager of %s: %s",
-		deadline.UTC().Format(time.RFC3339), sc.Obj.Name, list))
-	sc.RequeueWithin(snapshotrules.PollDelay(sc.Now.Sub(deletedAt)))
-	sc.RequeueNoLaterThan(deadline.Sub(sc.Now))
-	return true, nil
-}
-
-// sayOnce emits a Cleanup event of disposalsHoldTeardown unless it is what
-// it last said of this resource.
-func (c *Controller) sayOnce(sc *syncState, typ, msg string) {
-	if said, _ := disposalHolds.Swap(disposalHoldKey{c, sc.Obj.UID}, msg); said != msg {
-		sc.Event(typ, jobengine.ReasonCleanup, "%s", msg)
-	}
-}
-
-// disposalHolds is what disposalsHoldTeardown last said of a resource, per
-// controller: a wait of many syncs is one event.
-var disposalHolds sync.Map // disposalHoldKey -> message
-
-type disposalHoldKey struct {
-	c   *Controller
-	uid types.UID
+	return sc.HoldForDisposals("the JobManager of "+sc.Obj.Name, ready)
 }
 
 // shutdownOnDeletion stops a native cluster before its finalizer goes, as

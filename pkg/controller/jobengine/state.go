@@ -302,6 +302,7 @@ type Engine[T Object, S Spec] struct {
 	// asked again, and a savepoint already gone counts as disposed).
 	legacyDisposals sync.Map // "<key>\x00<path>" → disposal trigger id
 	crdWarned       sync.Map // UIDs that got SnapshotResourcesDisabled
+	disposalHolds   sync.Map // UID → what HoldForDisposals last said
 }
 
 // operatorConfig is the operator configuration in use now.

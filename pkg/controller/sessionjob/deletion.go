@@ -2,20 +2,15 @@ package sessionjob
 
 import (
 	"context"
-	"fmt"
 	"slices"
-	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/lifecycle"
-	"github.com/flinkops/flink-operator/pkg/snapshotrules"
 )
 
 // syncDeletion handles a deleted FlinkSessionJob: its job is stopped on the
@@ -67,72 +62,23 @@ func (c *Controller) syncDeletion(ctx context.Context, key string, cached *v1bet
 	if done {
 		sc.Event(corev1.EventTypeNormal, jobengine.ReasonCleanup, "Cleaning up FlinkSessionJob")
 		c.engine.RemoveFinalizer(sc.State, Finalizer)
-		disposalHolds.Delete(disposalHoldKey{c, sc.Obj.UID})
+		sc.ForgetDisposalHold()
 	}
 	return c.commit(ctx, sc)
 }
 
 // disposalsHoldRemoval keeps a deleted FlinkSessionJob, once its job is
-// stopped, while savepoint disposals wait on it [ours]: a FlinkStateSnapshot
-// of this job being deleted whose savepoint the snapshot controller is
-// disposing of, or a disposal handed to this job when a snapshot was
-// deleted while jobs still held its savepoint. Flink disposes of them
-// through the session cluster's REST API, which the snapshot controller
-// finds through this resource (and the handed-over ones are recorded on
-// it). Bounded: never past kubernetes.operator.snapshot.dispose.timeout
-// after the deletion, and only while the session cluster's JobManager is
-// ready (a cluster being deleted waits for its session jobs, so it still
-// is). Said once in a Normal Cleanup event; giving up leaves the
-// savepoints on storage, said in a Warning. Requeue-based.
+// stopped, while savepoint disposals wait on it (State.HoldForDisposals):
+// Flink disposes of them through the session cluster's REST API, which the
+// snapshot controller finds through this resource (and the handed-over ones
+// are recorded on it). A session cluster being deleted is kept until its
+// session jobs are gone (the FlinkDeployment controller), so its
+// JobManager still answers.
 func (c *Controller) disposalsHoldRemoval(sc *syncState) (bool, error) {
-	pending, err := c.Caches.PendingDisposals(v1beta1.JobReferenceKindSessionJob, sc.Obj)
-	if err != nil || len(pending) == 0 {
-		return false, err
-	}
-	timeout, err := c.CurrentConfig().Duration(config.KeySnapshotDisposeTimeout)
-	if err != nil {
-		return false, err
-	}
-	deletedAt := sc.Obj.DeletionTimestamp.Time
-	deadline := deletedAt.Add(timeout)
 	name := sc.Obj.Spec.DeploymentName
 	cluster, err := c.Caches.Deployment(sc.Obj.Namespace, name)
-	// A session cluster being deleted is kept until its session jobs are
-	// gone (the FlinkDeployment controller): its JobManager still answers.
 	ready := err == nil && cluster.Status.JobManagerDeploymentStatus == v1beta1.JobManagerReady
-	list := strings.Join(pending, "; ")
-	switch {
-	case !ready:
-		c.sayOnce(sc, corev1.EventTypeWarning, fmt.Sprintf("Session cluster %s is not ready to dispose of savepoints; deleting without waiting, their data is left: %s",
-			name, list))
-		return false, nil
-	case !sc.Now.Before(deadline):
-		c.sayOnce(sc, corev1.EventTypeWarning, fmt.Sprintf("Savepoint disposals not done %s after the deletion (%s); deleting anyway, their data is left: %s",
-			timeout, config.KeySnapshotDisposeTimeout, list))
-		return false, nil
-	}
-	c.sayOnce(sc, corev1.EventTypeNormal, fmt.Sprintf("Deletion waits (at most until %s) for savepoint disposals through session cluster %s: %s",
-		deadline.UTC().Format(time.RFC3339), name, list))
-	sc.RequeueWithin(snapshotrules.PollDelay(sc.Now.Sub(deletedAt)))
-	sc.RequeueNoLaterThan(deadline.Sub(sc.Now))
-	return true, nil
-}
-
-// sayOnce emits a Cleanup event of disposalsHoldRemoval unless it is what
-// it last said of this resource.
-func (c *Controller) sayOnce(sc *syncState, typ, msg string) {
-	if said, _ := disposalHolds.Swap(disposalHoldKey{c, sc.Obj.UID}, msg); said != msg {
-		sc.Event(typ, jobengine.ReasonCleanup, "%s", msg)
-	}
-}
-
-// disposalHolds is what disposalsHoldRemoval last said of a resource, per
-// controller: a wait of many syncs is one event.
-var disposalHolds sync.Map // disposalHoldKey -> message
-
-type disposalHoldKey struct {
-	c   *Controller
-	uid types.UID
+	return sc.HoldForDisposals("session cluster "+name, ready)
 }
 
 // hasCluster resolves the session cluster for a deletion; a missing one
