@@ -211,10 +211,10 @@
 // pipeline.classpaths), $internal.application.main and
 // $internal.application.program-args (a YAML list, "a;b" before 1.19),
 // and, because the native entrypoint takes no command line,
-// Input.RestorePath as execution.state-recovery.path (1.20 and later;
-// execution.savepoint.path before) and allowNonRestoredState as
-// execution.state-recovery.ignore-unclaimed-state (resp.
-// execution.savepoint.ignore-unclaimed-state). The client-side keys Flink's
+// Input.RestorePath as execution.savepoint.path and allowNonRestoredState
+// as execution.savepoint.ignore-unclaimed-state, for every version, as
+// upstream writes them (Flink 1.20 and later read them as the deprecated
+// keys of execution.state-recovery.*). The client-side keys Flink's
 // FlinkConfMountDecorator strips (rest.bind-address, jobmanager.bind-host,
 // taskmanager.bind-host, taskmanager.host, kubernetes.config.file) are
 // dropped. kubernetes.cluster-id is <name>, which Flink also uses as the

@@ -62,31 +62,34 @@ const (
 
 // Flink option keys of native mode.
 const (
-	keyExecutionTarget       = "execution.target"
-	keyEntrypointClass       = "kubernetes.internal.jobmanager.entrypoint.class"
-	keyJMEntrypointArgs      = "kubernetes.jobmanager.entrypoint.args"
-	keyContainerImage        = "kubernetes.container.image.ref" // Flink ≥ 1.17
-	keyContainerImageLegacy  = "kubernetes.container.image"     // its name before 1.17
-	keyImagePullPolicy       = "kubernetes.container.image.pull-policy"
-	keyServiceAccount        = "kubernetes.service-account"
-	keyRESTServiceType       = "kubernetes.rest-service.exposed.type"
-	keyJMOwnerReference      = "kubernetes.jobmanager.owner.reference"
-	keyJMReplicas            = "kubernetes.jobmanager.replicas"
-	keyTMPodTemplateFile     = "kubernetes.pod-template-file.taskmanager"
-	keyJMCPU                 = "kubernetes.jobmanager.cpu.amount" // Flink ≥ 1.17
-	keyTMCPU                 = "kubernetes.taskmanager.cpu.amount"
-	keyJMCPULegacy           = "kubernetes.jobmanager.cpu" // before 1.17
-	keyTMCPULegacy           = "kubernetes.taskmanager.cpu"
-	keyJMCPULimitFactor      = "kubernetes.jobmanager.cpu.limit-factor"
-	keyJMMemoryLimitFactor   = "kubernetes.jobmanager.memory.limit-factor"
-	keyTMCPULimitFactor      = "kubernetes.taskmanager.cpu.limit-factor"
-	keyTMMemoryLimitFactor   = "kubernetes.taskmanager.memory.limit-factor"
-	keyApplicationMain       = "$internal.application.main"
-	keyApplicationArgs       = "$internal.application.program-args"
-	keyRestorePath           = "execution.state-recovery.path" // Flink ≥ 1.20
-	keyRestorePathLegacy     = "execution.savepoint.path"
-	keyIgnoreUnclaimed       = "execution.state-recovery.ignore-unclaimed-state" // Flink ≥ 1.20
-	keyIgnoreUnclaimedLegacy = "execution.savepoint.ignore-unclaimed-state"
+	keyExecutionTarget      = "execution.target"
+	keyEntrypointClass      = "kubernetes.internal.jobmanager.entrypoint.class"
+	keyJMEntrypointArgs     = "kubernetes.jobmanager.entrypoint.args"
+	keyContainerImage       = "kubernetes.container.image.ref" // Flink ≥ 1.17
+	keyContainerImageLegacy = "kubernetes.container.image"     // its name before 1.17
+	keyImagePullPolicy      = "kubernetes.container.image.pull-policy"
+	keyServiceAccount       = "kubernetes.service-account"
+	keyRESTServiceType      = "kubernetes.rest-service.exposed.type"
+	keyJMOwnerReference     = "kubernetes.jobmanager.owner.reference"
+	keyJMReplicas           = "kubernetes.jobmanager.replicas"
+	keyTMPodTemplateFile    = "kubernetes.pod-template-file.taskmanager"
+	keyJMCPU                = "kubernetes.jobmanager.cpu.amount" // Flink ≥ 1.17
+	keyTMCPU                = "kubernetes.taskmanager.cpu.amount"
+	keyJMCPULegacy          = "kubernetes.jobmanager.cpu" // before 1.17
+	keyTMCPULegacy          = "kubernetes.taskmanager.cpu"
+	keyJMCPULimitFactor     = "kubernetes.jobmanager.cpu.limit-factor"
+	keyJMMemoryLimitFactor  = "kubernetes.jobmanager.memory.limit-factor"
+	keyTMCPULimitFactor     = "kubernetes.taskmanager.cpu.limit-factor"
+	keyTMMemoryLimitFactor  = "kubernetes.taskmanager.memory.limit-factor"
+	keyApplicationMain      = "$internal.application.main"
+	keyApplicationArgs      = "$internal.application.program-args"
+	// The restore keys are the ones upstream writes for every Flink version
+	// (its SavepointConfigOptions); Flink ≥ 1.20 reads them as the
+	// deprecated keys of execution.state-recovery.*, and tools written for
+	// upstream (its own e2e among them) look for these names in the
+	// JobManager's log.
+	keyRestorePath     = "execution.savepoint.path"
+	keyIgnoreUnclaimed = "execution.savepoint.ignore-unclaimed-state"
 )
 
 // nativeClientOnlyKeys are dropped from a native cluster's configuration, as
@@ -349,18 +352,14 @@ func (p *plan) applyNativeJobKeys() {
 		b, _ := json.Marshal(job.Args)
 		conf[keyApplicationArgs] = string(b)
 	}
-	restoreKey, ignoreKey := keyRestorePath, keyIgnoreUnclaimed
-	if !p.version.AtLeast(1, 20) {
-		restoreKey, ignoreKey = keyRestorePathLegacy, keyIgnoreUnclaimedLegacy
-	}
 	if p.in.RestorePath != "" {
-		conf[restoreKey] = p.in.RestorePath
+		conf[keyRestorePath] = p.in.RestorePath
 	}
 	switch {
 	case p.in.AllowNonRestoredState || (job.AllowNonRestoredState != nil && *job.AllowNonRestoredState):
-		conf[ignoreKey] = "true"
+		conf[keyIgnoreUnclaimed] = "true"
 	case job.AllowNonRestoredState != nil:
-		conf[ignoreKey] = "false"
+		conf[keyIgnoreUnclaimed] = "false"
 	}
 }
 

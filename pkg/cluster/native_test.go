@@ -208,12 +208,12 @@ func TestNativeConfigByVersion(t *testing.T) {
 			nots:     []string{"execution.state-recovery.path"},
 			contains: []string{`$internal.application.program-args: "[\"--input\",\"a b\",\"x\",\"y'z\"]"` + "\n"}},
 		{version: v1beta1.FlinkVersion1_20, file: "config.yaml",
-			set:      []string{"kubernetes.container.image.ref", "execution.state-recovery.path", "execution.state-recovery.ignore-unclaimed-state"},
-			nots:     []string{"execution.savepoint.path", "execution.savepoint.ignore-unclaimed-state", "kubernetes.container.image"},
-			contains: []string{"execution.state-recovery.path: s3://b/sp-1\n"}},
+			set:      []string{"kubernetes.container.image.ref", "execution.savepoint.path", "execution.savepoint.ignore-unclaimed-state"},
+			nots:     []string{"execution.state-recovery.path", "execution.state-recovery.ignore-unclaimed-state", "kubernetes.container.image"},
+			contains: []string{"execution.savepoint.path: s3://b/sp-1\n"}},
 		{version: v1beta1.FlinkVersion2_1, file: "config.yaml",
-			set:      []string{"kubernetes.container.image.ref", "execution.state-recovery.path", "kubernetes.taskmanager.cpu.amount"},
-			nots:     []string{"execution.savepoint.path", "kubernetes.taskmanager.cpu"},
+			set:      []string{"kubernetes.container.image.ref", "execution.savepoint.path", "kubernetes.taskmanager.cpu.amount"},
+			nots:     []string{"execution.state-recovery.path", "kubernetes.taskmanager.cpu"},
 			contains: []string{"execution.target: kubernetes-application\n"}},
 	}
 	for _, tt := range tests {
@@ -272,6 +272,7 @@ func TestNativeJobKeys(t *testing.T) {
 		want   map[string]string // "" means unset
 	}{
 		{name: "empty state", want: map[string]string{
+			"execution.savepoint.path": "", "execution.savepoint.ignore-unclaimed-state": "",
 			"execution.state-recovery.path": "", "execution.state-recovery.ignore-unclaimed-state": "",
 			"$internal.application.program-args": "", "$internal.application.main": "org.example.Job",
 		}},
@@ -280,13 +281,14 @@ func TestNativeJobKeys(t *testing.T) {
 			in.Spec.Job.Args = []string{"--input", "kafka"}
 			in.Spec.Job.AllowNonRestoredState = ptr.To(true)
 		}, want: map[string]string{
-			"execution.state-recovery.path":                   "s3://b/chk-7",
-			"execution.state-recovery.ignore-unclaimed-state": "true",
-			"$internal.application.program-args":              `["--input","kafka"]`,
+			"execution.savepoint.path":                   "s3://b/chk-7",
+			"execution.savepoint.ignore-unclaimed-state": "true",
+			"execution.state-recovery.path":              "",
+			"$internal.application.program-args":         `["--input","kafka"]`,
 		}},
 		{name: "allowNonRestoredState false is written", change: func(in *Input) {
 			in.Spec.Job.AllowNonRestoredState = ptr.To(false)
-		}, want: map[string]string{"execution.state-recovery.ignore-unclaimed-state": "false"}},
+		}, want: map[string]string{"execution.savepoint.ignore-unclaimed-state": "false"}},
 		{name: "a user's restore path is dropped", change: func(in *Input) {
 			in.Spec.FlinkConfiguration = flinkConf(map[string]any{"execution.savepoint.path": "s3://old", "execution.state-recovery.path": "s3://old"})
 		}, want: map[string]string{"execution.state-recovery.path": "", "execution.savepoint.path": ""}},

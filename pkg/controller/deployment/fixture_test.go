@@ -188,11 +188,7 @@ func (f *fixture) jobOf(name string, jm *appsv1.Deployment) (jobID, restore stri
 				return jobID, p
 			}
 		}
-		restore = conf["execution.state-recovery.path"]
-		if restore == "" {
-			restore = conf["execution.savepoint.path"]
-		}
-		return jobID, restore
+		return jobID, conf["execution.savepoint.path"]
 	}
 	args := jmArgs(f.T, jm)
 	if i := slices.Index(args, "--fromSavepoint"); i >= 0 {

@@ -342,7 +342,7 @@ func TestNativeTaskManagerPodFailure(t *testing.T) {
 // A savepoint upgrade of a native application: the old JobManager
 // Deployment and every TaskManager pod Flink created are gone before the
 // new JobManager is created, which restores from the stop's savepoint
-// (execution.state-recovery.path in its configuration). HA ConfigMaps go
+// (execution.savepoint.path in its configuration). HA ConfigMaps go
 // too (savepoint mode does not keep them).
 func TestNativeSavepointUpgrade(t *testing.T) {
 	f := newNativeFixture(t)
