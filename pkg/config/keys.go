@@ -576,3 +576,15 @@ func (k *Key) clone() Key {
 func (k *Key) names() []string {
 	return append([]string{k.Name}, k.Deprecated...)
 }
+
+// AutoscalerPrefix starts the options of upstream's job autoscaler.
+const AutoscalerPrefix = "job.autoscaler."
+
+// OperatorOnlyKey reports a flinkConfiguration key that configures the
+// operator, not Flink: a change of such keys alone never redeploys a job
+// (upstream's AbstractFlinkSpec marks them IGNORE for its spec diff), and
+// the operator reads them from the current spec, not the deployed one
+// (upstream's FlinkConfigManager.getObserveConfig).
+func OperatorOnlyKey(key string) bool {
+	return strings.HasPrefix(key, OperatorPrefix) || strings.HasPrefix(key, AutoscalerPrefix)
+}

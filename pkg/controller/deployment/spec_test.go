@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/flink"
 	"github.com/flinkops/flink-operator/pkg/lifecycle"
@@ -33,6 +34,19 @@ func TestClassify(t *testing.T) {
 		{"image", func(s *v1beta1.FlinkDeploymentSpec) { s.Image = "flink:1.20.1" }, jobengine.ChangeUpgrade},
 		{"config value", func(s *v1beta1.FlinkDeploymentSpec) {
 			s.FlinkConfiguration = &v1beta1.Configuration{Raw: []byte(`{"a": "1", "b": "3"}`)}
+		}, jobengine.ChangeUpgrade},
+		// Upstream's spec diff ignores the operator's own keys.
+		{"operator keys", func(s *v1beta1.FlinkDeploymentSpec) {
+			s.FlinkConfiguration = &v1beta1.Configuration{Raw: []byte(`{"a": "1", "b": "2", "kubernetes.operator.savepoint.format.type": "NATIVE", "kubernetes": {"operator": {"periodic.savepoint.interval": "60s"}}}`)}
+		}, jobengine.ChangeNonces},
+		{"autoscaler keys", func(s *v1beta1.FlinkDeploymentSpec) {
+			s.FlinkConfiguration = &v1beta1.Configuration{Raw: []byte(`{"a": "1", "b": "2", "job.autoscaler.enabled": "true"}`)}
+		}, jobengine.ChangeNonces},
+		{"operator keys and a Flink key", func(s *v1beta1.FlinkDeploymentSpec) {
+			s.FlinkConfiguration = &v1beta1.Configuration{Raw: []byte(`{"a": "1", "b": "3", "kubernetes.operator.savepoint.format.type": "NATIVE"}`)}
+		}, jobengine.ChangeUpgrade},
+		{"a Flink key under kubernetes.", func(s *v1beta1.FlinkDeploymentSpec) {
+			s.FlinkConfiguration = &v1beta1.Configuration{Raw: []byte(`{"a": "1", "b": "2", "kubernetes.jobmanager.cpu.amount": "2"}`)}
 		}, jobengine.ChangeUpgrade},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -84,5 +98,43 @@ func TestNewJobID(t *testing.T) {
 	}
 	if b := newJobID("uid", a, 1); b == a || !flink.IsValidID(b) {
 		t.Errorf("replacement id %s equals the replaced one", b)
+	}
+}
+
+// TestOperatorKeysApplyWithoutRestart is upstream's test_snapshot.sh
+// enabling snapshot resources on a running job through its
+// flinkConfiguration: the job keeps running (no stop, same JobManager and
+// job id, the recorded spec unchanged), and the operator acts on the new
+// value at once: the next manual savepoint is a FlinkStateSnapshot.
+func TestOperatorKeysApplyWithoutRestart(t *testing.T) {
+	f := newFixture(t)
+	d := f.application("job", v1beta1.UpgradeModeSavepoint)
+	setConf(&d.Spec, config.KeySnapshotResourceEnabled, "false")
+	f.Deploy(d)
+	before := f.Get("job")
+	jm := f.jm("job")
+	f.edit("job", func(s *v1beta1.FlinkDeploymentSpec) {
+		setConf(s, config.KeySnapshotResourceEnabled, "true")
+		s.Job.SavepointTriggerNonce = new(int64(5))
+	})
+	f.Step("job")
+	f.Step("job")
+	got := f.Get("job")
+	if n := f.stops(); n != 0 || f.jm("job") != jm || got.Status.JobStatus.JobID != before.Status.JobStatus.JobID {
+		t.Fatalf("an operator key change restarted the job (%d stops): %s", n, statusString(got))
+	}
+	if got.Status.ReconciliationStatus.State != v1beta1.ReconciliationDeployed || got.Status.ObservedGeneration != got.Generation {
+		t.Errorf("change not observed as applied: %s", statusString(got))
+	}
+	rec, err := lifecycle.Decode[v1beta1.FlinkDeploymentSpec](got.Status.ReconciliationStatus.LastReconciledSpec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if conf, _ := rec.Spec.FlinkConfiguration.Values(); conf[config.KeySnapshotResourceEnabled] != "false" {
+		t.Errorf("recorded spec took the operator key: %v (the job runs the deployed one)", conf)
+	}
+	snaps := f.Snapshots()
+	if len(snaps) != 1 || snaps[0].Spec.Savepoint == nil {
+		t.Fatalf("%d snapshots, want the manual savepoint as a FlinkStateSnapshot (snapshot resources enabled by the current spec)", len(snaps))
 	}
 }

@@ -86,7 +86,8 @@ func (c *Controller) newSync(st *jobengine.State[*v1beta1.FlinkDeployment, v1bet
 	var err error
 	spec := &sc.Obj.Spec
 	if sc.Recorded != nil {
-		spec = &sc.Recorded.Spec
+		s := jobengine.ConfigSpec(sc.Recorded.Spec, sc.Obj.Spec)
+		spec = &s
 	}
 	if sc.Cfg, err = c.effectiveConfig(spec); err != nil {
 		// Only the operator configuration can have changed since the spec

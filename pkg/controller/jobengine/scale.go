@@ -38,7 +38,8 @@ type InPlaceScaler interface {
 }
 
 // ScaleOnly reports whether current differs from recorded only in the
-// parallelism overrides (and the nonces that never need a redeploy).
+// parallelism overrides (and what never needs a redeploy: the nonces, the
+// operator-only keys).
 func ScaleOnly[S Spec](recorded, current S) bool {
 	ro, rrest, err1 := splitOverrides(*flinkConfigField(&recorded))
 	co, crest, err2 := splitOverrides(*flinkConfigField(&current))
@@ -76,7 +77,7 @@ func splitOverrides(c *v1beta1.Configuration) (overrides, rest map[string]string
 		return nil, nil, err
 	}
 	rest = maps.Clone(flat)
-	maps.DeleteFunc(rest, func(k, _ string) bool { return config.IsParallelismOverridesKey(k) })
+	maps.DeleteFunc(rest, func(k, _ string) bool { return config.IsParallelismOverridesKey(k) || config.OperatorOnlyKey(k) })
 	return overrides, rest, nil
 }
 

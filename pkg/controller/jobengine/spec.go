@@ -31,8 +31,9 @@ type Change int
 const (
 	ChangeNone Change = iota
 	// ChangeNonces: only fields that need no redeploy changed: the manual
-	// snapshot nonces (a snapshot, not a restart) and the autoscaler reset
-	// nonce (no autoscaler here).
+	// snapshot nonces (a snapshot, not a restart), the autoscaler reset
+	// nonce (no autoscaler here) and the operator-only keys of
+	// flinkConfiguration (operatorkeys.go). The recorded spec stays.
 	ChangeNonces
 	// ChangeSuspended: the job stays suspended; the new spec is recorded
 	// and applied on resume.
@@ -52,7 +53,7 @@ func (k Change) String() string {
 
 // Classify compares the current spec with the recorded one.
 func Classify[S Spec](recorded, current S) Change {
-	if lifecycle.SameSpec(withoutNonces(recorded), withoutNonces(current)) {
+	if lifecycle.SameSpec(withoutNonces(withoutOperatorKeys(recorded)), withoutNonces(withoutOperatorKeys(current))) {
 		if lifecycle.SameSpec(recorded, current) {
 			return ChangeNone
 		}

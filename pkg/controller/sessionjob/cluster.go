@@ -30,10 +30,13 @@ func (sc *syncState) deploymentName() string {
 	return sc.Obj.Spec.DeploymentName
 }
 
-// jobSpecForConfig is the spec whose flinkConfiguration applies now.
+// specForConfig is the spec whose flinkConfiguration applies now: the
+// recorded one, with the operator-only keys of the current one
+// (jobengine.ConfigSpec).
 func (sc *syncState) specForConfig() *v1beta1.FlinkSessionJobSpec {
 	if sc.Recorded != nil {
-		return &sc.Recorded.Spec
+		s := jobengine.ConfigSpec(sc.Recorded.Spec, sc.Obj.Spec)
+		return &s
 	}
 	return &sc.Obj.Spec
 }
