@@ -30,6 +30,12 @@ func (s *State[T, S]) ObserveJob(ctx context.Context) {
 	if state == js.State {
 		return
 	}
+	if js.State == v1beta1.JobStatusCancelling && !state.IsGloballyTerminal() &&
+		s.Status().Reconciliation.State == v1beta1.ReconciliationUpgrading {
+		// A cancel of this upgrade is in flight (markCancelling): the job
+		// reads CANCELLING until Flink reports it ended.
+		return
+	}
 	if state.IsGloballyTerminal() && !js.State.IsGloballyTerminal() {
 		path, err := s.LatestState(ctx)
 		switch {

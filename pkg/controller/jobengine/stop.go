@@ -3,6 +3,7 @@ package jobengine
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"time"
 
@@ -314,6 +315,7 @@ func (s *State[T, S]) stopLastState(ctx context.Context, k JobKind) bool {
 		if !lifecycle.EffectiveState(s.Job).IsGloballyTerminal() {
 			switch how, why := s.lastStateStop(ctx, k); how {
 			case StopByCancel:
+				s.markCancelling()
 				s.Cancel()
 				return false
 			case NoLastStateStop:
@@ -380,7 +382,26 @@ func (s *State[T, S]) Cancel() {
 		}
 		return nil
 	})
-	s.RequeueWithin(snapshotrules.MinPollDelay)
+	s.RequeueWithin(cancelPollDelay)
+}
+
+// cancelPollDelay is how soon a job whose cancel was asked for is looked at
+// again. Never sooner: its CANCELLING record stays readable that long,
+// and tools wait for it (upstream's e2e polls the status every second).
+const cancelPollDelay = 2 * snapshotrules.MinPollDelay
+
+// markCancelling records, in the status write that queues the cancel, that
+// the job is being cancelled (upstream's cancelJobOrError sets CANCELLING
+// once the cancel is accepted); ObserveJob keeps the record until Flink
+// reports the job ended.
+func (s *State[T, S]) markCancelling() {
+	js := s.JobStatus()
+	if js.State == v1beta1.JobStatusCancelling {
+		return
+	}
+	s.Event(corev1.EventTypeNormal, ReasonJobStatusChanged, "Job status changed from %s to %s", StateOrNew(string(js.State)), v1beta1.JobStatusCancelling)
+	js.State = v1beta1.JobStatusCancelling
+	js.UpdateTime = strconv.FormatInt(s.Now.UnixMilli(), 10)
 }
 
 // finishStop records the state to restart from and marks the job stopped.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net/http"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -930,4 +931,52 @@ func derefInt64(p *int64) int64 {
 		return 0
 	}
 	return *p
+}
+
+// TestLastStateUpgradeRecordsCancelling: the cancel of a last-state
+// upgrade is recorded as jobStatus.state CANCELLING in the status write
+// that queues it, as upstream does (its test_sessionjob_operations.sh waits
+// for it), and the record stays while Flink still reports the job running
+// (here its cancel fails): it is never overwritten with RUNNING. Once the
+// job has ended, the new one is submitted from its checkpoint.
+func TestLastStateUpgradeRecordsCancelling(t *testing.T) {
+	f := newFixture(t)
+	f.sessionCluster("session", nil)
+	before := f.Deploy(f.sessionJob("job", v1beta1.UpgradeModeLastState))
+	oldID := before.Status.JobStatus.JobID
+	_, cp, err := f.jm.CompleteCheckpoint(oldID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Events()
+	remove := f.jm.InjectFault(fakejm.Fault{Route: fakejm.RouteJobCancel, Status: http.StatusServiceUnavailable})
+	f.edit("job", func(s *v1beta1.FlinkSessionJobSpec) { s.Job.Args = nil })
+	f.Until("job", 10, "cancelling", func(j *v1beta1.FlinkSessionJob) bool {
+		return j.Status.JobStatus.State == v1beta1.JobStatusCancelling
+	})
+	for range 3 {
+		f.Step("job")
+		if got := f.Get("job"); got.Status.JobStatus.State != v1beta1.JobStatusCancelling || got.Status.JobStatus.JobID != oldID {
+			t.Fatalf("while the cancel is pending: %s, want CANCELLING of %s", statusString(got), oldID)
+		}
+	}
+	if st := f.jobState(oldID); st != flink.JobRunning {
+		t.Fatalf("old job %s, want RUNNING (its cancel fails)", st)
+	}
+	remove()
+	after := f.Until("job", 20, "upgraded", func(j *v1beta1.FlinkSessionJob) bool {
+		return stable(j) && j.Status.JobStatus.JobID != oldID
+	})
+	if runs := f.runs(); runs[len(runs)-1].SavepointPath != cp {
+		t.Errorf("new job from %q, want the checkpoint %s", runs[len(runs)-1].SavepointPath, cp)
+	}
+	events := f.Events()
+	for _, want := range []string{"Job status changed from RUNNING to CANCELLING", "Job status changed from CANCELLING to CANCELED"} {
+		if !hasEvent(events, want) {
+			t.Errorf("no event %q in %q", want, events)
+		}
+	}
+	if after.Status.JobStatus.State != v1beta1.JobStatusRunning {
+		t.Errorf("after the upgrade: %s", statusString(after))
+	}
 }
