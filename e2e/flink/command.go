@@ -171,6 +171,11 @@ type LaunchOptions struct {
 	// private copy, whose examples/streaming holds Flink's example jars; a path
 	// that does not exist there stays missing, as in the image.
 	PathMap map[string]string
+	// ContainerPaths keeps the container's paths in the configuration and
+	// arguments (no PathMap, not even /opt/flink): for a process that runs
+	// in a mount namespace where they resolve, so that Flink logs and
+	// reports the paths of the pod spec, as on a kubelet.
+	ContainerPaths bool
 	// Env is added to the process environment (KEY=VALUE), after the FLINK_* ones.
 	Env []string
 	// DynamicProperties are extra -D options, placed before Args (so a -D in Args
@@ -242,6 +247,9 @@ func Prepare(ctx context.Context, opts LaunchOptions) (*Launch, error) {
 	tmpDir := filepath.Join(workDir, "tmp")
 
 	paths := newPathMapper(l.Home, opts.PathMap)
+	if opts.ContainerPaths {
+		paths = &pathMapper{target: map[string]string{}}
+	}
 	if err := layoutHome(l.Home, opts.ConfDir, dist, paths); err != nil {
 		return nil, err
 	}

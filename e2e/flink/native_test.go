@@ -140,3 +140,42 @@ func TestPrepareNative(t *testing.T) {
 		t.Errorf("TaskManager without -XX:+UseG1GC (kubernetes-taskmanager.sh's default)")
 	}
 }
+
+// TestPrepareContainerPaths: with ContainerPaths the configuration Flink
+// reads and its arguments keep the pod's paths (a process in a mount
+// namespace resolves them), so Flink logs the restore path the operator
+// wrote; by default they name the volumes' host paths.
+func TestPrepareContainerPaths(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	version := Versions()[0]
+	conf := t.TempDir()
+	const restore = "execution.savepoint.path: file:/opt/flink/volume/sp-1\n"
+	if err := os.WriteFile(filepath.Join(conf, ConfigFileName(version)), []byte("jobmanager.memory.process.size: 768m\n"+restore), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	volume := t.TempDir()
+	for _, keep := range []bool{false, true} {
+		opts := LaunchOptions{FlinkVersion: version, ConfDir: conf, Host: "127.0.0.9", Hosts: map[string]string{},
+			Mode: KubernetesApplication, WorkDir: t.TempDir(), Args: []string{"-Dstate.checkpoints.dir=file:/opt/flink/volume/cp"},
+			PathMap: map[string]string{"/opt/flink/volume": volume}, ContainerPaths: keep}
+		l, err := Prepare(ctx, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		written, err := os.ReadFile(filepath.Join(l.ConfDir, ConfigFileName(version)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		arg := l.Cmd.Args[len(l.Cmd.Args)-1]
+		if keep {
+			if !strings.Contains(string(written), restore) || arg != opts.Args[0] {
+				t.Errorf("ContainerPaths: configuration %q, last argument %q; want the pod's paths kept", written, arg)
+			}
+			continue
+		}
+		if !strings.Contains(string(written), "file:"+volume+"/sp-1") || arg != "-Dstate.checkpoints.dir=file:"+volume+"/cp" {
+			t.Errorf("configuration %q, last argument %q; want the volume's host path", written, arg)
+		}
+	}
+}

@@ -81,6 +81,14 @@ type Config struct {
 	// HostCommands runs containers of image HostCommandImage (their command
 	// and args, in their mount namespace); for tests.
 	HostCommands bool
+	// ContainerPaths starts Flink with the configuration and arguments as
+	// the pod spec has them: the paths of its volume mounts are not
+	// rewritten to host paths, they resolve in the container's mount
+	// namespace (needs mount namespaces). Flink then logs and reports the
+	// pod's paths, as on a kubelet, which only a reader inside a pod can
+	// follow; by default (off) tests and an operator outside the pods can
+	// read the paths Flink reports.
+	ContainerPaths bool
 	// TLSCertFile and TLSKeyFile are the serving certificate of the agent's
 	// kubelet API (GET /containerLogs, where the API server sends
 	// `kubectl logs`), for HostIP; ClientCAFile is the CA whose client
@@ -166,6 +174,9 @@ func New(cfg Config) (*Agent, error) {
 		}
 	case cfg.TLSCertFile != "" || cfg.TLSKeyFile != "" || cfg.ClientCAFile != "":
 		return nil, errors.New("nodeagent: TLSCertFile, TLSKeyFile and ClientCAFile go together")
+	}
+	if cfg.ContainerPaths && cfg.NoMountNamespaces {
+		return nil, errors.New("nodeagent: ContainerPaths needs mount namespaces: without them the pod's paths do not resolve")
 	}
 	rc := rest.CopyConfig(cfg.RESTConfig)
 	if rc.QPS < 100 {

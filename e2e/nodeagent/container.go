@@ -236,17 +236,18 @@ func (c *container) prepareFlink(env []EnvVar, values, mounts map[string]string,
 		}
 	}
 	opts := flinkjvm.LaunchOptions{
-		FlinkVersion: version,
-		Mode:         c.class.Mode,
-		Args:         c.class.Args,
-		ConfDir:      confDir,
-		Host:         f.podIP,
-		HostsFile:    c.w.hostsPath(),
-		WorkDir:      work,
-		LogDir:       logDir,
-		PathMap:      pathMap,
-		Env:          envList,
-		JavaOpts:     c.w.a.cfg.JavaOpts,
+		FlinkVersion:   version,
+		Mode:           c.class.Mode,
+		Args:           c.class.Args,
+		ConfDir:        confDir,
+		Host:           f.podIP,
+		HostsFile:      c.w.hostsPath(),
+		WorkDir:        work,
+		LogDir:         logDir,
+		PathMap:        pathMap,
+		ContainerPaths: c.w.a.cfg.ContainerPaths,
+		Env:            envList,
+		JavaOpts:       c.w.a.cfg.JavaOpts,
 	}
 	c.w.setNeedsHosts()
 	if c.class.Mode.IsJobManager() {

@@ -45,6 +45,11 @@
 // Harness adaptations (the scripts and their data are never edited; the
 // README's "Upstream's e2e scripts" lists the same):
 //
+//   - Flink sees the pod's paths: the node agent runs with
+//     --container-paths, so a volume's mount path is not rewritten to its
+//     host directory in Flink's configuration and arguments (it resolves in
+//     the container's mount namespace) and Flink logs and reports the paths
+//     of the pod spec, as on a kubelet.
 //   - The operator as a pod: a Deployment of this project's binary run by the
 //     node agent's host-command image (nodeagent.HostCommandImage, enabled
 //     with `node-agent --host-commands` for this harness only), instead of
@@ -93,20 +98,16 @@
 //     supported yet", the job restarts, and the operator reports
 //     SavepointError and clears the trigger; the script's location check
 //     accepts the "null" yq prints for the missing lastSavepoint.
-//   - test_sessionjob_operations.sh fails in its last-state upgrade, at
-//     `wait_for_status sessionjob/... .status.jobStatus.state CANCELLING`:
-//     the operator cancels the job and submits the new one without ever
-//     recording CANCELLING in status.jobStatus.state (RUNNING, then the new
-//     job's RECONCILING/CREATED/RUNNING); upstream's cancelJobOrError sets
-//     CANCELLING once the cancel is accepted and re-observes.
-//   - test_snapshot.sh fails after its first resume, at `wait_for_logs
-//     <jm> "execution.savepoint.path, ${location}"`: the operator passes the
-//     restore path to Flink >= 1.20 as execution.state-recovery.path (the
-//     JobManager logs "Loading configuration property:
-//     execution.state-recovery.path, <path>"), while upstream 1.15, built on
-//     Flink 1.20.1, writes execution.savepoint.path for every Flink version.
-//     When the location is a savepoint the job wrote to its volume
-//     (file:/opt/flink/volume/flink-sp/...), the value would not match
-//     either: the node agent's Flink launcher shows the configuration's
-//     volume paths as host paths (e2e/nodeagent/README.md, PathMap).
+//   - test_sessionjob_operations.sh passes (~70 s). Its last-state upgrade
+//     cancels the job (the session job runs with RETAIN_ON_CANCELLATION,
+//     upstream's job default), and the status reads CANCELLING from the
+//     write that queues the cancel until Flink reports the job ended.
+//   - test_snapshot.sh passes (~145 s). The restore path reaches Flink as
+//     execution.savepoint.path, the key upstream writes for every version;
+//     the node agent runs with --container-paths, so the JobManager logs it
+//     with the pod's path (file:/opt/flink/volume/flink-sp/...), as the
+//     script greps; and its changes of kubernetes.operator.* keys alone
+//     (savepoint format, snapshot resources, periodic savepoints) apply to
+//     the running job without a restart, as upstream's spec diff ignores
+//     them.
 package upstreame2e

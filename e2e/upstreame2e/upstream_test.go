@@ -173,7 +173,7 @@ func (s *shared) run(t *testing.T, script string) {
 	c, err := localcluster.Start(ctx, localcluster.Options{
 		NodeAgent: true,
 		// The operator pod's image (testdata/operator.yaml).
-		NodeAgentArgs: []string{"--host-commands"},
+		NodeAgentArgs: []string{"--host-commands", "--container-paths"},
 		// The scripts' cleanup deletes the PersistentVolumeClaim of the
 		// data and waits until it is gone: its kubernetes.io/pvc-protection
 		// finalizer (added by the API server) is removed by this

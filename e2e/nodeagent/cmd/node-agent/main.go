@@ -56,6 +56,7 @@ func run() error {
 	tlsKey := flag.String("tls-private-key-file", "", "key of --tls-cert-file")
 	clientCA := flag.String("client-ca-file", "", "CA whose client certificates the kubelet API accepts (the API server's --kubelet-client-certificate)")
 	noMountNS := flag.Bool("no-mount-namespaces", false, "run containers without private mount namespaces (for an agent that is not root): volumes are then not at their mount paths")
+	containerPaths := flag.Bool("container-paths", false, "start Flink with the pod spec's paths in its configuration and arguments (resolved in each container's mount namespace) instead of the volumes' host paths: Flink then logs and reports the pod's paths, as on a kubelet")
 	hostCommands := flag.Bool("host-commands", false, "run containers of image "+nodeagent.HostCommandImage+" (their command, found on the agent's PATH, with the agent's environment): anyone who may create pods runs anything as the agent; for test harnesses only")
 	flag.Parse()
 	if *kubeconfig == "" || *dir == "" {
@@ -78,6 +79,7 @@ func run() error {
 		ClientCAFile:      *clientCA,
 		NoMountNamespaces: *noMountNS,
 		HostCommands:      *hostCommands,
+		ContainerPaths:    *containerPaths,
 	}
 	if *podRange != "" {
 		if cfg.PodRange, err = netip.ParsePrefix(*podRange); err != nil {
