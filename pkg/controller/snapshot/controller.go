@@ -1,7 +1,11 @@
 // Package snapshot is the FlinkStateSnapshot controller: it triggers,
 // tracks, retries and disposes savepoints and checkpoints. A snapshot's life
-// reads top to bottom in sync.go; this file holds the queue and the event
-// handlers that feed it.
+// reads file by file, in the order of its phases: sync.go decides what one
+// sync does, trigger.go starts an attempt, observe.go follows it
+// (checkpointpath.go reads a checkpoint's path, recover.go finds a result
+// Flink forgot), finish.go records how it ended and commit.go writes that;
+// deletion.go and handover.go dispose of its data. This file holds the
+// queue and the event handlers that feed it.
 package snapshot
 
 import (

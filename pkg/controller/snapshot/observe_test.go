@@ -13,8 +13,8 @@ import (
 	"github.com/flinkops/flink-operator/pkg/flink/fakejm"
 )
 
-// Rules of an IN_PROGRESS snapshot (sync.go: observe, poll, complete,
-// settleStopped, pastTimeout).
+// Rules of an IN_PROGRESS snapshot (observe.go: observe, poll,
+// settleStopped; finish.go: complete; sync.go: pastTimeout).
 
 // A snapshot fails when it has been IN_PROGRESS LONGER than the snapshot
 // timeout (default execution.checkpointing.timeout + 1 min = 11 min): at

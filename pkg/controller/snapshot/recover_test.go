@@ -15,7 +15,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/flink/fakejm"
 )
 
-// Rules for a trigger id Flink does not know (sync.go: recover,
+// Rules for a trigger id Flink does not know (recover.go: recover,
 // claimedPaths, adoptFromHistory, sameKind, incrementalCheckpoints).
 
 // lostTrigger creates a savepoint whose trigger POST never reached Flink:

@@ -127,3 +127,9 @@ func stripHistory(s v1beta1.JobStatus) v1beta1.JobStatus {
 	s.SavepointInfo, s.CheckpointInfo, s.UpdateTime = nil, nil, ""
 	return s
 }
+
+// flinkClient is a REST client for the JobManager of t's cluster, in the
+// Flink version it runs (see resolveTarget).
+func (c *Controller) flinkClient(t *target) (*flink.Client, error) {
+	return c.dialer.Client(t.jobManager)
+}

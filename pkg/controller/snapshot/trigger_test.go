@@ -19,7 +19,7 @@ import (
 )
 
 // Rules of a TRIGGER_PENDING snapshot's first steps (sync.go: Sync,
-// validate, trigger, post).
+// validate; trigger.go: trigger, post).
 
 // A savepoint is taken in the format its spec asks for; unset (and
 // UNKNOWN) mean CANONICAL, Flink's default.
