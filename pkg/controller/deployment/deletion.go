@@ -54,20 +54,11 @@ func (c *Controller) syncDeletion(ctx context.Context, key string, cached *v1bet
 		st.JobStatus.State != v1beta1.JobStatusSuspended
 	done := true
 	if onDeletion && stoppable {
-		timeout := lifecycle.StopTimeout(sc.Cfg)
-		deadline := sc.Obj.DeletionTimestamp.Add(timeout)
-		if !sc.Now.Before(deadline) {
-			sc.Event(corev1.EventTypeWarning, jobengine.ReasonSavepointError, "No savepoint of job %s within %s of the deletion (%s); deleting without one",
-				st.JobStatus.JobID, timeout, config.FlinkCheckpointTimeout)
-			lifecycle.ClearStopTrigger(&st.JobStatus)
-		} else {
-			done, err = c.stopOnDeletion(ctx, sc)
-			if err != nil {
-				return 0, err
-			}
-			if !done {
-				sc.RequeueNoLaterThan(deadline.Sub(sc.Now))
-			}
+		if err := c.observe(ctx, sc); err != nil {
+			return 0, err
+		}
+		if done, err = sc.StopOnDeletion(ctx, c.jobKind(sc), true); err != nil {
+			return 0, err
 		}
 	}
 	if !done {
@@ -309,47 +300,6 @@ func (c *Controller) deleteHAConfigMaps(sc *syncState) bool {
 		})
 	}
 	return len(cms) > 0
-}
-
-// stopOnDeletion takes one step of the savepoint on deletion; done reports
-// that the finalizer may go.
-func (c *Controller) stopOnDeletion(ctx context.Context, sc *syncState) (done bool, err error) {
-	js := &sc.Obj.Status.JobStatus
-	if err := c.observe(ctx, sc); err != nil {
-		return false, err
-	}
-	if info := js.SavepointInfo; info != nil && info.TriggerType == v1beta1.SnapshotTriggerUpgrade && info.TriggerID != "" {
-		o := sc.CheckStop(ctx, c.jobKind(sc))
-		switch {
-		case o.Pending:
-			return false, nil
-		case o.Lost:
-			sc.Event(corev1.EventTypeWarning, jobengine.ReasonSavepointError, "Job %s finished after stop-with-savepoint but its savepoint's path is unknown; deleting", js.JobID)
-			lifecycle.ClearStopTrigger(js)
-			return true, nil
-		case o.Failure != "":
-			sc.Event(corev1.EventTypeWarning, jobengine.ReasonSavepointError, "%s; deleting without a savepoint", o.Failure)
-			lifecycle.ClearStopTrigger(js)
-			return true, nil
-		}
-		if err := sc.RecordSavepoint(c.jobKind(sc), o.Path); err != nil {
-			return false, err
-		}
-		js.UpgradeSavepointPath = o.Path
-		js.State = v1beta1.JobStatusSuspended
-		lifecycle.ClearStopTrigger(js)
-		return true, nil
-	}
-	if sc.JobHealthy() {
-		sc.TriggerStop(c.jobKind(sc))
-		return false, nil
-	}
-	if c.jobStarting(sc) {
-		sc.RequeueWithin(sc.ProgressInterval())
-		return false, nil
-	}
-	sc.Event(corev1.EventTypeNormal, jobengine.ReasonCleanup, "Job %s is %s: no savepoint taken on deletion", js.JobID, describeJob(sc))
-	return true, nil
 }
 
 // sessionJobsBlockDeletion keeps a session cluster while FlinkSessionJobs

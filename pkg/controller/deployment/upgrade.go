@@ -26,6 +26,10 @@ func (k deploymentJob) Starting() bool   { return k.c.jobStarting(k.sc) }
 func (k deploymentJob) NeverRan() bool   { return neverRan(k.sc) }
 func (k deploymentJob) Describe() string { return describeJob(k.sc) }
 
+// EndOnDeletion: the cluster's teardown, which follows, ends the job.
+func (k deploymentJob) EndOnDeletion() bool              { return true }
+func (k deploymentJob) EndOnDeletionDescription() string { return "deleting without a savepoint" }
+
 // Unreachable: a last-state upgrade of a job whose JobManager does not
 // answer goes on when Flink's HA metadata holds its latest checkpoint
 // (haRecovery), as upstream's; otherwise the common rules apply (manual

@@ -45,6 +45,12 @@ type JobKind interface {
 	// LastStateStop says how the running job is ended keeping its latest
 	// checkpoint, and for NoLastStateStop why it cannot be.
 	LastStateStop(ctx context.Context) (how LastStateStop, why string)
+	// EndOnDeletion ends the job of a deleted resource without a (further)
+	// savepoint and reports whether it has ended (StopOnDeletion).
+	EndOnDeletion() bool
+	// EndOnDeletionDescription says in a few words what EndOnDeletion
+	// does, for the Warning of a deletion whose savepoint failed.
+	EndOnDeletionDescription() string
 }
 
 // lastStateStop asks k once per sync (for a session job it is a REST call).

@@ -10,7 +10,6 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
-	"github.com/flinkops/flink-operator/pkg/lifecycle"
 )
 
 // syncDeletion handles a deleted FlinkSessionJob: its job is stopped on the
@@ -39,16 +38,9 @@ func (c *Controller) syncDeletion(ctx context.Context, key string, cached *v1bet
 		if err := c.observe(ctx, sc); err != nil {
 			return 0, err
 		}
-		deadline := sc.Obj.DeletionTimestamp.Add(lifecycle.StopTimeout(sc.Cfg))
-		if sc.Now.Before(deadline) {
-			done = c.stopOnDeletion(ctx, sc)
-			if !done {
-				sc.RequeueNoLaterThan(deadline.Sub(sc.Now))
-			}
-		} else {
-			sc.Event(corev1.EventTypeWarning, jobengine.ReasonCleanup, "Job %s could not be stopped within %s of the deletion (%s); removing the FlinkSessionJob anyway",
-				sc.Obj.Status.JobStatus.JobID, lifecycle.StopTimeout(sc.Cfg), config.FlinkCheckpointTimeout)
-			lifecycle.ClearStopTrigger(&sc.Obj.Status.JobStatus)
+		onDeletion, _ := sc.Cfg.Bool(config.KeyJobSavepointOnDeletion)
+		if done, err = sc.StopOnDeletion(ctx, c.jobKind(sc), onDeletion); err != nil {
+			return 0, err
 		}
 	}
 	sc.ClearErrors() // a deleted job's status errors no longer matter
@@ -92,42 +84,4 @@ func (c *Controller) hasCluster(sc *syncState) bool {
 		return false
 	}
 	return true
-}
-
-// stopOnDeletion takes one step of stopping the job of a deleted session
-// job; it reports whether the finalizer may go.
-func (c *Controller) stopOnDeletion(ctx context.Context, sc *syncState) bool {
-	js := &sc.Obj.Status.JobStatus
-	if info := js.SavepointInfo; info != nil && info.TriggerType == v1beta1.SnapshotTriggerUpgrade && info.TriggerID != "" {
-		o := sc.CheckStop(ctx, c.jobKind(sc))
-		switch {
-		case o.Pending:
-			return false
-		case o.Lost:
-			sc.Event(corev1.EventTypeWarning, jobengine.ReasonSavepointError, "Job %s finished after stop-with-savepoint but its savepoint's path is unknown; deleting", js.JobID)
-			lifecycle.ClearStopTrigger(js)
-		case o.Failure != "":
-			sc.Event(corev1.EventTypeWarning, jobengine.ReasonSavepointError, "%s; cancelling the job instead", o.Failure)
-			lifecycle.ClearStopTrigger(js)
-			return c.ensureEnded(sc)
-		default:
-			if err := sc.RecordSavepoint(c.jobKind(sc), o.Path); err != nil {
-				sc.Event(corev1.EventTypeWarning, jobengine.ReasonSavepointError, "%v", err)
-			}
-			js.UpgradeSavepointPath = o.Path
-			js.State = v1beta1.JobStatusSuspended
-			lifecycle.ClearStopTrigger(js)
-		}
-		return c.ensureEnded(sc)
-	}
-	onDeletion, _ := sc.Cfg.Bool(config.KeyJobSavepointOnDeletion)
-	if onDeletion && js.State != v1beta1.JobStatusSuspended && sc.JobHealthy() {
-		sc.TriggerStop(c.jobKind(sc))
-		return false
-	}
-	if !sc.jobs {
-		sc.RequeueWithin(sc.ProgressInterval())
-		return false
-	}
-	return c.ensureEnded(sc)
 }

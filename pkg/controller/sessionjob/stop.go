@@ -25,6 +25,11 @@ func (k sessionJob) Starting() bool   { return jobStarting(k.sc) }
 func (k sessionJob) NeverRan() bool   { return neverRan(k.sc) }
 func (k sessionJob) Describe() string { return describeJob(k.sc) }
 
+// EndOnDeletion: the job is cancelled until its cluster reports it ended
+// (the cluster outlives it).
+func (k sessionJob) EndOnDeletion() bool              { return k.c.ensureEnded(k.sc) }
+func (k sessionJob) EndOnDeletionDescription() string { return "cancelling the job instead" }
+
 // LastStateStop: a session job is only ever ended by a cancel (its cluster
 // outlives it), so a last-state stop is possible only when the running job
 // retains its checkpoints on cancellation, as its own checkpoint
