@@ -220,6 +220,16 @@ func TestFlinkConfigDefaults(t *testing.T) {
 			want: map[string]string{"pipeline.jars": "file:///a.jar;'file:///b;c.jar'", "env.java.opts.all": "-Da=1"},
 		},
 		{
+			name: "legacy flink-conf.yaml keeps text that is more than a list",
+			d: func() *v1beta1.FlinkDeployment {
+				d := session()
+				d.Spec.FlinkVersion = v1beta1.FlinkVersion1_18
+				d.Spec.FlinkConfiguration = flinkConf(map[string]any{"pipeline.name": "[etl] daily [v2]"})
+				return d
+			}(),
+			want: map[string]string{"pipeline.name": "[etl] daily [v2]"},
+		},
+		{
 			name: "config.yaml keeps YAML lists",
 			d: func() *v1beta1.FlinkDeployment {
 				d := session()

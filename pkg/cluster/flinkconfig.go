@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net/url"
 	"regexp"
@@ -622,26 +623,38 @@ func escapeListElement(s string) string {
 
 // legacyList rewrites a YAML flow list of scalars ("[a, b]", as pkg/config
 // renders nested lists) into Flink's legacy "a;b" form, the only list form
-// flink-conf.yaml's parser understands.
+// flink-conf.yaml's parser understands. Only a value that is one flow list
+// and nothing else is rewritten: Flink < 1.19 reads any other value as
+// written, so text around a list ("[a] and [b]"), a second YAML document or
+// a comment keeps the value as it is (ok is false).
 func legacyList(v string) (string, bool) {
 	t := strings.TrimSpace(v)
 	if !strings.HasPrefix(t, "[") || !strings.HasSuffix(t, "]") {
 		return "", false
 	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal([]byte(t), &doc); err != nil || len(doc.Content) != 1 {
+	// A decoder, not yaml.Unmarshal: Unmarshal reads the first node and
+	// ignores what follows it ("[a] and [b]" read as [a]); the second
+	// Decode reaching io.EOF proves the list was all of the value.
+	dec := yaml.NewDecoder(strings.NewReader(t))
+	var doc, rest yaml.Node
+	if err := dec.Decode(&doc); err != nil || len(doc.Content) != 1 || dec.Decode(&rest) != io.EOF {
 		return "", false
 	}
 	seq := doc.Content[0]
-	if seq.Kind != yaml.SequenceNode {
+	if seq.Kind != yaml.SequenceNode || commented(&doc) || commented(seq) {
 		return "", false
 	}
 	items := make([]string, 0, len(seq.Content))
 	for _, item := range seq.Content {
-		if item.Kind != yaml.ScalarNode {
+		if item.Kind != yaml.ScalarNode || commented(item) {
 			return "", false
 		}
 		items = append(items, escapeListElement(item.Value))
 	}
 	return strings.Join(items, ";"), true
+}
+
+// commented reports whether YAML attached a comment to n.
+func commented(n *yaml.Node) bool {
+	return n.HeadComment != "" || n.LineComment != "" || n.FootComment != ""
 }

@@ -350,6 +350,14 @@ func TestLegacyList(t *testing.T) {
 		{in: "[a, [b]]"}, // nested: not a list of scalars
 		{in: "[{a: 1}]"}, // maps inside
 		{in: "[a, b"},    // not closed
+		// Text around a list is not a list: Flink < 1.19 reads the whole
+		// value as written, so it stays as written.
+		{in: "[a] and [b]"},
+		{in: "[a], [b]"},
+		{in: "[a] [b]"},
+		{in: "[a]]"},
+		{in: "[a]\n---\n[b]"}, // a second YAML document
+		{in: "[a] # b]"},      // a YAML comment: Flink < 1.19 cannot read '#'
 	}
 	for _, tt := range tests {
 		got, ok := legacyList(tt.in)
