@@ -40,7 +40,7 @@ type controllers struct {
 // aggregation track.
 const eventCacheSize = 256
 
-func newControllers(ctx context.Context, cl clients, inf *Informers, opts Options) (*controllers, error) {
+func newControllers(ctx context.Context, cl clients, inf *Informers, opts *runState) (*controllers, error) {
 	kube, flink := cl.kube, cl.flink
 	scheme := runtime.NewScheme()
 	if err := kubescheme.AddToScheme(scheme); err != nil {

@@ -139,7 +139,7 @@ type configWatcher struct {
 // newConfigWatcher returns nil when there is nothing to watch: no --config
 // file, or kubernetes.operator.dynamic.config.enabled false in the
 // configuration this run started with.
-func newConfigWatcher(ctx context.Context, opts Options, live *controllerctx.LiveConfig, namespacesChanged func()) *configWatcher {
+func newConfigWatcher(ctx context.Context, opts *runState, namespacesChanged func()) *configWatcher {
 	logger := klog.FromContext(ctx)
 	if opts.ConfigFile == "" || opts.latest == nil {
 		return nil
@@ -161,7 +161,7 @@ func newConfigWatcher(ctx context.Context, opts Options, live *controllerctx.Liv
 	}
 	return &configWatcher{
 		path: opts.ConfigFile, interval: interval, load: config.LoadFile,
-		latest: opts.latest, live: live, adjust: adjust,
+		latest: opts.latest, live: opts.live, adjust: adjust,
 		namespaces: opts.Namespaces, fixed: opts.NamespacesFromFlag,
 		namespacesChanged: namespacesChanged,
 	}
@@ -313,11 +313,8 @@ func sameNamespaces(a, b []string) bool {
 // configure, except what the command line decided at start, such as leader
 // election). With kubernetes.operator.dynamic.namespaces.enabled, and no
 // --namespaces, the watched namespaces follow the file.
-func (o Options) withLatestConfig() Options {
-	if o.latest == nil {
-		return o
-	}
-	o.Config = o.latest.get()
+func withLatestConfig(o Options, latest *latestConfig) Options {
+	o.Config = latest.get()
 	if dynamic, _ := o.Config.Bool(config.KeyDynamicNamespacesEnabled); dynamic && !o.NamespacesFromFlag {
 		o.Namespaces = config.WatchedNamespaces(o.Config)
 	}

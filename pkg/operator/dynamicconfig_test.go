@@ -20,11 +20,12 @@ import (
 )
 
 // dynamicFixture is a --config file, the operator's options loaded from it
-// as main does, and a context whose log lines the test can read.
+// as main does (in the state of one internal run), and a context whose log
+// lines the test can read.
 type dynamicFixture struct {
 	t    *testing.T
 	path string
-	opts Options
+	opts *runState
 	live *controllerctx.LiveConfig
 	ctx  context.Context
 	logs func() string
@@ -38,11 +39,12 @@ func newDynamicFixture(t *testing.T, contents string) *dynamicFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.opts = DefaultOptions()
+	f.opts = &runState{Options: DefaultOptions()}
 	f.opts.Config, f.opts.ConfigFile = cfg, f.path
 	f.opts.Namespaces = config.WatchedNamespaces(cfg)
 	f.opts.latest = &latestConfig{cfg: cfg}
 	f.live = controllerctx.NewLiveConfig(cfg)
+	f.opts.live = f.live
 	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
 	f.ctx = klog.NewContext(context.Background(), logger)
 	f.logs = func() string { return logger.GetSink().(ktesting.Underlier).GetBuffer().String() }
@@ -59,7 +61,7 @@ func (f *dynamicFixture) write(contents string) {
 // watcher is newConfigWatcher with a counter of namespace restarts.
 func (f *dynamicFixture) watcher(restarts *int) *configWatcher {
 	f.t.Helper()
-	w := newConfigWatcher(f.ctx, f.opts, f.live, func() { *restarts++ })
+	w := newConfigWatcher(f.ctx, f.opts, func() { *restarts++ })
 	if w == nil {
 		f.t.Fatal("no watcher for an enabled dynamic configuration")
 	}
@@ -182,12 +184,12 @@ func sameConfig(a, b config.Config) bool {
 // file says later.
 func TestDynamicConfigDisabled(t *testing.T) {
 	f := newDynamicFixture(t, "kubernetes.operator.dynamic.config.enabled: false\n")
-	if w := newConfigWatcher(f.ctx, f.opts, f.live, func() {}); w != nil {
+	if w := newConfigWatcher(f.ctx, f.opts, func() {}); w != nil {
 		t.Errorf("watcher %+v with dynamic.config.enabled false", w)
 	}
 	f = newDynamicFixture(t, "kubernetes.operator.savepoint.history.max.count: 3\n")
 	f.opts.ConfigFile = ""
-	if w := newConfigWatcher(f.ctx, f.opts, f.live, func() {}); w != nil {
+	if w := newConfigWatcher(f.ctx, f.opts, func() {}); w != nil {
 		t.Errorf("watcher %+v without a --config file", w)
 	}
 }
@@ -219,7 +221,7 @@ func TestDynamicConfigRestartOnlyKeyWarned(t *testing.T) {
 		t.Errorf("needs-a-restart lines for %v, want %v; logs:\n%s", warned, want, f.logs())
 	}
 	// The next internal run starts from the whole file.
-	if got := f.opts.withLatestConfig().Config.String(config.KeyReconcileParallelism); got != "50" {
+	if got := withLatestConfig(f.opts.Options, f.opts.latest).Config.String(config.KeyReconcileParallelism); got != "50" {
 		t.Errorf("next run's parallelism %q, want 50", got)
 	}
 	// Unchanged file: nothing more is logged.
@@ -265,7 +267,7 @@ func TestDynamicConfigWatchedNamespaces(t *testing.T) {
 			if tc.log != "" && !strings.Contains(f.logs(), tc.log) {
 				t.Errorf("no %q in logs:\n%s", tc.log, f.logs())
 			}
-			next := f.opts.withLatestConfig().Namespaces
+			next := withLatestConfig(f.opts.Options, f.opts.latest).Namespaces
 			want := f.opts.Namespaces
 			if tc.dynamic && !tc.fromFlag {
 				want = config.WatchedNamespaces(f.opts.latest.get())
@@ -335,7 +337,7 @@ func TestDynamicNamespacesEnabledLater(t *testing.T) {
 	if !w.check(f.ctx) || restarts != 1 {
 		t.Errorf("turning dynamic namespaces on did not apply the changed namespaces (%d restarts)", restarts)
 	}
-	if got := f.opts.withLatestConfig().Namespaces; !slices.Equal(got, []string{"a", "b"}) {
+	if got := withLatestConfig(f.opts.Options, f.opts.latest).Namespaces; !slices.Equal(got, []string{"a", "b"}) {
 		t.Errorf("next run watches %v, want [a b]", got)
 	}
 }

@@ -25,7 +25,7 @@ func afterIntentInstalled(t *testing.T, value string) (bool, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	kube, flink := kubefake.NewSimpleClientset(), flinkfake.NewSimpleClientset()
-	opts := Options{Config: config.Defaults(), Controllers: []string{snapshot.QueueName}}
+	opts := &runState{Options: Options{Config: config.Defaults(), Controllers: []string{snapshot.QueueName}}}
 	c, err := newControllers(ctx, clients{kube: kube, flink: flink, events: kube.CoreV1()}, NewInformers(kube, flink, nil, 0), opts)
 	if err != nil {
 		return false, err

@@ -153,9 +153,9 @@ func TestInformersTrimDeploymentsAndConfigMaps(t *testing.T) {
 	haMap := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "x-cluster-config-map", Labels: ha},
 		Data: map[string]string{"checkpointID-0000000000000000007": "pointer"}}
 	const jobID = "0123456789abcdef0123456789abcdef"
-	haMap2 := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "y-" + jobID + "-config-map", Labels: cluster.NativeCommonLabels("y")},
+	haMap2 := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "y-" + jobID + "-config-map", Labels: cluster.CommonLabels(cluster.Native, "y")},
 		Data: map[string]string{"checkpointID-0000000000000000008": "pointer"}}
-	nativeConf := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "flink-config-y", Labels: cluster.NativeCommonLabels("y")},
+	nativeConf := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "flink-config-y", Labels: cluster.CommonLabels(cluster.Native, "y")},
 		Data: map[string]string{"config.yaml": "a: b"}}
 	inf := NewInformers(kubefake.NewSimpleClientset(dep, conf, haMap, haMap2, nativeConf), flinkfake.NewSimpleClientset(), nil, 0)
 	deps := inf.Kube[""].Apps().V1().Deployments().Lister()
@@ -398,7 +398,7 @@ func TestControllersRequestSnapshotInformersOnlyWithTheCRD(t *testing.T) {
 			defer cancel()
 			kube, flink := kubefake.NewSimpleClientset(), flinkfake.NewSimpleClientset()
 			inf := NewInformers(kube, flink, []string{"a", "b"}, 0)
-			opts := Options{Config: config.Defaults(), snapshotCRDMissing: missing}
+			opts := &runState{Options: Options{Config: config.Defaults()}, snapshotCRDMissing: missing}
 			c, err := newControllers(ctx, clients{kube: kube, flink: flink, events: kube.CoreV1()}, inf, opts)
 			if err != nil {
 				t.Fatal(err)

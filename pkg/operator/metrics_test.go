@@ -34,7 +34,7 @@ func TestControllersExportResourceCountsWhenEnabled(t *testing.T) {
 			inf := NewInformers(kube, flink, []string{"a", "b"}, 0)
 			cfg := config.Defaults()
 			cfg[config.KeyResourceMetricsEnabled] = fmt.Sprint(enabled)
-			c, err := newControllers(ctx, clients{kube: kube, flink: flink, events: kube.CoreV1()}, inf, Options{Config: cfg})
+			c, err := newControllers(ctx, clients{kube: kube, flink: flink, events: kube.CoreV1()}, inf, &runState{Options: Options{Config: cfg}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"sync"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/controller/controllerctx"
 	"github.com/flinkops/flink-operator/pkg/metrics"
+	"github.com/flinkops/flink-operator/pkg/webhook"
 )
 
 // Run runs the operator until ctx is cancelled. Start-up problems (no API
@@ -37,11 +39,11 @@ func Run(parent context.Context, opts Options) error {
 	if err := kubeClientMetrics(opts.Config, metrics.RegisterKubeClientMetrics); err != nil {
 		return err
 	}
-	opts.latest = &latestConfig{cfg: opts.Config}
+	latest := &latestConfig{cfg: opts.Config}
 	for {
-		opts = opts.withLatestConfig()
+		opts = withLatestConfig(opts, latest)
 		ctx, cancel := context.WithCancelCause(parent)
-		err := run(ctx, cancel, opts)
+		err := run(ctx, cancel, &runState{Options: opts, latest: latest})
 		cause := context.Cause(ctx)
 		cancel(nil)
 		if errors.Is(cause, ErrWatchedNamespacesChanged) && parent.Err() == nil {
@@ -58,7 +60,37 @@ func Run(parent context.Context, opts Options) error {
 	}
 }
 
-func run(ctx context.Context, cancel context.CancelCauseFunc, opts Options) error {
+// runState is one internal run of the operator: the user's Options as this
+// run applies them (Config and Namespaces from the --config file's latest
+// valid contents, Config in legacy mode without the FlinkStateSnapshot CRD),
+// and what start-up decides and the parts built later read. None of it is
+// set by a user, so none of it is in Options.
+type runState struct {
+	Options
+
+	// latest carries the last valid --config contents across internal
+	// runs (set by Run, dynamicconfig.go).
+	latest *latestConfig
+	// snapshotCRDMissing is set when the FlinkStateSnapshot CRD is not
+	// installed: legacy mode, no snapshot informer nor controller.
+	snapshotCRDMissing bool
+	// live is the configuration the controllers and the webhook read at
+	// each sync and admission (dynamicconfig.go).
+	live *controllerctx.LiveConfig
+	// canaries are the canary resources the job controllers note and the
+	// liveness probe checks (pkg/canary).
+	canaries *canary.Monitor
+	// reviewKey is set when cross-namespace references are enabled: the
+	// key the webhook stamps reviewed references with and the controllers
+	// verify them with (admissionguard.go).
+	reviewKey *webhook.ReviewKey
+	// fenceFlinkREST is set under leader election: it wraps the Flink REST
+	// transport so that a replica whose lease may have passed to another
+	// sends no state-changing request to a JobManager either.
+	fenceFlinkREST func(http.RoundTripper) http.RoundTripper
+}
+
+func run(ctx context.Context, cancel context.CancelCauseFunc, opts *runState) error {
 	logger := klog.FromContext(ctx)
 	if limit := setMemoryLimitFromCgroup(); limit > 0 {
 		logger.Info("Go memory limit set from the container's", "bytes", limit)
@@ -82,7 +114,7 @@ func run(ctx context.Context, cancel context.CancelCauseFunc, opts Options) erro
 	if err != nil {
 		return fmt.Errorf("creating flink.apache.org client: %w", err)
 	}
-	snapshotCRD, err := checkAPIServer(ctx, kube, restConfig.Host, opts)
+	snapshotCRD, err := checkAPIServer(ctx, kube, restConfig.Host, opts.ConnectTimeout)
 	if err != nil {
 		return err
 	}
@@ -97,7 +129,7 @@ func run(ctx context.Context, cancel context.CancelCauseFunc, opts Options) erro
 	}
 
 	opts.live = controllerctx.NewLiveConfig(opts.Config)
-	if w := newConfigWatcher(ctx, opts, opts.live, func() { cancel(ErrWatchedNamespacesChanged) }); w != nil {
+	if w := newConfigWatcher(ctx, opts, func() { cancel(ErrWatchedNamespacesChanged) }); w != nil {
 		go w.run(ctx, clock.RealClock{})
 	}
 
@@ -126,7 +158,7 @@ func run(ctx context.Context, cancel context.CancelCauseFunc, opts Options) erro
 	}
 	// The key of cross-namespace review stamps, for the webhook (signs) and
 	// the controllers (verify).
-	if opts.reviewKey = newReviewKey(ctx, kube, opts); opts.reviewKey != nil {
+	if opts.reviewKey = newReviewKey(ctx, kube, opts.Options); opts.reviewKey != nil {
 		go opts.reviewKey.Run(ctx, reviewKeyRefresh)
 	}
 	// The webhook takes its listers now, before the factories start.
@@ -163,14 +195,14 @@ func run(ctx context.Context, cancel context.CancelCauseFunc, opts Options) erro
 	ctrlConfig := restConfig
 	var election *election
 	if opts.LeaderElect {
-		if election, err = newElection(opts); err != nil {
+		if election, err = newElection(opts.Options); err != nil {
 			return err
 		}
 		ctrlConfig = rest.CopyConfig(restConfig)
 		ctrlConfig.Wrap(election.fence.wrap)
 		opts.fenceFlinkREST = election.fence.wrap
 	}
-	cl, err := newClients(ctrlConfig, opts)
+	cl, err := newClients(ctrlConfig, opts.Options)
 	if err != nil {
 		return err
 	}
@@ -231,8 +263,8 @@ func loadRESTConfig(kubeconfig string) (*rest.Config, error) {
 // new group to discovery asynchronously, even after the CRD reports
 // Established. So missing CRDs are asked for again until ConnectTimeout ends
 // before the operator gives up, instead of exiting into a restart loop.
-func checkAPIServer(ctx context.Context, kube kubernetes.Interface, host string, opts Options) (snapshotCRD bool, err error) {
-	ctx, cancel := context.WithTimeout(ctx, opts.ConnectTimeout)
+func checkAPIServer(ctx context.Context, kube kubernetes.Interface, host string, timeout time.Duration) (snapshotCRD bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if err := kube.CoreV1().RESTClient().Get().AbsPath("/version").Do(ctx).Error(); err != nil {
 		return false, fmt.Errorf("cannot reach the Kubernetes API server at %s: %w", host, rootCause(err))

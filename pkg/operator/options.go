@@ -4,16 +4,14 @@
 package operator
 
 import (
-	"net/http"
 	"time"
 
-	"github.com/flinkops/flink-operator/pkg/canary"
 	"github.com/flinkops/flink-operator/pkg/config"
-	"github.com/flinkops/flink-operator/pkg/controller/controllerctx"
-	"github.com/flinkops/flink-operator/pkg/webhook"
 )
 
-// Options are the operator's process-level settings, mostly from flags.
+// Options are the operator's process-level settings: what a user sets, with
+// flags or the --config file, and nothing decided while the operator runs
+// (that is runState's, operator.go).
 type Options struct {
 	// Kubeconfig is a kubeconfig path; empty means in-cluster (or $KUBECONFIG).
 	Kubeconfig string
@@ -64,26 +62,6 @@ type Options struct {
 	// that events never take the budget of status writes.
 	EventsQPS   float32
 	EventsBurst int
-
-	// snapshotCRDMissing is set by Run when the FlinkStateSnapshot CRD is
-	// not installed: legacy mode, no snapshot informer nor controller.
-	snapshotCRDMissing bool
-	// reviewKey is set by run when cross-namespace references are enabled:
-	// the key the webhook stamps reviewed references with and the
-	// controllers verify them with (admissionguard.go).
-	reviewKey *webhook.ReviewKey
-	// fenceFlinkREST is set by run under leader election: it wraps the
-	// Flink REST transport so that a replica whose lease may have passed to
-	// another sends no state-changing request to a JobManager either.
-	fenceFlinkREST func(http.RoundTripper) http.RoundTripper
-	// latest carries the last valid --config contents across internal
-	// runs; live is the configuration the controllers read at each sync
-	// (both set by Run and run, dynamicconfig.go).
-	latest *latestConfig
-	live   *controllerctx.LiveConfig
-	// canaries is set by run: the canary resources the job controllers
-	// note and the liveness probe checks (pkg/canary).
-	canaries *canary.Monitor
 }
 
 // DefaultOptions returns the defaults the flags start from.

@@ -42,7 +42,7 @@ type certificateRunner interface {
 // The webhook serves on every replica, leader or not: the API server may
 // call any of them, and answering needs only the caches. It is not part
 // of /readyz, which is about the caches the controllers need.
-func newWebhook(ctx context.Context, kube kubernetes.Interface, flink versioned.Interface, inf *Informers, opts Options) (*server, certificateRunner, error) {
+func newWebhook(ctx context.Context, kube kubernetes.Interface, flink versioned.Interface, inf *Informers, opts *runState) (*server, certificateRunner, error) {
 	w := opts.Webhook
 	if w.BindAddress == "" || w.BindAddress == "0" {
 		return nil, nil, nil

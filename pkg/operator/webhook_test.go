@@ -27,7 +27,7 @@ import (
 
 func TestWebhookDisabledByDefault(t *testing.T) {
 	inf := NewInformers(kubefake.NewSimpleClientset(), flinkfake.NewSimpleClientset(), nil, 0)
-	srv, certs, err := newWebhook(t.Context(), kubefake.NewSimpleClientset(), flinkfake.NewSimpleClientset(), inf, DefaultOptions())
+	srv, certs, err := newWebhook(t.Context(), kubefake.NewSimpleClientset(), flinkfake.NewSimpleClientset(), inf, &runState{Options: DefaultOptions()})
 	if srv != nil || certs != nil || err != nil {
 		t.Errorf("default options: server %v, certs %v, err %v; want the webhook off", srv, certs, err)
 	}
@@ -53,7 +53,7 @@ func TestWebhookOptionErrors(t *testing.T) {
 			}
 			opts.Webhook = tc.opts
 			inf := NewInformers(kubefake.NewSimpleClientset(), flinkfake.NewSimpleClientset(), nil, 0)
-			_, _, err := newWebhook(t.Context(), kubefake.NewSimpleClientset(), flinkfake.NewSimpleClientset(), inf, opts)
+			_, _, err := newWebhook(t.Context(), kubefake.NewSimpleClientset(), flinkfake.NewSimpleClientset(), inf, &runState{Options: opts})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err %v, want one mentioning %q", err, tc.want)
 			}
@@ -80,7 +80,7 @@ func TestWebhookServesFromTheInformers(t *testing.T) {
 	opts.Webhook.BindAddress = "127.0.0.1:0"
 	opts.Webhook.Namespace = "flink"
 	opts.Webhook.ExtraHosts = []string{"127.0.0.1"}
-	srv, certs, err := newWebhook(ctx, kube, flink, inf, opts)
+	srv, certs, err := newWebhook(ctx, kube, flink, inf, &runState{Options: opts})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,11 +157,10 @@ func TestWebhookFollowsReloadedConfig(t *testing.T) {
 	kube := kubefake.NewSimpleClientset()
 	flink := flinkfake.NewSimpleClientset()
 	inf := NewInformers(kube, flink, nil, 0)
-	opts := f.opts
-	opts.live = f.live
+	opts := *f.opts
 	opts.Webhook.BindAddress = "127.0.0.1:0"
 	opts.Webhook.Namespace = "flink"
-	srv, _, err := newWebhook(f.ctx, kube, flink, inf, opts)
+	srv, _, err := newWebhook(f.ctx, kube, flink, inf, &opts)
 	if err != nil {
 		t.Fatal(err)
 	}
