@@ -14,6 +14,7 @@ import (
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	flinkinformers "github.com/flinkops/flink-operator/pkg/generated/informers/externalversions"
+	"github.com/flinkops/flink-operator/pkg/pernamespace"
 	"github.com/flinkops/flink-operator/pkg/snapshotrules"
 )
 
@@ -37,9 +38,9 @@ const (
 
 // Caches is the controllers' view of the flink.apache.org informers.
 type Caches struct {
-	// all is set when every namespace is watched by one informer per type.
-	all         *nsInformers
-	byNamespace map[string]*nsInformers
+	// informers are one set per watched namespace, or one set for all of
+	// them (one informer per type).
+	informers pernamespace.View[*nsInformers]
 	// noSnapshots: the FlinkStateSnapshot informers were not requested (the
 	// CRD is not installed); the cache then holds no snapshots.
 	noSnapshots bool
@@ -69,7 +70,7 @@ func New(factories map[string]flinkinformers.SharedInformerFactory) (*Caches, er
 
 // NewWithOptions is New with Options.
 func NewWithOptions(factories map[string]flinkinformers.SharedInformerFactory, opts Options) (*Caches, error) {
-	c := &Caches{byNamespace: map[string]*nsInformers{}, noSnapshots: opts.WithoutSnapshots}
+	c := &Caches{noSnapshots: opts.WithoutSnapshots}
 	for ns, f := range factories {
 		v := f.Flink().V1beta1()
 		inf := &nsInformers{
@@ -91,11 +92,7 @@ func NewWithOptions(factories map[string]flinkinformers.SharedInformerFactory, o
 				return nil, fmt.Errorf("adding snapshot indexes: %w", err)
 			}
 		}
-		if ns == metav1.NamespaceAll {
-			c.all = inf
-		} else {
-			c.byNamespace[ns] = inf
-		}
+		c.informers.Set(ns, inf)
 	}
 	return c, nil
 }
@@ -145,25 +142,11 @@ func indexByState(obj any) ([]string, error) {
 	return []string{string(s.Status.State)}, nil
 }
 
-// each returns every per-namespace informer set.
-func (c *Caches) each() []*nsInformers {
-	if c.all != nil {
-		return []*nsInformers{c.all}
-	}
-	out := make([]*nsInformers, 0, len(c.byNamespace))
-	for _, inf := range c.byNamespace {
-		out = append(out, inf)
-	}
-	return out
-}
-
 // forNamespace returns the informers that hold objects of ns, or nil when
 // the namespace is not watched.
 func (c *Caches) forNamespace(ns string) *nsInformers {
-	if c.all != nil {
-		return c.all
-	}
-	return c.byNamespace[ns]
+	inf, _ := c.informers.For(ns)
+	return inf
 }
 
 // HasSnapshots reports whether the FlinkStateSnapshot informers exist.
@@ -263,7 +246,7 @@ func (c *Caches) SnapshotReferrers(ns, name string) ([]string, error) {
 // live is set.
 func (c *Caches) snapshotReferrers(ns, name string, live bool) ([]string, error) {
 	var out []string
-	for _, inf := range c.each() {
+	for inf := range c.informers.Each() {
 		for _, pair := range []struct {
 			kind string
 			inf  cache.SharedIndexInformer
@@ -304,7 +287,7 @@ func (c *Caches) ReferencedPaths(snaps []*v1beta1.FlinkStateSnapshot) ([]string,
 // AllSnapshots returns every cached snapshot.
 func (c *Caches) AllSnapshots() []*v1beta1.FlinkStateSnapshot {
 	var out []*v1beta1.FlinkStateSnapshot
-	for _, inf := range c.each() {
+	for inf := range c.informers.Each() {
 		if inf.snapshots == nil {
 			continue
 		}
@@ -319,7 +302,7 @@ func (c *Caches) AllSnapshots() []*v1beta1.FlinkStateSnapshot {
 
 func (c *Caches) byIndex(index, key string) ([]*v1beta1.FlinkStateSnapshot, error) {
 	var out []*v1beta1.FlinkStateSnapshot
-	for _, inf := range c.each() {
+	for inf := range c.informers.Each() {
 		if inf.snapshots == nil {
 			continue
 		}
@@ -346,7 +329,7 @@ type Handlers struct {
 // per informer (handlerMux); one added once an informer has synced gets a
 // listener of its own, so that it too is told of every cached object.
 func (c *Caches) AddEventHandlers(h Handlers) error {
-	for _, inf := range c.each() {
+	for inf := range c.informers.Each() {
 		for _, pair := range []struct {
 			inf cache.SharedIndexInformer
 			h   cache.ResourceEventHandler
@@ -379,7 +362,7 @@ func (c *Caches) AddEventHandlers(h Handlers) error {
 
 // HasSynced reports whether every informer has synced.
 func (c *Caches) HasSynced() bool {
-	for _, inf := range c.each() {
+	for inf := range c.informers.Each() {
 		if (inf.snapshots != nil && !inf.snapshots.HasSynced()) || !inf.deployments.HasSynced() || !inf.sessionJobs.HasSynced() {
 			return false
 		}

@@ -94,7 +94,8 @@ func (i *countingInformer) HasSynced() bool { return i.synced }
 // objects already cached).
 func TestAddEventHandlersShareOneListener(t *testing.T) {
 	snaps, deps, jobs := &countingInformer{}, &countingInformer{}, &countingInformer{}
-	c := &Caches{byNamespace: map[string]*nsInformers{"ns": {snapshots: snaps, deployments: deps, sessionJobs: jobs}}}
+	c := &Caches{}
+	c.informers.Set("ns", &nsInformers{snapshots: snaps, deployments: deps, sessionJobs: jobs})
 	var got []string
 	record := func(name string) cache.ResourceEventHandler {
 		return cache.ResourceEventHandlerFuncs{
@@ -163,7 +164,7 @@ func TestSnapshotsInStateIndexesOnlyInFlight(t *testing.T) {
 			t.Errorf("SnapshotsInState(%q) = %v, %v; want only %s", state, list, err, want)
 		}
 	}
-	indexed, err := c.byNamespace["ns"].snapshots.GetIndexer().IndexKeys(IndexByState, string(v1beta1.SnapshotCompleted))
+	indexed, err := c.forNamespace("ns").snapshots.GetIndexer().IndexKeys(IndexByState, string(v1beta1.SnapshotCompleted))
 	if err != nil || len(indexed) != 0 {
 		t.Errorf("COMPLETED snapshots in the state index: %v %v", indexed, err)
 	}

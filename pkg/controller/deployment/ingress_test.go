@@ -124,7 +124,7 @@ func TestIngressManageOff(t *testing.T) {
 	f := newFixture(t)
 	f.Config[config.KeyIngressManage] = "false"
 	f.Restart()
-	if f.ctrl.owned.all.ingresses != nil {
+	if f.ctrl.owned.forNamespace("").ingresses != nil {
 		t.Error("Ingress informer requested with ingress.manage=false")
 	}
 	app := f.application("app", v1beta1.UpgradeModeStateless)

@@ -16,14 +16,14 @@ import (
 	"github.com/flinkops/flink-operator/pkg/cluster"
 	"github.com/flinkops/flink-operator/pkg/endpoints"
 	kubeinformers "github.com/flinkops/flink-operator/pkg/generated/kube/informers"
+	"github.com/flinkops/flink-operator/pkg/pernamespace"
 )
 
 // ownedCache is the controller's read-only view of the Kubernetes objects
 // of its Flink clusters, per watched namespace ("" = all), like pkg/cache
 // for the flink.apache.org types.
 type ownedCache struct {
-	all         *ownedInformers
-	byNamespace map[string]*ownedInformers
+	informers pernamespace.View[*ownedInformers]
 }
 
 type ownedInformers struct {
@@ -42,7 +42,7 @@ type ownedInformers struct {
 // with manageIngress, Ingress) informers from the factories; call it before
 // they are started.
 func newOwnedCache(factories map[string]kubeinformers.SharedInformerFactory, manageIngress bool) *ownedCache {
-	c := &ownedCache{byNamespace: map[string]*ownedInformers{}}
+	c := &ownedCache{}
 	for ns, f := range factories {
 		d, s, m, p := f.Apps().V1().Deployments(), f.Core().V1().Services(), f.Core().V1().ConfigMaps(), f.Core().V1().Pods()
 		inf := &ownedInformers{
@@ -54,28 +54,13 @@ func newOwnedCache(factories map[string]kubeinformers.SharedInformerFactory, man
 			i := f.Networking().V1().Ingresses()
 			inf.ingresses, inf.informers = i.Lister(), append(inf.informers, i.Informer())
 		}
-		if ns == metav1.NamespaceAll {
-			c.all = inf
-		} else {
-			c.byNamespace[ns] = inf
-		}
+		c.informers.Set(ns, inf)
 	}
 	return c
 }
 
-func (c *ownedCache) each() []*ownedInformers {
-	if c.all != nil {
-		return []*ownedInformers{c.all}
-	}
-	out := make([]*ownedInformers, 0, len(c.byNamespace))
-	for _, inf := range c.byNamespace {
-		out = append(out, inf)
-	}
-	return out
-}
-
 func (c *ownedCache) addEventHandler(h cache.ResourceEventHandler) error {
-	for _, inf := range c.each() {
+	for inf := range c.informers.Each() {
 		for _, i := range inf.informers {
 			if _, err := i.AddEventHandler(h); err != nil {
 				return err
@@ -87,7 +72,7 @@ func (c *ownedCache) addEventHandler(h cache.ResourceEventHandler) error {
 
 // addPodEventHandler registers h on the pod informers.
 func (c *ownedCache) addPodEventHandler(h cache.ResourceEventHandler) error {
-	for _, inf := range c.each() {
+	for inf := range c.informers.Each() {
 		if _, err := inf.podInformer.AddEventHandler(h); err != nil {
 			return err
 		}
@@ -96,7 +81,7 @@ func (c *ownedCache) addPodEventHandler(h cache.ResourceEventHandler) error {
 }
 
 func (c *ownedCache) hasSynced() bool {
-	for _, inf := range c.each() {
+	for inf := range c.informers.Each() {
 		for _, i := range append([]cache.SharedIndexInformer{inf.podInformer}, inf.informers...) {
 			if !i.HasSynced() {
 				return false
@@ -107,10 +92,8 @@ func (c *ownedCache) hasSynced() bool {
 }
 
 func (c *ownedCache) forNamespace(ns string) *ownedInformers {
-	if c.all != nil {
-		return c.all
-	}
-	return c.byNamespace[ns]
+	inf, _ := c.informers.For(ns)
+	return inf
 }
 
 // ownedObjects are the live objects of one Flink cluster (nil = absent).

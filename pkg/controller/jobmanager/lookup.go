@@ -6,7 +6,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -14,6 +13,7 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/cluster"
 	kubeinformers "github.com/flinkops/flink-operator/pkg/generated/kube/informers"
+	"github.com/flinkops/flink-operator/pkg/pernamespace"
 )
 
 // Objects are the live objects of a cluster's JobManager (nil = absent).
@@ -49,16 +49,11 @@ func (noObjects) HasSynced() bool                                   { return tru
 // shares one informer per type); call NewLookup before the factories start.
 // A namespace no factory watches has no objects.
 func NewLookup(factories map[string]kubeinformers.SharedInformerFactory) Lookup {
-	l := &listerLookup{byNamespace: map[string]listers{}}
+	l := &listerLookup{}
 	for ns, f := range factories {
 		d, s := f.Apps().V1().Deployments(), f.Core().V1().Services()
-		ls := listers{deployments: d.Lister(), services: s.Lister(),
-			synced: []cache.InformerSynced{d.Informer().HasSynced, s.Informer().HasSynced}}
-		if ns == metav1.NamespaceAll {
-			l.all = &ls
-		} else {
-			l.byNamespace[ns] = ls
-		}
+		l.perNamespace.Set(ns, listers{deployments: d.Lister(), services: s.Lister()})
+		l.synced = append(l.synced, d.Informer().HasSynced, s.Informer().HasSynced)
 	}
 	return l
 }
@@ -66,20 +61,17 @@ func NewLookup(factories map[string]kubeinformers.SharedInformerFactory) Lookup 
 type listers struct {
 	deployments appslisters.DeploymentLister
 	services    corelisters.ServiceLister
-	synced      []cache.InformerSynced
 }
 
 type listerLookup struct {
-	all         *listers
-	byNamespace map[string]listers
+	perNamespace pernamespace.View[listers]
+	// synced are the informers of every factory.
+	synced []cache.InformerSynced
 }
 
 func (l *listerLookup) Objects(dep *v1beta1.FlinkDeployment) (Objects, error) {
 	var o Objects
-	ls, ok := l.byNamespace[dep.Namespace]
-	if l.all != nil {
-		ls, ok = *l.all, true
-	}
+	ls, ok := l.perNamespace.For(dep.Namespace)
 	if !ok {
 		return o, nil
 	}
@@ -94,18 +86,9 @@ func (l *listerLookup) Objects(dep *v1beta1.FlinkDeployment) (Objects, error) {
 }
 
 func (l *listerLookup) HasSynced() bool {
-	all := make([]listers, 0, len(l.byNamespace)+1)
-	if l.all != nil {
-		all = append(all, *l.all)
-	}
-	for _, ls := range l.byNamespace {
-		all = append(all, ls)
-	}
-	for _, ls := range all {
-		for _, synced := range ls.synced {
-			if !synced() {
-				return false
-			}
+	for _, synced := range l.synced {
+		if !synced() {
+			return false
 		}
 	}
 	return true
