@@ -90,147 +90,272 @@ type runState struct {
 	fenceFlinkREST func(http.RoundTripper) http.RoundTripper
 }
 
-func run(ctx context.Context, cancel context.CancelCauseFunc, opts *runState) error {
-	logger := klog.FromContext(ctx)
-	if limit := setMemoryLimitFromCgroup(); limit > 0 {
-		logger.Info("Go memory limit set from the container's", "bytes", limit)
-	}
-
-	restConfig, err := loadRESTConfig(opts.Kubeconfig)
+// run is one internal run: its start-up in phases, each a method below in
+// the order run calls them, with why it comes where it does. The deferred
+// steps stop the run in the reverse order: the informers, then the
+// controllers' event recorder and metrics, then the HTTP servers (so that
+// the probes and the webhook answer until the end).
+func run(ctx context.Context, cancel context.CancelCauseFunc, r *runState) error {
+	limitMemory(ctx)
+	api, snapshotCRD, err := r.connect(ctx)
 	if err != nil {
 		return err
+	}
+	if !snapshotCRD {
+		r.enterLegacyMode(ctx, cancel, api.kube)
+	}
+	r.watchConfig(ctx, cancel)
+	inf, err := r.newInformers(ctx, api)
+	if err != nil {
+		return err
+	}
+	srv, err := r.startServers(ctx, api, inf)
+	if err != nil {
+		return err
+	}
+	defer srv.shutdown(ctx, r.ShutdownTimeout)
+	election, ctrlConfig, err := r.prepareElection(api.config)
+	if err != nil {
+		return err
+	}
+	ctrls, cl, err := r.buildControllers(ctx, ctrlConfig, inf)
+	if err != nil {
+		return err
+	}
+	defer ctrls.shutdown()
+	// Start the informers only now: the webhook and the controllers have
+	// requested every informer they read, and a factory starts only the
+	// informers requested before its Start.
+	inf.Start(ctx.Done())
+	defer inf.Shutdown()
+	if synced, err := r.waitForCaches(ctx, inf, srv.ready); !synced {
+		return err
+	}
+	return r.runControllers(ctx, api.kube, election, ctrls, cl)
+}
+
+// limitMemory sets Go's memory limit from the container's (memlimit.go).
+// First: the limit paces the garbage collector for everything the run
+// allocates after, the informer caches the most.
+func limitMemory(ctx context.Context) {
+	if limit := setMemoryLimitFromCgroup(); limit > 0 {
+		klog.FromContext(ctx).Info("Go memory limit set from the container's", "bytes", limit)
+	}
+}
+
+// apiServer is the API server as every replica reads it, leader or not:
+// its configuration and the unfenced clients of the start-up checks, the
+// informers, the webhook and the leader election.
+type apiServer struct {
+	config *rest.Config
+	kube   kubernetes.Interface
+	flink  clientset.Interface
+}
+
+// connect builds the unfenced clients and checks that the API server
+// answers and serves the job CRDs (checkAPIServer); it reports whether the
+// FlinkStateSnapshot CRD is served. Before anything else: every later phase
+// needs the API server, and a wrong kubeconfig or a missing CRD should stop
+// start-up with one clear error before a port is bound or anything is
+// written.
+func (r *runState) connect(ctx context.Context) (api apiServer, snapshotCRD bool, err error) {
+	restConfig, err := loadRESTConfig(r.Kubeconfig)
+	if err != nil {
+		return api, false, err
 	}
 	restConfig.UserAgent = "flink-operator"
 	// Uncompressed responses: every watch stream (one per namespace and
 	// type) would otherwise hold a gzip reader of ~45 KB for good, and the
 	// API server is near (make bench-scale, docs/performance.md).
 	restConfig.DisableCompression = true
-	restConfig.QPS, restConfig.Burst = opts.KubeAPIQPS, opts.KubeAPIBurst
-	kube, err := kubernetes.NewForConfig(restConfig)
-	if err != nil {
-		return fmt.Errorf("creating Kubernetes client: %w", err)
+	restConfig.QPS, restConfig.Burst = r.KubeAPIQPS, r.KubeAPIBurst
+	api.config = restConfig
+	if api.kube, err = kubernetes.NewForConfig(restConfig); err != nil {
+		return api, false, fmt.Errorf("creating Kubernetes client: %w", err)
 	}
-	flink, err := clientset.NewForConfig(restConfig)
-	if err != nil {
-		return fmt.Errorf("creating flink.apache.org client: %w", err)
+	if api.flink, err = clientset.NewForConfig(restConfig); err != nil {
+		return api, false, fmt.Errorf("creating flink.apache.org client: %w", err)
 	}
-	snapshotCRD, err := checkAPIServer(ctx, kube, restConfig.Host, opts.ConnectTimeout)
-	if err != nil {
-		return err
-	}
-	if !snapshotCRD {
-		logger.Error(nil, snapshotCRDMissingLog)
-		opts.Config = legacyConfig(opts.Config)
-		opts.snapshotCRDMissing = true
-		go watchSnapshotCRD(ctx, restDiscovery{client: kube.CoreV1().RESTClient()}, snapshotCRDPollInterval, func() {
-			logger.Info("FlinkStateSnapshot CRD is now installed: switching to FlinkStateSnapshot resources")
-			cancel(ErrSnapshotCRDInstalled)
-		})
-	}
+	snapshotCRD, err = checkAPIServer(ctx, api.kube, restConfig.Host, r.ConnectTimeout)
+	return api, snapshotCRD, err
+}
 
-	opts.live = controllerctx.NewLiveConfig(opts.Config)
-	if w := newConfigWatcher(ctx, opts, func() { cancel(ErrWatchedNamespacesChanged) }); w != nil {
+// enterLegacyMode runs this run without the FlinkStateSnapshot CRD
+// (snapshotcrd.go): the legacy configuration, and a poll that ends the run
+// when the CRD appears. Right after connect, which found the CRD missing,
+// and before the configuration goes live: the live configuration, the
+// review key, the informers and the controllers all start from the legacy
+// configuration.
+func (r *runState) enterLegacyMode(ctx context.Context, cancel context.CancelCauseFunc, kube kubernetes.Interface) {
+	logger := klog.FromContext(ctx)
+	logger.Error(nil, snapshotCRDMissingLog)
+	r.Config = legacyConfig(r.Config)
+	r.snapshotCRDMissing = true
+	go watchSnapshotCRD(ctx, restDiscovery{client: kube.CoreV1().RESTClient()}, snapshotCRDPollInterval, func() {
+		logger.Info("FlinkStateSnapshot CRD is now installed: switching to FlinkStateSnapshot resources")
+		cancel(ErrSnapshotCRDInstalled)
+	})
+}
+
+// watchConfig makes this run's configuration the live one and, with
+// dynamic configuration, watches the --config file (dynamicconfig.go),
+// ending the run when the watched namespaces change. After legacy mode is
+// decided (a reloaded file stays in it) and before the webhook and the
+// controllers, which read the live configuration.
+func (r *runState) watchConfig(ctx context.Context, cancel context.CancelCauseFunc) {
+	r.live = controllerctx.NewLiveConfig(r.Config)
+	if w := newConfigWatcher(ctx, r, func() { cancel(ErrWatchedNamespacesChanged) }); w != nil {
 		go w.run(ctx, clock.RealClock{})
 	}
+}
 
-	sel := opts.Config.String(config.KeyLabelSelector)
-	inf, err := NewInformersWithSelector(kube, flink, opts.Namespaces, opts.ResyncPeriod, sel)
+// newInformers builds the shared informer factories of the watched
+// namespaces, filtered by the configured label selector; nothing is
+// started yet. Before the webhook and the controllers, which request their
+// informers from these factories.
+func (r *runState) newInformers(ctx context.Context, api apiServer) (*Informers, error) {
+	sel := r.Config.String(config.KeyLabelSelector)
+	inf, err := NewInformersWithSelector(api.kube, api.flink, r.Namespaces, r.ResyncPeriod, sel)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if sel != "" {
-		logger.Info("Watching only the custom resources matching the label selector", "labelSelector", sel)
+		klog.FromContext(ctx).Info("Watching only the custom resources matching the label selector", "labelSelector", sel)
 	}
+	return inf, nil
+}
 
+// httpServers are the servers this run serves, and the readiness /readyz
+// reports.
+type httpServers struct {
+	ready   *readiness
+	serving []*server
+}
+
+// startServers binds the probe, metrics and webhook ports, with what they
+// need (the canaries the liveness probe checks, the review key the webhook
+// signs with), then serves them. Before the controllers and the informers'
+// start: a taken port fails start-up before the caches fill, /readyz says
+// "not ready" while they do, and the webhook takes its listers before the
+// factories start. Every replica serves these, so this comes before the
+// leader election too.
+func (r *runState) startServers(ctx context.Context, api apiServer, inf *Informers) (*httpServers, error) {
+	logger := klog.FromContext(ctx)
 	ready := &readiness{}
 	ready.set(false, "informer caches not synced")
-	if opts.canaries, err = canary.New(opts.Config, nil); err != nil {
-		return err
+	var err error
+	if r.canaries, err = canary.New(r.Config, nil); err != nil {
+		return nil, err
 	}
-	probes, err := listen("probe", opts.ProbeAddr, probeMux(ready, opts.canaries.Healthy))
+	probes, err := listen("probe", r.ProbeAddr, probeMux(ready, r.canaries.Healthy))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	metricsSrv, err := listen("metrics", opts.MetricsAddr, metricsMux(opts.Profiling))
+	metricsSrv, err := listen("metrics", r.MetricsAddr, metricsMux(r.Profiling))
 	if err != nil {
 		closeListeners(probes)
-		return err
+		return nil, err
 	}
 	// The key of cross-namespace review stamps, for the webhook (signs) and
 	// the controllers (verify).
-	if opts.reviewKey = newReviewKey(ctx, kube, opts.Options); opts.reviewKey != nil {
-		go opts.reviewKey.Run(ctx, reviewKeyRefresh)
+	if r.reviewKey = newReviewKey(ctx, api.kube, r.Options); r.reviewKey != nil {
+		go r.reviewKey.Run(ctx, reviewKeyRefresh)
 	}
 	// The webhook takes its listers now, before the factories start.
-	webhookSrv, webhookCerts, err := newWebhook(ctx, kube, flink, inf, opts)
+	webhookSrv, webhookCerts, err := newWebhook(ctx, api.kube, api.flink, inf, r)
 	if err != nil {
 		closeListeners(probes, metricsSrv)
-		return err
+		return nil, err
 	}
 	if webhookCerts != nil {
 		go webhookCerts.Run(klog.NewContext(ctx, logger.WithName("webhook")))
 	}
-	servers := []*server{}
-	for _, s := range []*server{probes, metricsSrv, webhookSrv} {
-		if s != nil {
-			servers = append(servers, s)
-			go s.serve(logger)
+	s := &httpServers{ready: ready}
+	for _, srv := range []*server{probes, metricsSrv, webhookSrv} {
+		if srv != nil {
+			s.serving = append(s.serving, srv)
+			go srv.serve(logger)
 		}
 	}
-	defer func() {
-		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opts.ShutdownTimeout)
-		defer cancel()
-		for _, s := range servers {
-			if err := s.shutdown(shutdownCtx); err != nil {
-				logger.Error(err, "Shutting down HTTP server", "server", s.name)
-			}
-		}
-	}()
+	return s, nil
+}
 
-	// With leader election the controllers write through clients fenced by
-	// this replica's view of the lease (leaseFence), so a replica that lost
-	// it cannot write even in the instant before it exits; informers, the
-	// webhook and probes keep the unfenced clients, as every replica serves
-	// them.
-	ctrlConfig := restConfig
-	var election *election
-	if opts.LeaderElect {
-		if election, err = newElection(opts.Options); err != nil {
-			return err
+// shutdown stops the servers gracefully, within timeout even when ctx has
+// ended.
+func (s *httpServers) shutdown(ctx context.Context, timeout time.Duration) {
+	logger := klog.FromContext(ctx)
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	defer cancel()
+	for _, srv := range s.serving {
+		if err := srv.shutdown(shutdownCtx); err != nil {
+			logger.Error(err, "Shutting down HTTP server", "server", srv.name)
 		}
-		ctrlConfig = rest.CopyConfig(restConfig)
-		ctrlConfig.Wrap(election.fence.wrap)
-		opts.fenceFlinkREST = election.fence.wrap
 	}
-	cl, err := newClients(ctrlConfig, opts.Options)
-	if err != nil {
-		return err
-	}
+}
 
-	// Controllers request their informers now, so the caches are warm before
-	// this replica leads.
-	ctrls, err := newControllers(ctx, cl, inf, opts)
-	if err != nil {
-		return err
+// prepareElection, with leader election, reads its timings and fences the
+// controllers' clients by this replica's view of the lease (leaseFence), so
+// a replica that lost it cannot write even in the instant before it exits;
+// informers, the webhook and probes keep the unfenced clients, as every
+// replica serves them. It returns the election (nil without leader
+// election) and the configuration the controllers' clients are built on.
+// Before the controllers, whose clients and Flink REST transport it fences.
+func (r *runState) prepareElection(restConfig *rest.Config) (*election, *rest.Config, error) {
+	if !r.LeaderElect {
+		return nil, restConfig, nil
 	}
-	defer ctrls.shutdown()
-	inf.Start(ctx.Done())
-	defer inf.Shutdown()
+	election, err := newElection(r.Options)
+	if err != nil {
+		return nil, nil, err
+	}
+	ctrlConfig := rest.CopyConfig(restConfig)
+	ctrlConfig.Wrap(election.fence.wrap)
+	r.fenceFlinkREST = election.fence.wrap
+	return election, ctrlConfig, nil
+}
+
+// buildControllers builds the controllers' clients (on ctrlConfig) and the
+// controllers. Before the informers start: the controllers request their
+// informers now, so the caches are warm before this replica leads.
+func (r *runState) buildControllers(ctx context.Context, ctrlConfig *rest.Config, inf *Informers) (*controllers, clients, error) {
+	cl, err := newClients(ctrlConfig, r.Options)
+	if err != nil {
+		return nil, cl, err
+	}
+	ctrls, err := newControllers(ctx, cl, inf, r)
+	if err != nil {
+		return nil, cl, err
+	}
+	return ctrls, cl, nil
+}
+
+// waitForCaches waits for the started informers' caches, then reports
+// ready. It reports false when the run ends first (a nil error: shut down
+// while starting) or the caches cannot sync. Before the controllers run:
+// they act on what the caches hold.
+func (r *runState) waitForCaches(ctx context.Context, inf *Informers, ready *readiness) (synced bool, err error) {
 	if err := inf.WaitForCacheSync(ctx); err != nil {
 		if ctx.Err() != nil {
-			return nil // shut down while starting
+			return false, nil // shut down while starting
 		}
-		return err
+		return false, err
 	}
 	ready.set(true, "")
-	logger.Info("Informer caches synced", "namespaces", namespacesForLog(opts.Namespaces))
+	klog.FromContext(ctx).Info("Informer caches synced", "namespaces", namespacesForLog(r.Namespaces))
+	return true, nil
+}
 
+// runControllers runs the controllers and the canary checks until ctx
+// ends, or, with leader election, while this replica leads. Last: it
+// blocks for the rest of the run.
+func (r *runState) runControllers(ctx context.Context, kube kubernetes.Interface, election *election, ctrls *controllers, cl clients) error {
+	logger := klog.FromContext(ctx)
 	runControllers := func(ctx context.Context) {
 		logger.Info("Running controllers")
-		go opts.canaries.Run(ctx, cl.flink) // bumps and checks the canary resources (pkg/canary)
+		go r.canaries.Run(ctx, cl.flink) // bumps and checks the canary resources (pkg/canary)
 		ctrls.run(ctx)
 	}
-	if !opts.LeaderElect {
+	if !r.LeaderElect {
 		runControllers(ctx)
 		logger.Info("Shutting down")
 		return nil
