@@ -911,7 +911,7 @@ func (r *run) checkFlinkTaskManagers(name string, want int) {
 	}
 	var tms []corev1.Pod
 	r.WaitFor(t, time.Minute, fmt.Sprintf("%d running TaskManager pods of %s", want, name), func() (bool, string) {
-		l, err := r.Kube.CoreV1().Pods(r.ns).List(r.Ctx, metav1.ListOptions{LabelSelector: cluster.NativeTaskManagerSelector(name)})
+		l, err := r.Kube.CoreV1().Pods(r.ns).List(r.Ctx, metav1.ListOptions{LabelSelector: cluster.TaskManagerSelector(cluster.Native, name)})
 		if err != nil {
 			return false, err.Error()
 		}
@@ -945,7 +945,7 @@ func (r *run) checkFlinkTaskManagers(name string, want int) {
 			return false, err.Error()
 		}
 		tm := d.Status.TaskManager
-		return tm != nil && tm.Replicas == int32(want) && tm.LabelSelector == cluster.NativeTaskManagerSelector(name), fmt.Sprintf("%+v", tm)
+		return tm != nil && tm.Replicas == int32(want) && tm.LabelSelector == cluster.TaskManagerSelector(cluster.Native, name), fmt.Sprintf("%+v", tm)
 	})
 	t.Logf("%s: %s: %d TaskManager pod(s) created by Flink, owned by Deployment %s: %s", r.version, name, want, dep.Name, framework.PodNames(tms))
 }
@@ -1064,7 +1064,7 @@ func contains(l []string, s string) bool {
 }
 
 func (r *run) jobManagerPods(name string) []corev1.Pod {
-	l, err := r.Kube.CoreV1().Pods(r.ns).List(r.Ctx, metav1.ListOptions{LabelSelector: cluster.NativeJobManagerSelector(name)})
+	l, err := r.Kube.CoreV1().Pods(r.ns).List(r.Ctx, metav1.ListOptions{LabelSelector: cluster.JobManagerSelector(cluster.Native, name)})
 	if err != nil {
 		r.t.Fatal(err)
 	}

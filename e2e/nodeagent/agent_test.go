@@ -184,11 +184,11 @@ func TestFakeJobManagerPods(t *testing.T) {
 		begin := time.Now()
 		var jm []corev1.Pod
 		waitFor(t, ctx, time.Minute, "a ready fake JobManager", func() bool {
-			jm = readyPods(t, ctx, client, cluster.JobManagerSelector("fake-app"))
+			jm = readyPods(t, ctx, client, cluster.JobManagerSelector(cluster.Standalone, "fake-app"))
 			return len(jm) == 1
 		})
 		waitFor(t, ctx, time.Minute, "a ready fake TaskManager", func() bool {
-			return len(readyPods(t, ctx, client, cluster.TaskManagerSelector("fake-app"))) == 1
+			return len(readyPods(t, ctx, client, cluster.TaskManagerSelector(cluster.Standalone, "fake-app"))) == 1
 		})
 		t.Logf("fake application cluster ready %s after creation", time.Since(begin).Round(time.Millisecond))
 		var job struct {

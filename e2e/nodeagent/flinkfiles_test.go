@@ -97,7 +97,7 @@ func TestFlinkFilesAtMountPaths(t *testing.T) {
 	createCluster(t, ctx, client, objs)
 	var jm []corev1.Pod
 	waitFor(t, ctx, 3*time.Minute, "a ready JobManager", func() bool {
-		jm = readyPods(t, ctx, client, cluster.JobManagerSelector(fd.Name))
+		jm = readyPods(t, ctx, client, cluster.JobManagerSelector(cluster.Standalone, fd.Name))
 		return len(jm) == 1
 	})
 	rest := "http://" + jm[0].Status.PodIP + ":8081"

@@ -212,13 +212,13 @@ func testNativeCluster(t *testing.T, ctx context.Context, c *localcluster.Cluste
 
 	var jm []corev1.Pod
 	waitFor(t, ctx, 3*time.Minute, "a ready JobManager", func() bool {
-		jm = readyPods(t, ctx, client, cluster.NativeJobManagerSelector(name))
+		jm = readyPods(t, ctx, client, cluster.JobManagerSelector(cluster.Native, name))
 		return len(jm) == 1
 	})
 	rest := "http://" + jm[0].Status.PodIP + ":8081"
 	if session {
 		// A native session cluster starts without TaskManagers.
-		if tms, err := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: cluster.NativeTaskManagerSelector(name)}); err != nil || len(tms.Items) != 0 {
+		if tms, err := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: cluster.TaskManagerSelector(cluster.Native, name)}); err != nil || len(tms.Items) != 0 {
 			t.Fatalf("native session cluster with TaskManager pods before any job: %d, %v", len(tms.Items), err)
 		}
 		jobID = submitJar(t, ctx, rest, dist.TestJobJar, flinkjvm.TestJobClass, "--rate", "10", "--keys", "10")
@@ -243,7 +243,7 @@ func testNativeCluster(t *testing.T, ctx context.Context, c *localcluster.Cluste
 	// The TaskManagers: pods Flink created, owned by the JobManager
 	// Deployment, each a running KubernetesTaskExecutorRunner JVM registered
 	// under its pod name.
-	tms, err := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: cluster.NativeTaskManagerSelector(name)})
+	tms, err := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: cluster.TaskManagerSelector(cluster.Native, name)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +345,7 @@ func testNativeCluster(t *testing.T, ctx context.Context, c *localcluster.Cluste
 	}); err != nil {
 		t.Fatal(err)
 	}
-	all := labels.SelectorFromSet(cluster.NativeCommonLabels(name)).String()
+	all := labels.SelectorFromSet(cluster.CommonLabels(cluster.Native, name)).String()
 	var left []string
 	waitForf(t, ctx, 2*time.Minute, func() string { return "no pods left, have " + strings.Join(left, ", ") }, func() bool {
 		l, err := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: all})

@@ -163,13 +163,13 @@ func (e *env) run() {
 	// 1. Create the cluster; the job runs.
 	created := time.Now()
 	e.create(objs)
-	jm := e.waitReadyPod(cluster.JobManagerSelector(name), "")
+	jm := e.waitReadyPod(cluster.JobManagerSelector(cluster.Standalone, name), "")
 	jmReady := time.Since(created)
 	rest := "http://" + jm.Status.PodIP + ":8081"
 	e.waitJobRunning(rest, jobID)
 	t.Logf("%s: pod creation -> JobManager pod Ready %s, -> job RUNNING %s (JM pod IP %s)",
 		e.version, jmReady.Round(time.Millisecond), time.Since(created).Round(time.Millisecond), jm.Status.PodIP)
-	tm := e.waitReadyPod(cluster.TaskManagerSelector(name), "")
+	tm := e.waitReadyPod(cluster.TaskManagerSelector(cluster.Standalone, name), "")
 	e.checkPodStatus(jm)
 	e.checkPodStatus(tm)
 	var overview struct {
@@ -219,7 +219,7 @@ func (e *env) run() {
 		t.Errorf("old JobManager JVM (pid %d) alive after its pod was deleted", oldJMPID.PID)
 	}
 	t.Logf("%s: old JobManager pod and JVM gone %s after the Deployment update", e.version, time.Since(rolled).Round(time.Millisecond))
-	jm2 := e.waitReadyPod(cluster.JobManagerSelector(name), jm.Name)
+	jm2 := e.waitReadyPod(cluster.JobManagerSelector(cluster.Standalone, name), jm.Name)
 	rest = "http://" + jm2.Status.PodIP + ":8081"
 	e.waitJobRunning(rest, jobID)
 	t.Logf("%s: restored job RUNNING %s after the Deployment update (new JM pod IP %s)",
@@ -249,7 +249,7 @@ func (e *env) run() {
 	if acc.MaxCount < before || acc.MaxCount <= (acc.Records+9)/10 {
 		t.Errorf("state not restored: %+v, max-count before the savepoint %d", acc, before)
 	}
-	tm2 := e.waitReadyPod(cluster.TaskManagerSelector(name), "")
+	tm2 := e.waitReadyPod(cluster.TaskManagerSelector(cluster.Standalone, name), "")
 	if tm2.UID != tm.UID {
 		t.Errorf("TaskManager pod replaced (%s -> %s); the test expects it to follow the JobManager", tm.Name, tm2.Name)
 	}

@@ -214,7 +214,7 @@ func (p *plan) configVolume() corev1.Volume {
 func (p *plan) pod(component string, main corev1.Container, args []string, componentTemplate *corev1.Pod, res componentResources, configHash string) (corev1.PodTemplateSpec, error) {
 	main.Args = args
 	pod := corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Labels: p.labels(component)},
+		ObjectMeta: metav1.ObjectMeta{Labels: Labels(p.mode(), p.name, component)},
 		Spec: corev1.PodSpec{
 			Containers: []corev1.Container{main},
 			Volumes:    []corev1.Volume{p.configVolume()},
@@ -224,7 +224,7 @@ func (p *plan) pod(component string, main corev1.Container, args []string, compo
 	mergePodTemplate(&pod, componentTemplate)
 
 	// Invariants, re-applied over the templates.
-	pod.Labels = mergeMap(pod.Labels, p.labels(component))
+	pod.Labels = mergeMap(pod.Labels, Labels(p.mode(), p.name, component))
 	pod.Annotations = mergeMap(pod.Annotations, map[string]string{AnnotationConfigHash: configHash})
 	if n := p.spec.RestartNonce; n != nil {
 		pod.Annotations[AnnotationRestartNonce] = strconv.FormatInt(*n, 10)
@@ -256,12 +256,12 @@ func (p *plan) deployment(name, component string, replicas int32, pod corev1.Pod
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            name,
 			Namespace:       p.namespace,
-			Labels:          p.labels(component),
+			Labels:          Labels(p.mode(), p.name, component),
 			OwnerReferences: []metav1.OwnerReference{OwnerReference(p.in.Deployment)},
 		},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: &replicas,
-			Selector: &metav1.LabelSelector{MatchLabels: p.labels(component)},
+			Selector: &metav1.LabelSelector{MatchLabels: Labels(p.mode(), p.name, component)},
 			Template: pod,
 			Strategy: strategy,
 		},
@@ -342,10 +342,10 @@ func (p *plan) restServiceType() (corev1.ServiceType, bool, error) {
 }
 
 func (p *plan) services() (rpc, rest *corev1.Service, err error) {
-	objectLabels := Labels(p.name, ComponentJobManager)
+	objectLabels := Labels(Standalone, p.name, ComponentJobManager)
 	if p.in.Native {
 		// Flink's service decorators label Services with the common labels.
-		objectLabels = p.commonLabels()
+		objectLabels = CommonLabels(Native, p.name)
 	}
 	meta := func(name string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{
@@ -355,7 +355,7 @@ func (p *plan) services() (rpc, rest *corev1.Service, err error) {
 			OwnerReferences: []metav1.OwnerReference{OwnerReference(p.in.Deployment)},
 		}
 	}
-	selector := p.labels(ComponentJobManager)
+	selector := Labels(p.mode(), p.name, ComponentJobManager)
 	rpc = &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
 		ObjectMeta: meta(RPCServiceName(p.name)),

@@ -159,7 +159,7 @@ func TestJobManagerDeployment(t *testing.T) {
 	if tm.Spec.Template.Annotations[AnnotationConfigHash] != jm.Spec.Template.Annotations[AnnotationConfigHash] {
 		t.Errorf("JM and TM config hashes differ")
 	}
-	if got := TaskManagerSelector("demo"); got != "app=demo,component=taskmanager,type=flink-standalone-kubernetes" {
+	if got := TaskManagerSelector(Standalone, "demo"); got != "app=demo,component=taskmanager,type=flink-standalone-kubernetes" {
 		t.Errorf("TaskManagerSelector = %q", got)
 	}
 }

@@ -100,7 +100,7 @@ func (p *plan) configMap() (*corev1.ConfigMap, error) {
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            ConfigMapName(p.name),
 			Namespace:       p.namespace,
-			Labels:          p.commonLabels(),
+			Labels:          CommonLabels(p.mode(), p.name),
 			Annotations:     map[string]string{AnnotationFlinkDefaults: string(defaults)},
 			OwnerReferences: []metav1.OwnerReference{OwnerReference(p.in.Deployment)},
 		},

@@ -226,8 +226,8 @@
 // ServiceAccount (kubernetes.service-account, else "default"):
 //
 //   - TaskManager pods <name>-taskmanager-<attempt>-<n>
-//     (TaskManagerPodNamePrefix), labelled NativeLabels(name, taskmanager)
-//     (NativeTaskManagerSelector), restartPolicy Never, mounting
+//     (TaskManagerPodNamePrefix), labelled Labels(Native, name, taskmanager)
+//     (TaskManagerSelector(Native, name)), restartPolicy Never, mounting
 //     flink-config-<name> (only the keys it found in its conf directory),
 //     with a controller owner reference (blockOwnerDeletion true) to the
 //     JobManager Deployment <name>, which Flink GETs by that name to set

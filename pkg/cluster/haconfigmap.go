@@ -24,7 +24,7 @@ import (
 // labels of cluster name: the HA ConfigMaps of every Flink version and, in
 // native mode, the operator's own ConfigMaps, which IsHAConfigMap rejects.
 func HAConfigMapListSelector(name string) string {
-	return labels.SelectorFromSet(NativeCommonLabels(name)).String()
+	return labels.SelectorFromSet(CommonLabels(Native, name)).String()
 }
 
 // IsHAConfigMap reports whether cm is an HA ConfigMap Flink's Kubernetes HA

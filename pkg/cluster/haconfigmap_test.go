@@ -14,7 +14,7 @@ import (
 // names are not.
 func TestIsHAConfigMap(t *testing.T) {
 	const job = "0123456789abcdef0123456789abcdef"
-	flink2 := NativeCommonLabels("demo")
+	flink2 := CommonLabels(Native, "demo")
 	for _, c := range []struct {
 		name   string
 		labels map[string]string
@@ -33,8 +33,8 @@ func TestIsHAConfigMap(t *testing.T) {
 		{"demo-" + job[:31] + "-config-map", flink2, false},
 		{"demo-0123456789ABCDEF0123456789ABCDEF-config-map", flink2, false},
 		{"demo-x-cluster-config-map", flink2, false},
-		{"demo-cluster-config-map", NativeCommonLabels("other"), false},
-		{"demo-cluster-config-map", CommonLabels("demo"), false},
+		{"demo-cluster-config-map", CommonLabels(Native, "other"), false},
+		{"demo-cluster-config-map", CommonLabels(Standalone, "demo"), false},
 		{"demo-cluster-config-map", nil, false},
 	} {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: c.name, Labels: c.labels}}

@@ -110,11 +110,7 @@ func Ingress(in IngressInput) (*networkingv1.Ingress, error) {
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	common := CommonLabels(dep.Name)
-	if in.Native {
-		common = NativeCommonLabels(dep.Name)
-	}
-	maps.Copy(labels, common)
+	maps.Copy(labels, CommonLabels(Mode(in.Native), dep.Name))
 	labels[LabelComponent] = ComponentIngress
 	pathType := networkingv1.PathTypeImplementationSpecific
 	rule := networkingv1.IngressRule{

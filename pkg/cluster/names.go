@@ -87,30 +87,60 @@ func RPCServiceName(name string) string { return name }
 // talks to http://<name>-rest.<namespace>.svc:<rest.port>.
 func RESTServiceName(name string) string { return name + "-rest" }
 
-// CommonLabels are on every object of the cluster (upstream's
-// getCommonLabels): app and type.
-func CommonLabels(name string) map[string]string {
-	return map[string]string{LabelApp: name, LabelType: TypeStandalone}
+// Mode is how a cluster is deployed, as far as its labels tell: Standalone
+// (the operator creates the JobManager and TaskManager Deployments, labelled
+// like upstream's StandaloneKubernetesUtils) or Native (Flink's Kubernetes
+// integration, which creates the TaskManager pods itself and labels them like
+// Flink's KubernetesUtils). The two differ only in the type label, so the
+// label and selector functions take the mode rather than coming in
+// Native* twins. A bool underneath: a caller holding Input.Native (or
+// NativeMode's answer) passes Mode(native).
+type Mode bool
+
+// The two modes.
+const (
+	Standalone Mode = false
+	Native     Mode = true
+)
+
+// typeLabel is the value of the type label on every object of a cluster in
+// mode m.
+func (m Mode) typeLabel() string {
+	if m == Native {
+		return TypeNative
+	}
+	return TypeStandalone
 }
 
-// Labels are the pod and selector labels of one component: app=<name>,
-// component=jobmanager|taskmanager, type=flink-standalone-kubernetes.
-func Labels(name, component string) map[string]string {
-	l := CommonLabels(name)
+// CommonLabels are on every object of a cluster in mode: app=<name> and
+// type=flink-standalone-kubernetes (upstream's getCommonLabels) or
+// type=flink-native-kubernetes (Flink's KubernetesUtils.getCommonLabels).
+func CommonLabels(mode Mode, name string) map[string]string {
+	return map[string]string{LabelApp: name, LabelType: mode.typeLabel()}
+}
+
+// Labels are the pod and selector labels of one component: the common labels
+// and component=jobmanager|taskmanager. In native mode Flink's resource
+// manager labels the TaskManager pods it creates
+// Labels(Native, name, ComponentTaskManager).
+func Labels(mode Mode, name, component string) map[string]string {
+	l := CommonLabels(mode, name)
 	l[LabelComponent] = component
 	return l
 }
 
 // TaskManagerSelector is the TaskManager pod selector in string form, for
-// status.taskManager.labelSelector (the scale subresource's selectorpath).
-func TaskManagerSelector(name string) string {
-	return labels.SelectorFromSet(Labels(name, ComponentTaskManager)).String()
+// status.taskManager.labelSelector (the scale subresource's selectorpath)
+// and for observing the pods; in native mode it selects the pods Flink
+// creates.
+func TaskManagerSelector(mode Mode, name string) string {
+	return labels.SelectorFromSet(Labels(mode, name, ComponentTaskManager)).String()
 }
 
 // JobManagerSelector is the JobManager pod selector in string form, for
 // listing JobManager pods.
-func JobManagerSelector(name string) string {
-	return labels.SelectorFromSet(Labels(name, ComponentJobManager)).String()
+func JobManagerSelector(mode Mode, name string) string {
+	return labels.SelectorFromSet(Labels(mode, name, ComponentJobManager)).String()
 }
 
 // OwnerReference makes the FlinkDeployment the controller of an object, so

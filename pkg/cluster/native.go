@@ -123,38 +123,13 @@ func HAClusterConfigMapName(name string) string { return name + "-cluster-config
 // checkpoint pointers and counter in: <cluster-id>-<job-id>-config-map.
 func HAJobConfigMapName(name, jobID string) string { return name + "-" + jobID + "-config-map" }
 
-// NativeCommonLabels are on every object of a native cluster (Flink's
-// KubernetesUtils.getCommonLabels): app=<name>, type=flink-native-kubernetes.
-func NativeCommonLabels(name string) map[string]string {
-	return map[string]string{LabelApp: name, LabelType: TypeNative}
-}
-
-// NativeLabels are the pod and selector labels of one component of a native
-// cluster; Flink's resource manager labels the TaskManager pods it creates
-// NativeLabels(name, ComponentTaskManager).
-func NativeLabels(name, component string) map[string]string {
-	l := NativeCommonLabels(name)
-	l[LabelComponent] = component
-	return l
-}
-
-// NativeTaskManagerSelector selects the TaskManager pods Flink creates, for
-// status.taskManager.labelSelector and for observing them.
-func NativeTaskManagerSelector(name string) string {
-	return labels.SelectorFromSet(NativeLabels(name, ComponentTaskManager)).String()
-}
-
-// NativeJobManagerSelector selects the JobManager pods of a native cluster.
-func NativeJobManagerSelector(name string) string {
-	return labels.SelectorFromSet(NativeLabels(name, ComponentJobManager)).String()
-}
-
 // HAConfigMapLabels are the labels Flink 1.x puts on the HA ConfigMaps it
-// creates (KubernetesUtils.getConfigMapLabels): the common labels and
+// creates (KubernetesUtils.getConfigMapLabels): Flink's common labels (the
+// native ones in either mode, since Flink labels them itself) and
 // configmap-type=high-availability. Flink 2 puts the common labels only
 // (haconfigmap.go: IsHAConfigMap recognises both).
 func HAConfigMapLabels(name string) map[string]string {
-	l := NativeCommonLabels(name)
+	l := CommonLabels(Native, name)
 	l[LabelConfigMapType] = ConfigMapTypeHA
 	return l
 }
@@ -167,21 +142,8 @@ func HAConfigMapSelector(name string) string {
 	return labels.SelectorFromSet(HAConfigMapLabels(name)).String()
 }
 
-// commonLabels are CommonLabels or NativeCommonLabels by mode.
-func (p *plan) commonLabels() map[string]string {
-	if p.in.Native {
-		return NativeCommonLabels(p.name)
-	}
-	return CommonLabels(p.name)
-}
-
-// labels are Labels or NativeLabels by mode.
-func (p *plan) labels(component string) map[string]string {
-	if p.in.Native {
-		return NativeLabels(p.name, component)
-	}
-	return Labels(p.name, component)
-}
+// mode is the deployment mode of the cluster being built, for its labels.
+func (p *plan) mode() Mode { return Mode(p.in.Native) }
 
 // applyNativeKeys writes what Flink's native integration reads on top of the
 // configuration every cluster gets, as upstream's FlinkConfigBuilder and
@@ -426,7 +388,7 @@ func (p *plan) podTemplateConfigMap() (*corev1.ConfigMap, error) {
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            PodTemplateConfigMapName(p.name),
 			Namespace:       p.namespace,
-			Labels:          p.commonLabels(),
+			Labels:          CommonLabels(p.mode(), p.name),
 			OwnerReferences: []metav1.OwnerReference{OwnerReference(p.in.Deployment)},
 		},
 		Data: map[string]string{TaskManagerPodTemplateFile: string(b)},

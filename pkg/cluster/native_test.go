@@ -551,8 +551,8 @@ func TestNativeNamesAndSelectors(t *testing.T) {
 		{TaskManagerPodNamePrefix("demo"), "demo-taskmanager-"},
 		{HAClusterConfigMapName("demo"), "demo-cluster-config-map"},
 		{HAJobConfigMapName("demo", testJobID), "demo-" + testJobID + "-config-map"},
-		{NativeTaskManagerSelector("demo"), "app=demo,component=taskmanager,type=flink-native-kubernetes"},
-		{NativeJobManagerSelector("demo"), "app=demo,component=jobmanager,type=flink-native-kubernetes"},
+		{TaskManagerSelector(Native, "demo"), "app=demo,component=taskmanager,type=flink-native-kubernetes"},
+		{JobManagerSelector(Native, "demo"), "app=demo,component=jobmanager,type=flink-native-kubernetes"},
 		{HAConfigMapSelector("demo"), "app=demo,configmap-type=high-availability,type=flink-native-kubernetes"},
 	} {
 		if tt.got != tt.want {

@@ -25,7 +25,7 @@ import (
 func (f *nativeFixture) flink2HAConfigMaps(name, jobID string) {
 	f.T.Helper()
 	for _, n := range []string{cluster.HAClusterConfigMapName(name), cluster.HAJobConfigMapName(name, jobID)} {
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: n, Namespace: ns, Labels: cluster.NativeCommonLabels(name)},
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: n, Namespace: ns, Labels: cluster.CommonLabels(cluster.Native, name)},
 			Data: map[string]string{"counter": "1"}}
 		if _, err := f.Kube.CoreV1().ConfigMaps(ns).Create(f.Ctx, cm, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			f.T.Fatal(err)

@@ -71,7 +71,7 @@ func TestFirstDeployFromInitialSavepoint(t *testing.T) {
 	if got.Status.ReconciliationStatus.LastStableSpec != got.Status.ReconciliationStatus.LastReconciledSpec {
 		t.Errorf("stable spec not recorded")
 	}
-	if tm := got.Status.TaskManager; tm == nil || tm.Replicas != 1 || tm.LabelSelector != cluster.TaskManagerSelector("job") {
+	if tm := got.Status.TaskManager; tm == nil || tm.Replicas != 1 || tm.LabelSelector != cluster.TaskManagerSelector(cluster.Standalone, "job") {
 		t.Errorf("taskManager status %+v", tm)
 	}
 	if c := findCondition(got.Status.Conditions, "Running"); c == nil || c.Status != metav1.ConditionTrue || c.Reason != "Running" {

@@ -150,7 +150,7 @@ func (f *nativeFixture) flinkResourceManager() {
 			pod := &corev1.Pod{
 				ObjectMeta: metav1.ObjectMeta{
 					Name: fmt.Sprintf("%s%s-%d", cluster.TaskManagerPodNamePrefix(name), jm.UID, i), Namespace: ns,
-					Labels: cluster.NativeLabels(name, cluster.ComponentTaskManager),
+					Labels: cluster.Labels(cluster.Native, name, cluster.ComponentTaskManager),
 					OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: jm.Name, UID: jm.UID,
 						Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}},
 				},
@@ -193,7 +193,7 @@ func (f *nativeFixture) garbageCollector() {
 // tmPodsOf lists the TaskManager pods of cluster name in the API.
 func (f *nativeFixture) tmPodsOf(name string) []corev1.Pod {
 	f.T.Helper()
-	list, err := f.Kube.CoreV1().Pods(ns).List(f.Ctx, metav1.ListOptions{LabelSelector: cluster.NativeTaskManagerSelector(name)})
+	list, err := f.Kube.CoreV1().Pods(ns).List(f.Ctx, metav1.ListOptions{LabelSelector: cluster.TaskManagerSelector(cluster.Native, name)})
 	if err != nil {
 		f.T.Fatal(err)
 	}
@@ -267,7 +267,7 @@ func TestNativeApplicationDeploy(t *testing.T) {
 	}
 	f.Step("job")
 	got = f.Get("job")
-	if tm := got.Status.TaskManager; tm == nil || tm.Replicas != 2 || tm.LabelSelector != cluster.NativeTaskManagerSelector("job") {
+	if tm := got.Status.TaskManager; tm == nil || tm.Replicas != 2 || tm.LabelSelector != cluster.TaskManagerSelector(cluster.Native, "job") {
 		t.Errorf("status.taskManager %+v, want Flink's 2 pods", tm)
 	}
 	if len(f.tmPodsOf("job")) != 2 {
@@ -321,7 +321,7 @@ func TestNativeTaskManagerPodFailure(t *testing.T) {
 	f.tmPods = 0
 	f.Deploy(native(f.application("job", v1beta1.UpgradeModeSavepoint)))
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "job-taskmanager-1-1", Namespace: ns, Labels: cluster.NativeLabels("job", cluster.ComponentTaskManager)},
+		ObjectMeta: metav1.ObjectMeta{Name: "job-taskmanager-1-1", Namespace: ns, Labels: cluster.Labels(cluster.Native, "job", cluster.ComponentTaskManager)},
 		Status: corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{{
 			Name: cluster.MainContainerName, Image: "flink:nope",
 			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff"}}}}},

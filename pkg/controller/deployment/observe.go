@@ -26,12 +26,11 @@ const AnnotationFlinkVersion = jobmanager.AnnotationFlinkVersion
 func (c *Controller) observe(ctx context.Context, sc *syncState) error {
 	st := &sc.Obj.Status
 	native := sc.native()
-	tm := &v1beta1.TaskManagerInfo{LabelSelector: cluster.TaskManagerSelector(sc.Obj.Name)}
+	tm := &v1beta1.TaskManagerInfo{LabelSelector: cluster.TaskManagerSelector(cluster.Mode(native), sc.Obj.Name)}
 	if native {
 		// Flink's resource manager creates the TaskManager pods: count the
 		// live ones (the scale subresource reads this; the operator never
 		// scales them).
-		tm.LabelSelector = cluster.NativeTaskManagerSelector(sc.Obj.Name)
 		pods, err := c.owned.nativeTaskManagerPods(sc.Obj)
 		if err != nil {
 			return err

@@ -222,7 +222,7 @@ func (c *ownedCache) nativeTaskManagerPods(dep *v1beta1.FlinkDeployment) ([]*cor
 	if inf == nil || inf.podInformer == nil {
 		return nil, nil
 	}
-	return endpoints.ClusterPods(inf.podInformer.GetIndexer(), dep.Namespace, dep.Name, labels.SelectorFromSet(cluster.NativeLabels(dep.Name, cluster.ComponentTaskManager)))
+	return endpoints.ClusterPods(inf.podInformer.GetIndexer(), dep.Namespace, dep.Name, labels.SelectorFromSet(cluster.Labels(cluster.Native, dep.Name, cluster.ComponentTaskManager)))
 }
 
 // haConfigMaps are the HA ConfigMaps Flink's Kubernetes HA created for
@@ -234,7 +234,7 @@ func (c *ownedCache) haConfigMaps(dep *v1beta1.FlinkDeployment) ([]*corev1.Confi
 	if inf == nil {
 		return nil, nil
 	}
-	all, err := inf.configMaps.ConfigMaps(dep.Namespace).List(labels.SelectorFromSet(cluster.NativeCommonLabels(dep.Name)))
+	all, err := inf.configMaps.ConfigMaps(dep.Namespace).List(labels.SelectorFromSet(cluster.CommonLabels(cluster.Native, dep.Name)))
 	if err != nil {
 		return nil, err
 	}

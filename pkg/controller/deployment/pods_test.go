@@ -69,7 +69,7 @@ var runningState = corev1.ContainerState{Running: &corev1.ContainerStateRunning{
 
 func flinkPod(component string, cs ...corev1.ContainerStatus) *corev1.Pod {
 	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "app-" + component + "-0", Namespace: ns, Labels: cluster.Labels("app", component), UID: types.UID("pod-" + component)},
+		ObjectMeta: metav1.ObjectMeta{Name: "app-" + component + "-0", Namespace: ns, Labels: cluster.Labels(cluster.Standalone, "app", component), UID: types.UID("pod-" + component)},
 		Status:     corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: cs},
 	}
 }
@@ -214,7 +214,7 @@ func (f *podFixture) refreshPods() {
 func (f *podFixture) setPod(dep, component string, cs corev1.ContainerStatus) {
 	f.T.Helper()
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: dep + "-" + component + "-0", Namespace: ns, Labels: cluster.Labels(dep, component), UID: types.UID(dep + "-" + component)},
+		ObjectMeta: metav1.ObjectMeta{Name: dep + "-" + component + "-0", Namespace: ns, Labels: cluster.Labels(cluster.Standalone, dep, component), UID: types.UID(dep + "-" + component)},
 		Status:     corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{cs}},
 	}
 	_, err := f.Kube.CoreV1().Pods(ns).Update(f.Ctx, pod, metav1.UpdateOptions{})
@@ -420,7 +420,7 @@ func TestTaskManagerFailures(t *testing.T) {
 
 	// Unschedulable TaskManager: reported, not ERROR.
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "app-taskmanager-1", Namespace: ns, Labels: cluster.Labels("app", cluster.ComponentTaskManager)},
+		ObjectMeta: metav1.ObjectMeta{Name: "app-taskmanager-1", Namespace: ns, Labels: cluster.Labels(cluster.Standalone, "app", cluster.ComponentTaskManager)},
 		Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{
 			Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/1 nodes are available: 1 Insufficient cpu."}}},
 	}

@@ -39,12 +39,8 @@ func deploymentDeletes(f *fixture) map[string][]string {
 // clusterPod is a running pod of component of the cluster name, owned by
 // a ReplicaSet as a Deployment's pods are.
 func clusterPod(name, component string, native bool) *corev1.Pod {
-	l := cluster.Labels(name, component)
-	if native {
-		l = cluster.NativeLabels(name, component)
-	}
 	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name + "-" + component + "-old", Namespace: ns, Labels: l,
+		ObjectMeta: metav1.ObjectMeta{Name: name + "-" + component + "-old", Namespace: ns, Labels: cluster.Labels(cluster.Mode(native), name, component),
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: name + "-rs", UID: "rs-uid",
 				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning},

@@ -48,7 +48,7 @@ func controllerRef(name string, id types.UID) []metav1.OwnerReference {
 func jobManager(version string, owners []metav1.OwnerReference) *appsv1.Deployment {
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{
 		Name: cluster.JobManagerDeploymentName("job"), Namespace: ns, OwnerReferences: owners,
-		Labels: cluster.CommonLabels("job"),
+		Labels: cluster.CommonLabels(cluster.Standalone, "job"),
 	}}
 	if version != "" {
 		d.Annotations = map[string]string{AnnotationFlinkVersion: version}
@@ -60,7 +60,7 @@ func jobManager(version string, owners []metav1.OwnerReference) *appsv1.Deployme
 func restService(owners []metav1.OwnerReference, ports map[string]int32) *corev1.Service {
 	s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{
 		Name: cluster.RESTServiceName("job"), Namespace: ns, OwnerReferences: owners,
-		Labels: cluster.CommonLabels("job"),
+		Labels: cluster.CommonLabels(cluster.Standalone, "job"),
 	}}
 	for name, p := range ports {
 		s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Name: name, Port: p})
