@@ -64,11 +64,11 @@ func (c *Controller) write(ctx context.Context, base, s *v1beta1.FlinkStateSnaps
 	// would count one failure twice.
 	if s.Status.Failures > base.Status.Failures {
 		reason := ReasonCheckpointError
-		if snapshotrules.IsSavepoint(s) {
+		if kindOf(s) == savepoint {
 			reason = ReasonSavepointError
 		}
 		c.Recorder.Event(s, corev1.EventTypeWarning, reason, s.Status.Error)
-		metrics.SnapshotFailures.WithLabelValues(s.Namespace, lower(snapshotrules.Type(s))).Inc()
+		metrics.SnapshotFailures.WithLabelValues(s.Namespace, string(kindOf(s))).Inc()
 	}
 	if base.Status.State != s.Status.State {
 		c.stateChanged(ctx, logger, base, s)
@@ -108,7 +108,7 @@ func (c *Controller) stateChanged(_ context.Context, logger klog.Logger, old, s 
 	if s.Status.State != v1beta1.SnapshotInProgress {
 		c.release(key)
 	}
-	typ := lower(snapshotrules.Type(s))
+	typ := string(kindOf(s))
 	logger.Info("Snapshot state changed", "snapshot", klog.KObj(s), "type", typ,
 		"job", snapshotrules.JobRefString(s.Spec.JobReference), "from", stateOrNew(old.Status.State), "to", s.Status.State,
 		"triggerId", s.Status.TriggerID, "path", s.Status.Path, "failures", s.Status.Failures, "error", s.Status.Error)

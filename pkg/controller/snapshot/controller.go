@@ -43,7 +43,7 @@ type Options struct {
 	// AdmissionGuard says whether this snapshot's cross-namespace reference
 	// was reviewed by the operator's admission webhook (nil error): a
 	// SubjectAccessReview found its creator may update the referenced job,
-	// and the webhook stamped the snapshot (pkg/webhook/review). Without it
+	// and the webhook stamped the snapshot (pkg/reviewstamp). Without it
 	// (nil, or an error) no cross-namespace reference is acted on, even with
 	// kubernetes.operator.snapshot.cross-namespace-references.enabled.
 	AdmissionGuard func(ctx context.Context, s *v1beta1.FlinkStateSnapshot) error
@@ -291,7 +291,7 @@ func (c *Controller) CountSnapshots() []metrics.SnapshotCount {
 		if state == "" {
 			state = v1beta1.SnapshotTriggerPending
 		}
-		counts[metrics.SnapshotCount{Namespace: s.Namespace, Type: lower(snapshotrules.Type(s)), State: string(state)}]++
+		counts[metrics.SnapshotCount{Namespace: s.Namespace, Type: string(kindOf(s)), State: string(state)}]++
 	}
 	out := make([]metrics.SnapshotCount, 0, len(counts))
 	for k, n := range counts {

@@ -194,10 +194,10 @@ func (c *Controller) awaitAttempt(ctx context.Context, cached, s *v1beta1.FlinkS
 	if err != nil {
 		c.Recorder.Eventf(s, corev1.EventTypeWarning, ReasonDisposeSkipped,
 			"Snapshot deleted while in progress (trigger id %s) cannot be followed (%v); if Flink completes it, its files stay in the savepoint directory %s",
-			s.Status.TriggerID, err, savepointDir(s, &target{}))
+			s.Status.TriggerID, err, requestOf(s, nil).dir)
 		return 0, c.removeFinalizer(ctx, s)
 	}
-	requeue, err := c.observe(ctx, s, t, true)
+	requeue, err := c.observe(ctx, s, t, requestOf(s, t.cfg), true)
 	if err != nil {
 		return 0, err
 	}

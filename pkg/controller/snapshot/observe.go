@@ -16,28 +16,28 @@ import (
 // observe polls an IN_PROGRESS snapshot by its trigger id. deleting: the
 // snapshot is being deleted and only the end of the attempt matters; a
 // trigger id Flink never saw is not sent again.
-func (c *Controller) observe(ctx context.Context, s *v1beta1.FlinkStateSnapshot, t *target, deleting bool) (time.Duration, error) {
+func (c *Controller) observe(ctx context.Context, s *v1beta1.FlinkStateSnapshot, t *target, r request, deleting bool) (time.Duration, error) {
 	now := c.Clock.Now()
 	triggered, _ := snapshotrules.ParseTime(s.Status.TriggerTimestamp)
 	elapsed := now.Sub(triggered)
 	if !t.running() {
-		return c.settleStopped(ctx, s, t, now), nil
+		return c.settleStopped(ctx, s, t, r, now), nil
 	}
 	timeout, err := config.SnapshotTimeout(t.cfg)
 	if err != nil {
 		return 0, err
 	}
 	if elapsed > timeout {
-		return c.timedOut(ctx, s, t, now, timeout), nil
+		return c.timedOut(ctx, s, t, r, now, timeout), nil
 	}
 
 	client, err := c.flinkClient(t)
 	if err != nil {
 		return 0, err
 	}
-	res, err := c.poll(ctx, client, s, t)
+	res, err := c.poll(ctx, client, s, t, r.kind)
 	if flink.IsNotFound(err) {
-		res, err = c.recover(ctx, client, s, t, triggered, elapsed, deleting)
+		res, err = c.recover(ctx, client, s, t, r, triggered, elapsed, deleting)
 	}
 	switch {
 	case err != nil && flink.IsRetryable(err):
@@ -62,17 +62,17 @@ func (c *Controller) observe(ctx context.Context, s *v1beta1.FlinkStateSnapshot,
 // checkpoint statistics, which the operator does not record between polls:
 // Flink is asked once more, so that the failure names the checkpoint and
 // what to change, and a path that arrived just now is not thrown away.
-func (c *Controller) timedOut(ctx context.Context, s *v1beta1.FlinkStateSnapshot, t *target, now time.Time, timeout time.Duration) time.Duration {
+func (c *Controller) timedOut(ctx context.Context, s *v1beta1.FlinkStateSnapshot, t *target, r request, now time.Time, timeout time.Duration) time.Duration {
 	msg := fmt.Sprintf("%s with trigger id %s did not complete within %s (%s)",
-		lower(snapshotrules.Type(s)), s.Status.TriggerID, timeout, config.KeySnapshotTimeout)
-	if snapshotrules.IsSavepoint(s) {
+		r.kind, s.Status.TriggerID, timeout, config.KeySnapshotTimeout)
+	if r.kind == savepoint {
 		return c.fail(s, now, msg)
 	}
 	client, err := c.flinkClient(t)
 	if err != nil {
 		return c.fail(s, now, msg)
 	}
-	res, err := c.poll(ctx, client, s, t)
+	res, err := c.poll(ctx, client, s, t, r.kind)
 	switch {
 	case err == nil && res.path != "":
 		c.complete(s, res, now)
@@ -91,10 +91,10 @@ func (c *Controller) timedOut(ctx context.Context, s *v1beta1.FlinkStateSnapshot
 // before abandoning. When the result cannot be read, or Flink is still at
 // it, the abandon message (status.error and the SnapshotAbandoned event)
 // names the savepoint directory, so the files can be found.
-func (c *Controller) settleStopped(ctx context.Context, s *v1beta1.FlinkStateSnapshot, t *target, now time.Time) time.Duration {
+func (c *Controller) settleStopped(ctx context.Context, s *v1beta1.FlinkStateSnapshot, t *target, r request, now time.Time) time.Duration {
 	where := ""
-	if dir := savepointDir(s, t); snapshotrules.IsSavepoint(s) && dir != "" {
-		where = fmt.Sprintf("; if Flink completes savepoint %s (trigger id %s), its files are in %s", s.Name, s.Status.TriggerID, dir)
+	if r.kind == savepoint && r.dir != "" {
+		where = fmt.Sprintf("; if Flink completes savepoint %s (trigger id %s), its files are in %s", s.Name, s.Status.TriggerID, r.dir)
 	}
 	if !t.found || t.cluster == nil {
 		c.abandon(s, t, now, where)
@@ -105,7 +105,7 @@ func (c *Controller) settleStopped(ctx context.Context, s *v1beta1.FlinkStateSna
 		c.abandon(s, t, now, fmt.Sprintf("; its result could not be read (%v)%s", err, where))
 		return 0
 	}
-	res, err := c.poll(ctx, client, s, t)
+	res, err := c.poll(ctx, client, s, t, r.kind)
 	switch {
 	case err != nil:
 		c.abandon(s, t, now, fmt.Sprintf("; its result could not be read (%v)%s", err, where))
@@ -122,19 +122,6 @@ func (c *Controller) settleStopped(ctx context.Context, s *v1beta1.FlinkStateSna
 	return 0
 }
 
-// savepointDir is where a savepoint of s goes: its own path, else the job's
-// configured savepoint directory; "" when unknown (the job is gone).
-func savepointDir(s *v1beta1.FlinkStateSnapshot, t *target) string {
-	if s.Spec.Savepoint != nil && s.Spec.Savepoint.Path != "" {
-		return s.Spec.Savepoint.Path
-	}
-	if t.cfg != nil {
-		dir, _ := config.SavepointDir(t.cfg)
-		return dir
-	}
-	return ""
-}
-
 // pollResult is what one status poll learned. The attempt is done only
 // with a path: a COMPLETED snapshot always has one.
 type pollResult struct {
@@ -147,8 +134,9 @@ type pollResult struct {
 	checkpointID int64
 }
 
-func (c *Controller) poll(ctx context.Context, client *flink.Client, s *v1beta1.FlinkStateSnapshot, t *target) (pollResult, error) {
-	if snapshotrules.IsSavepoint(s) {
+// poll asks Flink, by trigger id, how s's attempt of kind k is doing.
+func (c *Controller) poll(ctx context.Context, client *flink.Client, s *v1beta1.FlinkStateSnapshot, t *target, k kind) (pollResult, error) {
+	if k == savepoint {
 		r, err := client.SavepointStatus(ctx, t.jobStatus.JobID, s.Status.TriggerID)
 		switch {
 		case err != nil:

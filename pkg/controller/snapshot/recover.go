@@ -26,7 +26,7 @@ const historyTolerance = 2 * time.Second
 // adoptFromHistory); if it is not there and the attempt is young, re-send
 // the same id (Flink starts it once) unless the snapshot is being deleted;
 // otherwise the attempt failed.
-func (c *Controller) recover(ctx context.Context, client *flink.Client, s *v1beta1.FlinkStateSnapshot, t *target,
+func (c *Controller) recover(ctx context.Context, client *flink.Client, s *v1beta1.FlinkStateSnapshot, t *target, r request,
 	triggered time.Time, elapsed time.Duration, deleting bool) (pollResult, error) {
 	stats, err := client.Checkpoints(ctx, t.jobStatus.JobID)
 	if err != nil && !flink.IsNotFound(err) { // 404: checkpointing disabled, so no history
@@ -45,14 +45,14 @@ func (c *Controller) recover(ctx context.Context, client *flink.Client, s *v1bet
 		case flink.CheckpointStatsCompleted:
 			if h.ExternalPath == "" {
 				return pollResult{failure: fmt.Sprintf("%s found in the job's checkpoint history as %d completed, but without a path",
-					lower(snapshotrules.Type(s)), h.ID)}, nil
+					r.kind, h.ID)}, nil
 			}
 			klog.FromContext(ctx).Info("Adopted snapshot found in Flink's checkpoint history", "triggerId", s.Status.TriggerID, "checkpointId", h.ID, "path", h.ExternalPath)
 			return pollResult{path: h.ExternalPath}, nil
 		case flink.CheckpointStatsInProgress:
 			return pollResult{pending: true}, nil
 		default:
-			return pollResult{failure: fmt.Sprintf("%s failed (found in the job's checkpoint history as %d): %s", lower(snapshotrules.Type(s)), h.ID, h.FailureMessage)}, nil
+			return pollResult{failure: fmt.Sprintf("%s failed (found in the job's checkpoint history as %d): %s", r.kind, h.ID, h.FailureMessage)}, nil
 		}
 	}
 	storeDuration := 5 * time.Minute
@@ -61,13 +61,13 @@ func (c *Controller) recover(ctx context.Context, client *flink.Client, s *v1bet
 	}
 	if elapsed < storeDuration && !deleting {
 		klog.FromContext(ctx).Info("Flink does not know the trigger id, sending it again", "triggerId", s.Status.TriggerID)
-		if err := c.post(ctx, s, t, ""); err != nil {
+		if err := c.post(ctx, s, t, r); err != nil {
 			return pollResult{}, err
 		}
 		return pollResult{pending: true}, nil
 	}
 	return pollResult{failure: fmt.Sprintf("Flink does not know trigger id %s (results are forgotten after %s and on JobManager restart) and no matching %s was found in the job's checkpoint history",
-		s.Status.TriggerID, config.FlinkRestAsyncStoreDuration, lower(snapshotrules.Type(s)))}, nil
+		s.Status.TriggerID, config.FlinkRestAsyncStoreDuration, r.kind)}, nil
 }
 
 // claimedPaths are the paths other snapshots of the same job already name.
@@ -103,11 +103,12 @@ func (c *Controller) claimedPaths(s *v1beta1.FlinkStateSnapshot) (map[string]boo
 // nil when nothing qualifies.
 func adoptFromHistory(s *v1beta1.FlinkStateSnapshot, cfg config.Config, history []flink.CheckpointStatistics,
 	triggered time.Time, claimed map[string]bool) *flink.CheckpointStatistics {
+	r := requestOf(s, cfg)
 	since := triggered.Add(-historyTolerance).UnixMilli()
 	var best *flink.CheckpointStatistics
 	for i := range history {
 		h := &history[i]
-		if h.TriggerTimestamp < since || !sameKind(s, cfg, h) || (h.ExternalPath != "" && claimed[h.ExternalPath]) {
+		if h.TriggerTimestamp < since || !sameKind(r, cfg, h) || (h.ExternalPath != "" && claimed[h.ExternalPath]) {
 			continue
 		}
 		if best == nil || h.TriggerTimestamp < best.TriggerTimestamp || (h.TriggerTimestamp == best.TriggerTimestamp && h.ID < best.ID) {
@@ -117,18 +118,16 @@ func adoptFromHistory(s *v1beta1.FlinkStateSnapshot, cfg config.Config, history 
 	return best
 }
 
-func sameKind(s *v1beta1.FlinkStateSnapshot, cfg config.Config, h *flink.CheckpointStatistics) bool {
-	if !snapshotrules.IsSavepoint(s) {
+// sameKind reports whether history entry h is of the kind r asks for (see
+// adoptFromHistory); cfg is the job's configuration.
+func sameKind(r request, cfg config.Config, h *flink.CheckpointStatistics) bool {
+	if r.kind != savepoint {
 		return !h.IsSavepoint && !incrementalCheckpoints(cfg)
 	}
 	if !h.IsSavepoint || strings.EqualFold(h.CheckpointType, "SYNC_SAVEPOINT") {
 		return false
 	}
-	want := string(s.Spec.Savepoint.FormatType)
-	if want == "" || want == string(v1beta1.SavepointFormatUnknown) {
-		want = string(flink.SavepointFormatCanonical)
-	}
-	return h.SavepointFormat == "" || strings.EqualFold(h.SavepointFormat, want)
+	return h.SavepointFormat == "" || strings.EqualFold(h.SavepointFormat, string(r.format))
 }
 
 // incrementalCheckpoints reports whether the job may take incremental

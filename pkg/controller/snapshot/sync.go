@@ -98,12 +98,13 @@ func (c *Controller) Sync(ctx context.Context, key string) (time.Duration, error
 	}
 
 	base := cached // what the API server has; trigger moves it forward
+	r := requestOf(s, t.cfg)
 	var requeue time.Duration
 	switch s.Status.State {
 	case v1beta1.SnapshotTriggerPending:
-		requeue, err = c.trigger(ctx, &base, s, t)
+		base, requeue, err = c.trigger(ctx, base, s, t, r)
 	case v1beta1.SnapshotInProgress:
-		requeue, err = c.observe(ctx, s, t, false)
+		requeue, err = c.observe(ctx, s, t, r, false)
 	}
 	if err != nil {
 		return 0, err
@@ -158,11 +159,4 @@ func (c *Controller) pastTimeout(s *v1beta1.FlinkStateSnapshot) bool {
 	triggered, ok := snapshotrules.ParseTime(s.Status.TriggerTimestamp)
 	timeout, err := config.SnapshotTimeout(c.CurrentConfig())
 	return ok && err == nil && c.Clock.Since(triggered) > timeout
-}
-
-func lower(typ string) string {
-	if typ == v1beta1.SnapshotTypeSavepoint {
-		return "savepoint"
-	}
-	return "checkpoint"
 }
