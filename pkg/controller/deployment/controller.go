@@ -74,6 +74,9 @@ func New(cc controllerctx.Context, kubeFactories map[string]kubeinformers.Shared
 		Client: cc.Client, Recorder: cc.Recorder, Caches: caches, Operator: cc.CurrentConfig, Clock: cc.Clock,
 		SnapshotCRDMissing: cc.SnapshotCRDMissing, NewTriggerID: cc.NewTriggerID,
 		Fault: opts.FaultPoint,
+		Writes: func(ns string) jobengine.Writer[*v1beta1.FlinkDeployment] {
+			return cc.Client.FlinkV1beta1().FlinkDeployments(ns)
+		},
 	}
 	err := caches.AddEventHandlers(flinkcache.Handlers{
 		// A snapshot of a job that turns terminal wakes the job: a periodic

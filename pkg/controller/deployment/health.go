@@ -63,6 +63,9 @@ func (c *Controller) observeHealth(ctx context.Context, sc *syncState) {
 		"numRestarts", numRestarts, "completedCheckpoints", checkpoints)
 }
 
+// HealthCheck: a cluster's job has the health check (Unhealthy).
+func (k deploymentJob) HealthCheck() jobengine.HealthChecker { return k }
+
 // Unhealthy: the health check's last evaluation found the job unhealthy
 // (jobengine.HealthChecker). Its record is removed with the restart, which
 // the next deploy starts anew. Upstream restarts only a stateless job or

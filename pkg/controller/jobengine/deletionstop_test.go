@@ -48,7 +48,7 @@ func TestStopOnDeletion(t *testing.T) {
 	})
 }
 
-func testStopOnDeletion[T Object, S Spec](t *testing.T, obj func(v1beta1.JobStatus) T, running v1beta1.JobStatus) {
+func testStopOnDeletion[T Object[T, S], S Spec[S]](t *testing.T, obj func(v1beta1.JobStatus) T, running v1beta1.JobStatus) {
 	const timeout = "30 s" // past: the deletion was a minute ago
 	for _, tc := range []struct {
 		name        string

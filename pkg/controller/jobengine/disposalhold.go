@@ -29,7 +29,7 @@ import (
 // held reports that the deletion waits.
 func (s *State[T, S]) HoldForDisposals(via string, ready bool) (held bool, err error) {
 	obj := s.Obj
-	pending, err := s.e.Caches.PendingDisposals(jobReferenceKind(obj), obj)
+	pending, err := s.e.Caches.PendingDisposals(obj.JobReferenceKind(), obj)
 	if err != nil || len(pending) == 0 {
 		return false, err
 	}

@@ -43,9 +43,9 @@ const (
 	ReasonRecoverDeployment   = "RecoverDeployment"
 )
 
-// HealthChecker is implemented by a Driver whose kind checks the health of
-// a running job (an application cluster: ClusterHealthInfo in
-// status.clusterInfo). Unhealthy says, in the steady state, whether the
+// HealthChecker is the health check of a running job that a Driver's kind
+// has (an application cluster: ClusterHealthInfo in status.clusterInfo;
+// Driver.HealthCheck). Unhealthy says, in the steady state, whether the
 // job is to be restarted and why; it clears the check's record when so.
 type HealthChecker interface {
 	Unhealthy() (why string, restart bool)
@@ -74,8 +74,8 @@ func (s *State[T, S]) restartIfNeeded(ctx context.Context, d Driver[S]) (restart
 		return true, s.Restart(ctx, d, corev1.EventTypeNormal, ReasonSubmit,
 			fmt.Sprintf("Job %s FAILED; restarting it from %s (%s)", st.Job.JobID, from, config.KeyJobRestartFailed))
 	}
-	hc, ok := d.(HealthChecker)
-	if !ok || st.Job.State.IsGloballyTerminal() {
+	hc := d.HealthCheck()
+	if hc == nil || st.Job.State.IsGloballyTerminal() {
 		// Terminal jobs are not restarted by the health check (upstream).
 		return false, nil
 	}

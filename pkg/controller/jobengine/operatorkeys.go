@@ -17,14 +17,13 @@ import (
 // flinkConfiguration (a new configuration; the rest of the spec is shared,
 // and only compared). A configuration that does not decode stays as it is:
 // validation reports it.
-func withoutOperatorKeys[S Spec](spec S) S {
-	flat, ok := flatConfig(*flinkConfigField(&spec))
+func withoutOperatorKeys[S Spec[S]](spec S) S {
+	flat, ok := flatConfig(spec.GetFlinkConfiguration())
 	if !ok {
 		return spec
 	}
 	maps.DeleteFunc(flat, func(k, _ string) bool { return config.OperatorOnlyKey(k) })
-	*flinkConfigField(&spec) = v1beta1.NewConfiguration(flat)
-	return spec
+	return spec.WithFlinkConfiguration(v1beta1.NewConfiguration(flat))
 }
 
 // ConfigSpec is the spec whose configuration the operator reads for a job
@@ -33,9 +32,9 @@ func withoutOperatorKeys[S Spec](spec S) S {
 // operator's options from the current one). Enabling snapshot resources
 // or periodic savepoints on a running job so takes effect at once, without
 // a restart.
-func ConfigSpec[S Spec](recorded, current S) S {
-	rec, ok1 := flatConfig(*flinkConfigField(&recorded))
-	cur, ok2 := flatConfig(*flinkConfigField(&current))
+func ConfigSpec[S Spec[S]](recorded, current S) S {
+	rec, ok1 := flatConfig(recorded.GetFlinkConfiguration())
+	cur, ok2 := flatConfig(current.GetFlinkConfiguration())
 	if !ok1 || !ok2 {
 		return recorded
 	}
@@ -45,8 +44,7 @@ func ConfigSpec[S Spec](recorded, current S) S {
 			rec[k] = v
 		}
 	}
-	*flinkConfigField(&recorded) = v1beta1.NewConfiguration(rec)
-	return recorded
+	return recorded.WithFlinkConfiguration(v1beta1.NewConfiguration(rec))
 }
 
 // flatConfig is a configuration as Flink reads it (flat keys, string

@@ -16,7 +16,7 @@ import (
 // stop protocol's JobKind and the steps that differ between an application
 // cluster (objects built and torn down) and a session job (a submission to
 // a cluster that outlives it).
-type Driver[S Spec] interface {
+type Driver[S Spec[S]] interface {
 	JobKind
 	// Validate checks the resource's spec by the webhook's rules (against
 	// the recorded one, if any) and gives the spec to record with its
@@ -45,6 +45,22 @@ type Driver[S Spec] interface {
 	Steady(ctx context.Context) error
 	// CheckpointTrigger: the running Flink version can trigger checkpoints.
 	CheckpointTrigger() bool
+
+	// What the kind may do.
+
+	// InPlaceScaling: the job may be rescaled in place (scale.go): its
+	// cluster runs the recorded spec's configuration (State.Cfg), which
+	// says whether its scheduler is the adaptive one. A session job's
+	// cluster is another resource's: false.
+	InPlaceScaling() bool
+	// HealthCheck is the kind's check of a running job's health (an
+	// application cluster's ClusterHealthInfo), nil when the kind has none
+	// (a session job).
+	HealthCheck() HealthChecker
+	// RollbackSupported: a deployed spec that does not become stable in
+	// time may be rolled back (rollback.go; upstream: FlinkDeployments
+	// only).
+	RollbackSupported() bool
 }
 
 // Reconcile moves the job toward its spec, one step per sync: the first
@@ -176,7 +192,7 @@ func (s *State[T, S]) firstDeploy(ctx context.Context, d Driver[S]) error {
 		st.Job.UpgradeSavepointPath = restore
 		st.Job.State = v1beta1.JobStatusSuspended // nothing runs yet
 	}
-	before := StatusOf(s.Base)
+	before := s.Base.JobResourceStatus()
 	if err := s.continueUpgrade(ctx, d); err != nil || !s.deployRefused {
 		return err
 	}
@@ -213,7 +229,7 @@ func (s *State[T, S]) continueUpgrade(ctx context.Context, d Driver[S]) error {
 			what = p
 		}
 		suspended := d.Suspended()
-		if StatusOf(s.Base).Reconciliation.LastReconciledSpec != "" {
+		if s.Base.JobResourceStatus().Reconciliation.LastReconciledSpec != "" {
 			// Not for a job created suspended: nothing was suspended, and
 			// its first status write is its only write (docs/performance.md).
 			s.Event(corev1.EventTypeNormal, ReasonSuspended, "%s; resuming restores from %s", suspended, what)
@@ -286,7 +302,7 @@ func (s *State[T, S]) KeepSteady(ctx context.Context, d Driver[S], healthy, plan
 		// in the sync that observes RUNNING would reach the snapshot
 		// controller before the status does, and be abandoned as "not
 		// running". The next sync, right after this status write, takes it.
-		recordedRunning := StatusOf(s.Base).Job.State == v1beta1.JobStatusRunning
+		recordedRunning := s.Base.JobResourceStatus().Job.State == v1beta1.JobStatusRunning
 		if healthy && !recordedRunning {
 			s.RequeueWithin(time.Second)
 		}

@@ -41,7 +41,7 @@ const ReasonRollback = "Rollback"
 // decodeRollback makes Recorded the spec a rollback deploys or deployed
 // (lastStableSpec) and keeps lastReconciledSpec as rolledBackFrom.
 func (s *State[T, S]) decodeRollback() error {
-	rs := StatusOf(s.Base).Reconciliation
+	rs := s.Base.JobResourceStatus().Reconciliation
 	if s.Recorded == nil || (rs.State != v1beta1.ReconciliationRollingBack && rs.State != v1beta1.ReconciliationRolledBack) {
 		return nil
 	}
@@ -58,7 +58,7 @@ func (s *State[T, S]) decodeRollback() error {
 // back with the spec rolled back from; a spec set back to the stable one
 // accepts the rollback (acceptRollback).
 func (s *State[T, S]) classify() Change {
-	current := *specOf[T, S](s.Obj)
+	current := s.Obj.CurrentSpec()
 	if s.rolledBackFrom == nil {
 		return Classify(s.Recorded.Spec, current)
 	}
@@ -89,7 +89,7 @@ func (s *State[T, S]) acceptRollback() {
 // there is a stable spec to go back to that runs a job (never one the user
 // had suspended) on the same Flink version.
 func (s *State[T, S]) rollbackDue(d Driver[S]) bool {
-	if _, ok := any(s.Obj).(*v1beta1.FlinkDeployment); !ok {
+	if !d.RollbackSupported() {
 		return false // upstream: FlinkDeployments only
 	}
 	rs := s.Status().Reconciliation
@@ -118,8 +118,8 @@ func (s *State[T, S]) rollbackDue(d Driver[S]) bool {
 	case JobSuspended(&stable.Spec):
 		// Upstream: never back to a job the user had suspended.
 		return false
-	case flinkVersion(&stable.Spec) != flinkVersion(&s.Recorded.Spec):
-		s.Log.V(1).Info("Not rolling back across a Flink version change", "stable", flinkVersion(&stable.Spec), "deployed", flinkVersion(&s.Recorded.Spec))
+	case stable.Spec.GetFlinkVersion() != s.Recorded.Spec.GetFlinkVersion():
+		s.Log.V(1).Info("Not rolling back across a Flink version change", "stable", stable.Spec.GetFlinkVersion(), "deployed", s.Recorded.Spec.GetFlinkVersion())
 		return false
 	}
 	return true
@@ -221,15 +221,6 @@ func (s *State[T, S]) stopForRollback(ctx context.Context, k JobKind) bool {
 		return stopped
 	}
 	return s.stopLastState(ctx, k)
-}
-
-// flinkVersion is a FlinkDeployment spec's Flink version ("" for a session
-// job, whose cluster has it).
-func flinkVersion[S Spec](spec *S) v1beta1.FlinkVersion {
-	if d, ok := any(spec).(*v1beta1.FlinkDeploymentSpec); ok {
-		return d.FlinkVersion
-	}
-	return ""
 }
 
 // restartRolledBack is State.Restart (health.go: a FAILED job with

@@ -13,12 +13,20 @@ import (
 	"github.com/flinkops/flink-operator/pkg/lifecycle"
 )
 
-// canRun is a Driver whose job can run; nothing else is called.
-type canRun[S Spec] struct{ Driver[S] }
+// canRun is a Driver whose job can run and be rolled back (as a
+// FlinkDeployment's); nothing else is called.
+type canRun[S Spec[S]] struct{ Driver[S] }
 
-func (canRun[S]) CanRun() bool { return true }
+func (canRun[S]) CanRun() bool            { return true }
+func (canRun[S]) RollbackSupported() bool { return true }
 
-func encode[S Spec](t *testing.T, spec S) string {
+// noRollback is a Driver whose job can run but is never rolled back (as a
+// FlinkSessionJob's).
+type noRollback[S Spec[S]] struct{ canRun[S] }
+
+func (noRollback[S]) RollbackSupported() bool { return false }
+
+func encode[S Spec[S]](t *testing.T, spec S) string {
 	t.Helper()
 	s, err := lifecycle.Encode(spec, false)
 	if err != nil {
@@ -153,7 +161,7 @@ func TestNoRollbackOfSessionJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Cfg = config.Config{config.KeyDeploymentRollbackEnabled: "true", config.KeyDeploymentReadinessTimeout: "1 min"}
-	if s.rollbackDue(canRun[v1beta1.FlinkSessionJobSpec]{}) {
+	if s.rollbackDue(noRollback[v1beta1.FlinkSessionJobSpec]{}) {
 		t.Error("a FlinkSessionJob would be rolled back")
 	}
 }

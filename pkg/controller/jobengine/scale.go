@@ -27,38 +27,18 @@ import (
 // ReasonScaling is the event of an in-place rescale (upstream's).
 const ReasonScaling = "Scaling"
 
-// InPlaceScaler is an optional part of a Driver whose job may be rescaled
-// in place.
-type InPlaceScaler interface {
-	// InPlaceScaling: the job's cluster runs the recorded spec's
-	// configuration (State.Cfg), which says whether its scheduler is the
-	// adaptive one. A session job's cluster is another resource's: its
-	// driver does not implement this.
-	InPlaceScaling() bool
-}
-
 // ScaleOnly reports whether current differs from recorded only in the
 // parallelism overrides (and what never needs a redeploy: the nonces, the
 // operator-only keys).
-func ScaleOnly[S Spec](recorded, current S) bool {
-	ro, rrest, err1 := splitOverrides(*flinkConfigField(&recorded))
-	co, crest, err2 := splitOverrides(*flinkConfigField(&current))
+func ScaleOnly[S Spec[S]](recorded, current S) bool {
+	ro, rrest, err1 := splitOverrides(recorded.GetFlinkConfiguration())
+	co, crest, err2 := splitOverrides(current.GetFlinkConfiguration())
 	if err1 != nil || err2 != nil || maps.Equal(ro, co) || !maps.Equal(rrest, crest) {
 		return false
 	}
 	// Both are copies: only their configuration pointers are dropped.
-	*flinkConfigField(&recorded), *flinkConfigField(&current) = nil, nil
+	recorded, current = recorded.WithFlinkConfiguration(nil), current.WithFlinkConfiguration(nil)
 	return lifecycle.SameSpec(withoutNonces(recorded), withoutNonces(current))
-}
-
-func flinkConfigField[S Spec](spec *S) **v1beta1.Configuration {
-	switch s := any(spec).(type) {
-	case *v1beta1.FlinkDeploymentSpec:
-		return &s.FlinkConfiguration
-	case *v1beta1.FlinkSessionJobSpec:
-		return &s.FlinkConfiguration
-	}
-	panic("jobengine: unexpected spec type")
 }
 
 // splitOverrides flattens a spec's flinkConfiguration into its parallelism
@@ -123,9 +103,8 @@ func ParallelismOverrides(flat map[string]string) (map[string]string, error) {
 func (s *State[T, S]) scaleInPlace(ctx context.Context, d Driver[S], spec S, cfg config.Config) bool {
 	st := s.Status()
 	js := st.Job
-	sc, ok := d.(InPlaceScaler)
 	switch {
-	case !ok || !sc.InPlaceScaling(),
+	case !d.InPlaceScaling(),
 		st.Reconciliation.State != v1beta1.ReconciliationDeployed,
 		JobOf(&s.Recorded.Spec) == nil || JobOf(&spec) == nil,
 		!ScaleOnly(s.Recorded.Spec, spec):
@@ -190,7 +169,7 @@ func (s *State[T, S]) scaleInPlace(ctx context.Context, d Driver[S], spec S, cfg
 	// Recorded as deployed, like RecordSpecChange keeping the manual
 	// snapshot nonces as they were (a nonce changed with the overrides is
 	// honoured by the next sync).
-	spec = deepCopySpec(spec)
+	spec = spec.Copy()
 	if job, rec := JobOf(&spec), JobOf(&s.Recorded.Spec); job != nil && rec != nil {
 		job.SavepointTriggerNonce, job.CheckpointTriggerNonce = rec.SavepointTriggerNonce, rec.CheckpointTriggerNonce
 	}

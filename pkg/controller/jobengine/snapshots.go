@@ -47,7 +47,7 @@ func (s *State[T, S]) SnapshotResources() bool {
 func (s *State[T, S]) JobView(running, checkpoints bool) (snapshotrules.JobView, error) {
 	obj := s.Obj
 	v := snapshotrules.JobView{
-		Kind:                 jobReferenceKind(obj),
+		Kind:                 obj.JobReferenceKind(),
 		Namespace:            obj.GetNamespace(),
 		Name:                 obj.GetName(),
 		Labels:               obj.GetLabels(),
@@ -61,7 +61,7 @@ func (s *State[T, S]) JobView(running, checkpoints bool) (snapshotrules.JobView,
 			v.ReconciledSavepointNonce, v.ReconciledCheckpointNonce = rec.SavepointTriggerNonce, rec.CheckpointTriggerNonce
 		}
 	}
-	if job := JobOf(specOf[T, S](obj)); job != nil {
+	if job := obj.CurrentSpec().GetJob(); job != nil {
 		v.SavepointNonce, v.CheckpointNonce = job.SavepointTriggerNonce, job.CheckpointTriggerNonce
 		if p := strings.TrimSpace(job.InitialSavepointPath); p != "" {
 			v.Keep = append(v.Keep, p)
@@ -120,7 +120,7 @@ type SnapshotInputs struct {
 // manual nonces and periodic snapshots while the job runs, history cleanup
 // while its JobManager answers; legacy mode without snapshot resources.
 func (s *State[T, S]) ReconcileSnapshots(ctx context.Context, in SnapshotInputs) error {
-	if s.Recorded == nil || JobOf(&s.Recorded.Spec) == nil || JobOf(specOf[T, S](s.Obj)) == nil {
+	if s.Recorded == nil || JobOf(&s.Recorded.Spec) == nil || s.Obj.CurrentSpec().GetJob() == nil {
 		return nil
 	}
 	view, err := s.JobView(in.Running, in.Checkpoints)
@@ -226,7 +226,7 @@ func (s *State[T, S]) RecordNonces(sp, cp *int64) error {
 	if lifecycle.EqualNonce(sp, rec.SavepointTriggerNonce) && lifecycle.EqualNonce(cp, rec.CheckpointTriggerNonce) {
 		return nil
 	}
-	updated := deepCopySpec(s.Recorded.Spec)
+	updated := s.Recorded.Spec.Copy()
 	job := JobOf(&updated)
 	job.SavepointTriggerNonce, job.CheckpointTriggerNonce = sp, cp
 	encoded, err := lifecycle.Encode(updated, s.Recorded.Meta.FirstDeployment)
@@ -239,7 +239,7 @@ func (s *State[T, S]) RecordNonces(sp, cp *int64) error {
 		// Rolled back: Recorded is the stable spec that runs; the spec
 		// rolled back from takes the nonces too, or it would differ from
 		// the resource's and be retried (rollback.go).
-		from := deepCopySpec(s.rolledBackFrom.Spec)
+		from := s.rolledBackFrom.Spec.Copy()
 		if job := JobOf(&from); job != nil {
 			job.SavepointTriggerNonce, job.CheckpointTriggerNonce = sp, cp
 		}
@@ -274,7 +274,7 @@ func (s *State[T, S]) recordUpgradeSnapshot(path string, triggered int64) (bool,
 	if !s.SnapshotResources() {
 		return false, nil
 	}
-	view := snapshotrules.JobView{Kind: jobReferenceKind(s.Obj), Namespace: s.Obj.GetNamespace(), Name: s.Obj.GetName(),
+	view := snapshotrules.JobView{Kind: s.Obj.JobReferenceKind(), Namespace: s.Obj.GetNamespace(), Name: s.Obj.GetName(),
 		Labels: s.Obj.GetLabels(), Config: s.Cfg}
 	var format v1beta1.SavepointFormatType
 	if info := s.JobStatus().SavepointInfo; info != nil {
@@ -306,7 +306,7 @@ func (s *State[T, S]) upgradeSnapshotPath() string {
 // WarnSnapshotCRDMissing emits SnapshotResourcesDisabled once per job (per
 // operator process) while the FlinkStateSnapshot CRD is missing.
 func (s *State[T, S]) WarnSnapshotCRDMissing() {
-	if s.e.SnapshotCRDMissing && JobOf(specOf[T, S](s.Obj)) != nil {
+	if s.e.SnapshotCRDMissing && s.Obj.CurrentSpec().GetJob() != nil {
 		s.warnCRDMissing()
 	}
 }
@@ -317,31 +317,4 @@ func (s *State[T, S]) recordedJob() *v1beta1.JobSpec {
 		return nil
 	}
 	return JobOf(&s.Recorded.Spec)
-}
-
-func jobReferenceKind[T Object](o T) v1beta1.JobReferenceKind {
-	if _, ok := any(o).(*v1beta1.FlinkDeployment); ok {
-		return v1beta1.JobReferenceKindDeployment
-	}
-	return v1beta1.JobReferenceKindSessionJob
-}
-
-func specOf[T Object, S Spec](o T) *S {
-	switch o := any(o).(type) {
-	case *v1beta1.FlinkDeployment:
-		return any(&o.Spec).(*S)
-	case *v1beta1.FlinkSessionJob:
-		return any(&o.Spec).(*S)
-	}
-	return nil
-}
-
-func deepCopySpec[S Spec](spec S) S {
-	switch s := any(&spec).(type) {
-	case *v1beta1.FlinkDeploymentSpec:
-		return any(*s.DeepCopy()).(S)
-	case *v1beta1.FlinkSessionJobSpec:
-		return any(*s.DeepCopy()).(S)
-	}
-	return spec
 }

@@ -5,24 +5,29 @@ import (
 	"github.com/flinkops/flink-operator/pkg/lifecycle"
 )
 
-// Spec is the spec of a resource that runs a Flink job.
-type Spec interface {
-	v1beta1.FlinkDeploymentSpec | v1beta1.FlinkSessionJobSpec
+// Spec is the spec of a resource that runs a Flink job
+// (FlinkDeploymentSpec, FlinkSessionJobSpec), as the engine reads it: both
+// kinds say it through the same methods
+// (pkg/apis/flink/v1beta1/jobresource.go).
+type Spec[S any] interface {
+	// GetJob is the job part (nil for a session cluster).
+	GetJob() *v1beta1.JobSpec
+	// WithJob is the spec with another job part.
+	WithJob(*v1beta1.JobSpec) S
+	// GetFlinkConfiguration is spec.flinkConfiguration.
+	GetFlinkConfiguration() *v1beta1.Configuration
+	// WithFlinkConfiguration is the spec with another flinkConfiguration.
+	WithFlinkConfiguration(*v1beta1.Configuration) S
+	// GetFlinkVersion is the Flink version the spec deploys ("" for a
+	// session job, whose cluster has it).
+	GetFlinkVersion() v1beta1.FlinkVersion
+	// Copy is a deep copy.
+	Copy() S
 }
 
 // JobOf is the job part of a spec (nil for a session cluster).
-func JobOf[S Spec](spec *S) *v1beta1.JobSpec {
-	return *jobField(spec)
-}
-
-func jobField[S Spec](spec *S) **v1beta1.JobSpec {
-	switch s := any(spec).(type) {
-	case *v1beta1.FlinkDeploymentSpec:
-		return &s.Job
-	case *v1beta1.FlinkSessionJobSpec:
-		return &s.Job
-	}
-	panic("jobengine: unexpected spec type")
+func JobOf[S Spec[S]](spec *S) *v1beta1.JobSpec {
+	return (*spec).GetJob()
 }
 
 // Change classifies a spec change against the recorded one.
@@ -52,7 +57,7 @@ func (k Change) String() string {
 }
 
 // Classify compares the current spec with the recorded one.
-func Classify[S Spec](recorded, current S) Change {
+func Classify[S Spec[S]](recorded, current S) Change {
 	if lifecycle.SameSpec(withoutNonces(withoutOperatorKeys(recorded)), withoutNonces(withoutOperatorKeys(current))) {
 		if lifecycle.SameSpec(recorded, current) {
 			return ChangeNone
@@ -75,21 +80,19 @@ func Classify[S Spec](recorded, current S) Change {
 
 // withoutNonces drops the fields that never need a redeploy (the job spec
 // is copied; the rest of the spec is shared, and only compared).
-func withoutNonces[S Spec](spec S) S {
-	out := spec
-	*jobField(&out) = lifecycle.WithoutNonces(JobOf(&spec))
-	return out
+func withoutNonces[S Spec[S]](spec S) S {
+	return spec.WithJob(lifecycle.WithoutNonces(JobOf(&spec)))
 }
 
 // JobSuspended reports whether the spec asks for a suspended job.
-func JobSuspended[S Spec](spec *S) bool {
+func JobSuspended[S Spec[S]](spec *S) bool {
 	job := JobOf(spec)
 	return job != nil && job.State == v1beta1.JobStateSuspended
 }
 
 // UpgradeMode is the spec's upgrade mode (stateless when unset, as
 // upstream).
-func UpgradeMode[S Spec](spec *S) v1beta1.UpgradeMode {
+func UpgradeMode[S Spec[S]](spec *S) v1beta1.UpgradeMode {
 	job := JobOf(spec)
 	if job == nil || job.UpgradeMode == "" {
 		return v1beta1.UpgradeModeStateless

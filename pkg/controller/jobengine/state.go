@@ -25,41 +25,31 @@ import (
 	"github.com/flinkops/flink-operator/pkg/lifecycle"
 )
 
-// Object is a resource that runs a Flink job: a FlinkDeployment (an
-// application cluster) or a FlinkSessionJob.
-type Object interface {
-	*v1beta1.FlinkDeployment | *v1beta1.FlinkSessionJob
+// Object is a resource that runs a Flink job, a FlinkDeployment (an
+// application cluster) or a FlinkSessionJob, as the engine reads it: both
+// kinds say what the engine needs through the same methods
+// (pkg/apis/flink/v1beta1/jobresource.go). S is its spec.
+type Object[T any, S any] interface {
 	metav1.Object
 	runtime.Object
+	// JobResourceStatus points into the status parts the engine keeps.
+	JobResourceStatus() v1beta1.JobResourceStatus
+	// SetStatusFrom makes the object's status that of another.
+	SetStatusFrom(T)
+	// CurrentSpec is the object's spec.
+	CurrentSpec() S
+	// JobReferenceKind is the kind a snapshot's jobReference names it by.
+	JobReferenceKind() v1beta1.JobReferenceKind
 }
 
 // Status points into the parts of a job resource's status the engine
 // keeps; both kinds have them under the same names.
-type Status struct {
-	Job                *v1beta1.JobStatus
-	Reconciliation     *v1beta1.ReconciliationStatus
-	Error              *string
-	ObservedGeneration *int64
-	Lifecycle          *v1beta1.ResourceLifecycleState
-}
-
-// StatusOf gives the status fields of o.
-func StatusOf[T Object](o T) Status {
-	switch o := any(o).(type) {
-	case *v1beta1.FlinkDeployment:
-		st := &o.Status
-		return Status{&st.JobStatus, &st.ReconciliationStatus, &st.Error, &st.ObservedGeneration, &st.LifecycleState}
-	case *v1beta1.FlinkSessionJob:
-		st := &o.Status
-		return Status{&st.JobStatus, &st.ReconciliationStatus, &st.Error, &st.ObservedGeneration, &st.LifecycleState}
-	}
-	panic(fmt.Sprintf("jobengine: unexpected object type %T", o))
-}
+type Status = v1beta1.JobResourceStatus
 
 // State is one sync of one job resource: what was read, what the status
 // becomes, and the writes to make around the status write. A controller
 // embeds it in its own sync state with what is only its own.
-type State[T Object, S Spec] struct {
+type State[T Object[T, S], S Spec[S]] struct {
 	e *Engine[T, S]
 
 	Key  string
@@ -123,7 +113,7 @@ type action struct {
 
 // NewState starts a sync of base at now, decoding its lastReconciledSpec.
 func (e *Engine[T, S]) NewState(ctx context.Context, key string, base T, now time.Time) (*State[T, S], error) {
-	rec, err := lifecycle.Decode[S](StatusOf(base).Reconciliation.LastReconciledSpec)
+	rec, err := lifecycle.Decode[S](base.JobResourceStatus().Reconciliation.LastReconciledSpec)
 	if err != nil {
 		return nil, err
 	}
@@ -156,10 +146,10 @@ func (e *Engine[T, S]) Start(ctx context.Context, key string, cached T, finalize
 }
 
 // Status is the status this sync edits.
-func (s *State[T, S]) Status() Status { return StatusOf(s.Obj) }
+func (s *State[T, S]) Status() Status { return s.Obj.JobResourceStatus() }
 
 // JobStatus is the job status this sync edits.
-func (s *State[T, S]) JobStatus() *v1beta1.JobStatus { return StatusOf(s.Obj).Job }
+func (s *State[T, S]) JobStatus() *v1beta1.JobStatus { return s.Obj.JobResourceStatus().Job }
 
 // Fail records an error for status.error; its Warning event is emitted only
 // when the message of status.error changes, so a persisting error is not
@@ -197,7 +187,7 @@ func (s *State[T, S]) NeedsManualRestore() bool {
 // KeepError keeps status.error as the last sync wrote it (a failure being
 // waited out), without a new event.
 func (s *State[T, S]) KeepError(reason string) {
-	if prev := *StatusOf(s.Base).Error; prev != "" {
+	if prev := *s.Base.JobResourceStatus().Error; prev != "" {
 		s.errs = append(s.errs, keptError(reason, prev))
 	}
 }
@@ -280,8 +270,11 @@ func KeepSuspendedStable(rs *v1beta1.ReconciliationStatus, recordedSuspended boo
 
 // Engine is one controller's use of the engine: its clients, caches,
 // operator-wide configuration and test hook.
-type Engine[T Object, S Spec] struct {
-	Client   clientset.Interface
+type Engine[T Object[T, S], S Spec[S]] struct {
+	Client clientset.Interface
+	// Writes gives the writer of the kind's objects in a namespace (the
+	// kind's typed client: the finalizer and status writes).
+	Writes   func(namespace string) Writer[T]
 	Recorder record.EventRecorder
 	Caches   *flinkcache.Caches
 	// Operator returns the operator-wide configuration in use now
@@ -325,16 +318,17 @@ func (w *Engine[T, S]) Commit(ctx context.Context, s *State[T, S]) (time.Duratio
 		}
 		w.fault(s.Key, "pre-commit:"+a.name)
 	}
-	before, after := StatusOf(s.Base), s.Status()
-	if !equality.Semantic.DeepEqual(statusValue(s.Base), statusValue(s.Obj)) {
-		toWrite := s.Base.DeepCopyObject().(T)
-		setStatus(toWrite, s.Obj)
+	before, after := s.Base.JobResourceStatus(), s.Status()
+	toWrite := s.Base.DeepCopyObject().(T)
+	toWrite.SetStatusFrom(s.Obj)
+	// toWrite is Base but for its status: equal when the status is.
+	if !equality.Semantic.DeepEqual(toWrite, s.Base) {
 		written, err := w.updateStatus(ctx, toWrite)
 		if err != nil {
-			return 0, fmt.Errorf("updating status of %s %s: %w", kindOf(s.Obj), s.Key, err)
+			return 0, fmt.Errorf("updating status of %s %s: %w", kindOf[T, S](s.Obj), s.Key, err)
 		}
-		if old, now := *before.Lifecycle, *StatusOf(written).Lifecycle; old != now {
-			js := StatusOf(written).Job
+		if old, now := *before.Lifecycle, *written.JobResourceStatus().Lifecycle; old != now {
+			js := written.JobResourceStatus().Job
 			s.Log.Info("Lifecycle state changed", "from", StateOrNew(string(old)), "to", now,
 				"jobId", js.JobID, "jobState", js.State, "restorePath", js.UpgradeSavepointPath)
 		}
@@ -367,7 +361,7 @@ func (w *Engine[T, S]) AddFinalizer(ctx context.Context, o T, finalizer string) 
 	toWrite.SetFinalizers(append(toWrite.GetFinalizers(), finalizer))
 	written, err := w.update(ctx, toWrite)
 	if err != nil {
-		return written, fmt.Errorf("adding finalizer to %s %s/%s: %w", kindOf(o), o.GetNamespace(), o.GetName(), err)
+		return written, fmt.Errorf("adding finalizer to %s %s/%s: %w", kindOf[T, S](o), o.GetNamespace(), o.GetName(), err)
 	}
 	return written, nil
 }
@@ -379,7 +373,7 @@ func (w *Engine[T, S]) RemoveFinalizer(s *State[T, S], finalizer string) {
 		toWrite := s.Base.DeepCopyObject().(T)
 		toWrite.SetFinalizers(slices.DeleteFunc(toWrite.GetFinalizers(), func(f string) bool { return f == finalizer }))
 		if _, err := w.update(ctx, toWrite); err != nil {
-			return fmt.Errorf("removing finalizer of %s %s: %w", kindOf(s.Obj), s.Key, err)
+			return fmt.Errorf("removing finalizer of %s %s: %w", kindOf[T, S](s.Obj), s.Key, err)
 		}
 		return nil
 	})
@@ -392,31 +386,8 @@ func (w *Engine[T, S]) fault(key, point string) {
 	}
 }
 
-func statusValue[T Object](o T) any {
-	switch o := any(o).(type) {
-	case *v1beta1.FlinkDeployment:
-		return o.Status
-	case *v1beta1.FlinkSessionJob:
-		return o.Status
-	}
-	return nil
-}
-
-func setStatus[T Object](dst, src T) {
-	switch d := any(dst).(type) {
-	case *v1beta1.FlinkDeployment:
-		d.Status = any(src).(*v1beta1.FlinkDeployment).Status
-	case *v1beta1.FlinkSessionJob:
-		d.Status = any(src).(*v1beta1.FlinkSessionJob).Status
-	}
-}
-
-func kindOf[T Object](o T) string {
-	if _, ok := any(o).(*v1beta1.FlinkDeployment); ok {
-		return "FlinkDeployment"
-	}
-	return "FlinkSessionJob"
-}
+// kindOf names o's kind in errors.
+func kindOf[T Object[T, S], S Spec[S]](o T) string { return string(o.JobReferenceKind()) }
 
 // StateOrNew names a state for logs and events; "" is a resource not yet
 // reconciled.
@@ -435,24 +406,16 @@ func (w *Engine[T, S]) updateStatus(ctx context.Context, o T) (T, error) {
 
 // write sends o to the API server: its status subresource, or the object.
 func (w *Engine[T, S]) write(ctx context.Context, o T, status bool) (T, error) {
-	opts := metav1.UpdateOptions{}
-	var written any
-	var err error
-	switch o := any(o).(type) {
-	case *v1beta1.FlinkDeployment:
-		c := w.Client.FlinkV1beta1().FlinkDeployments(o.Namespace)
-		if status {
-			written, err = c.UpdateStatus(ctx, o, opts)
-		} else {
-			written, err = c.Update(ctx, o, opts)
-		}
-	case *v1beta1.FlinkSessionJob:
-		c := w.Client.FlinkV1beta1().FlinkSessionJobs(o.Namespace)
-		if status {
-			written, err = c.UpdateStatus(ctx, o, opts)
-		} else {
-			written, err = c.Update(ctx, o, opts)
-		}
+	c := w.Writes(o.GetNamespace())
+	if status {
+		return c.UpdateStatus(ctx, o, metav1.UpdateOptions{})
 	}
-	return written.(T), err
+	return c.Update(ctx, o, metav1.UpdateOptions{})
+}
+
+// Writer writes one kind's objects in one namespace: the typed client of
+// the kind (FlinkDeploymentInterface, FlinkSessionJobInterface).
+type Writer[T any] interface {
+	Update(ctx context.Context, o T, opts metav1.UpdateOptions) (T, error)
+	UpdateStatus(ctx context.Context, o T, opts metav1.UpdateOptions) (T, error)
 }

@@ -14,6 +14,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 
+	clientset "github.com/flinkops/flink-operator/pkg/clients/flink"
 	"github.com/flinkops/flink-operator/pkg/generated/clientset/versioned/fake"
 	"github.com/flinkops/flink-operator/pkg/lifecycle"
 
@@ -202,7 +203,7 @@ func TestCommit(t *testing.T) {
 	}
 }
 
-func runCommit[T Object, S Spec](t *testing.T, base T, tc commitCase, j *journal) (time.Duration, error, string) {
+func runCommit[T Object[T, S], S Spec[S]](t *testing.T, base T, tc commitCase, j *journal) (time.Duration, error, string) {
 	t.Helper()
 	client := fake.NewSimpleClientset(base.DeepCopyObject())
 	var written T
@@ -219,6 +220,7 @@ func runCommit[T Object, S Spec](t *testing.T, base T, tc commitCase, j *journal
 	})
 	e := &Engine[T, S]{
 		Client:   client,
+		Writes:   testWrites[T](client),
 		Recorder: journalRecorder{record.NewFakeRecorder(10), j}, // events are journalled as received
 		Fault:    func(_, point string) { j.add("fault " + point) },
 	}
@@ -229,13 +231,14 @@ func runCommit[T Object, S Spec](t *testing.T, base T, tc commitCase, j *journal
 	tc.edit(s)
 	s.SetError()
 	requeue, err := e.Commit(context.Background(), s)
-	if err == nil && any(written) != any(T(nil)) {
-		if got := *StatusOf(written).Error; got != *s.Status().Error {
+	var none T
+	if err == nil && any(written) != any(none) {
+		if got := *written.JobResourceStatus().Error; got != *s.Status().Error {
 			t.Errorf("written status.error %q differs from the sync's %q", got, *s.Status().Error)
 		}
 	}
-	if *StatusOf(base).Error != tc.prevError {
-		t.Errorf("the cached object was mutated: status.error = %q", *StatusOf(base).Error)
+	if *base.JobResourceStatus().Error != tc.prevError {
+		t.Errorf("the cached object was mutated: status.error = %q", *base.JobResourceStatus().Error)
 	}
 	return requeue, err, *s.Status().Error
 }
@@ -277,5 +280,20 @@ func TestNeedsManualRestore(t *testing.T) {
 				t.Errorf("NeedsManualRestore = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// testWrites is the Engine.Writes a controller of T gives.
+func testWrites[T any](client clientset.Interface) func(string) Writer[T] {
+	return func(ns string) Writer[T] {
+		var w any
+		var none T
+		switch any(none).(type) {
+		case *v1beta1.FlinkDeployment:
+			w = client.FlinkV1beta1().FlinkDeployments(ns)
+		case *v1beta1.FlinkSessionJob:
+			w = client.FlinkV1beta1().FlinkSessionJobs(ns)
+		}
+		return w.(Writer[T])
 	}
 }

@@ -20,7 +20,7 @@ import (
 // else is to be done.
 func (s *State[T, S]) RecordSpecChange(spec S, change Change) (upgrading bool, err error) {
 	old := s.Recorded
-	spec = deepCopySpec(spec)
+	spec = spec.Copy()
 	if job, rec := JobOf(&spec), JobOf(&old.Spec); job != nil && rec != nil {
 		job.SavepointTriggerNonce, job.CheckpointTriggerNonce = rec.SavepointTriggerNonce, rec.CheckpointTriggerNonce
 	}
@@ -158,7 +158,7 @@ func (s *State[T, S]) stateEvidence() string {
 		return "status.jobStatus.checkpointInfo.lastCheckpoint records a checkpoint"
 	}
 	obj := s.Obj
-	snaps, err := s.e.Caches.SnapshotsOfJob(snapshotrules.JobKeyFor(jobReferenceKind(obj), obj.GetNamespace(), obj.GetName()))
+	snaps, err := s.e.Caches.SnapshotsOfJob(snapshotrules.JobKeyFor(obj.JobReferenceKind(), obj.GetNamespace(), obj.GetName()))
 	if err != nil {
 		return ""
 	}

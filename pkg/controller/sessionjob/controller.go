@@ -98,6 +98,9 @@ func New(cc controllerctx.Context, opts Options) (*Controller, error) {
 		Client: cc.Client, Recorder: cc.Recorder, Caches: caches, Operator: cc.CurrentConfig, Clock: cc.Clock,
 		SnapshotCRDMissing: cc.SnapshotCRDMissing, NewTriggerID: cc.NewTriggerID,
 		Fault: opts.FaultPoint,
+		Writes: func(ns string) jobengine.Writer[*v1beta1.FlinkSessionJob] {
+			return cc.Client.FlinkV1beta1().FlinkSessionJobs(ns)
+		},
 	}
 	err := caches.AddEventHandlers(flinkcache.Handlers{
 		SessionJobs: jobengine.ResourceHandler(c.queue.Add),

@@ -75,6 +75,14 @@ func (k sessionJob) Deploy(context.Context, string, string) bool {
 
 func (k sessionJob) CheckpointTrigger() bool { return k.sc.version.SupportsCheckpointTrigger() }
 
+// What the engine may do with a session job: it runs on a cluster that is
+// another resource's, so it is not rescaled in place (the cluster's
+// configuration says nothing of its scheduler), has no health check and is
+// not rolled back (upstream: FlinkDeployments only).
+func (k sessionJob) InPlaceScaling() bool                 { return false }
+func (k sessionJob) HealthCheck() jobengine.HealthChecker { return nil }
+func (k sessionJob) RollbackSupported() bool              { return false }
+
 // Steady keeps a deployed job as recorded: the recorded submission is made
 // if Flink does not have it yet; the engine's KeepSteady does the rest.
 func (k sessionJob) Steady(ctx context.Context) error {
