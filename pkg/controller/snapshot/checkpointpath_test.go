@@ -15,7 +15,7 @@ import (
 // readStats reads the job's checkpoint statistics as any other client of
 // the JobManager would (the web UI, the job observer), which fills Flink's
 // statistics cache.
-func readStats(t *testing.T, jm *fakejm.Server, jobID string) {
+func readStats(t testing.TB, jm *fakejm.Server, jobID string) {
 	t.Helper()
 	resp, err := http.Get(jm.URL() + "/jobs/" + jobID + "/checkpoints")
 	if err != nil {
@@ -107,15 +107,15 @@ func TestCheckpointPathFromLaggingStatistics(t *testing.T) {
 			if tc.after != nil {
 				tc.after(t, jm, jobID)
 			}
-			f.events()
+			f.Events()
 
 			var got *v1beta1.FlinkStateSnapshot
 			polls := 0
 			for d := time.Second; polls < 100; {
-				f.clock.Step(d)
-				d = f.mustSync("cp")
+				f.Clock.Step(d)
+				d = f.MustSync("cp")
 				polls++
-				got = f.get("cp")
+				got = f.Get("cp")
 				if got.Status.State == v1beta1.SnapshotCompleted && got.Status.Path == "" {
 					t.Fatalf("poll %d: COMPLETED without a path: %+v", polls, got.Status)
 				}
@@ -130,13 +130,13 @@ func TestCheckpointPathFromLaggingStatistics(t *testing.T) {
 			if got.Status.State != w.state || got.Status.Failures != w.failures || (w.polls > 0 && polls != w.polls) {
 				t.Fatalf("after %d polls: %+v, want %s with %d failures after %d polls", polls, got.Status, w.state, w.failures, w.polls)
 			}
-			if elapsed := f.clock.Since(t0); (elapsed > timeout) != w.pastTime {
+			if elapsed := f.Clock.Since(t0); (elapsed > timeout) != w.pastTime {
 				t.Errorf("outcome after %v; the snapshot timeout is %v", elapsed, timeout)
 			}
 			if w.pathHas != "" && !strings.Contains(got.Status.Path, w.pathHas) {
 				t.Errorf("path %q, want it to contain %q", got.Status.Path, w.pathHas)
 			}
-			events := f.events()
+			events := f.Events()
 			if n := countEvents(events, ReasonCheckpointError); n != int(w.failures) {
 				t.Errorf("%d CheckpointError events, want one per failure (%d): %v", n, w.failures, events)
 			}

@@ -24,7 +24,7 @@ func addSessionJob(t *testing.T, f *fixture, name, cluster string, conf map[stri
 	if conf != nil {
 		job.Spec.FlinkConfiguration = v1beta1.NewConfiguration(conf)
 	}
-	if _, err := f.client.FlinkV1beta1().FlinkSessionJobs(ns).Create(f.ctx, job, metav1.CreateOptions{}); err != nil {
+	if _, err := f.Client.FlinkV1beta1().FlinkSessionJobs(ns).Create(f.Ctx, job, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -32,12 +32,12 @@ func addSessionJob(t *testing.T, f *fixture, name, cluster string, conf map[stri
 func TestReferencedJobObserveConfigHonorsSessionJobSavepointDir(t *testing.T) {
 	f := newFixture(t)
 	jm := f.addCluster("session", v1beta1.FlinkVersion1_20, nil)
-	jobDir := "file://" + filepath.Join(f.dir, "session-job-savepoints")
+	jobDir := "file://" + filepath.Join(f.Dir, "session-job-savepoints")
 	addSessionJob(t, f, "sj", "session", map[string]string{"execution.checkpointing.savepoint-dir": jobDir})
 	s := savepointSnap("sp", "sj")
 	s.Spec.JobReference.Kind = v1beta1.JobReferenceKindSessionJob
-	f.create(s)
-	f.mustSync("sp")
+	f.Create(s)
+	f.MustSync("sp")
 	ops := jm.Operations()
 	if len(ops) != 1 || ops[0].TargetDirectory != jobDir {
 		t.Fatalf("operations %+v, want the session job's own dir %s", ops, jobDir)
@@ -50,8 +50,8 @@ func TestReferencedJobObserveConfigFallsBackToDeploymentSavepointDir(t *testing.
 	addSessionJob(t, f, "sj", "session", nil)
 	s := savepointSnap("sp", "sj")
 	s.Spec.JobReference.Kind = v1beta1.JobReferenceKindSessionJob
-	f.create(s)
-	f.mustSync("sp")
+	f.Create(s)
+	f.MustSync("sp")
 	ops := jm.Operations()
 	if len(ops) != 1 || !strings.HasSuffix(ops[0].TargetDirectory, "/savepoints") {
 		t.Fatalf("operations %+v, want the cluster's savepoint dir", ops)
@@ -59,7 +59,7 @@ func TestReferencedJobObserveConfigFallsBackToDeploymentSavepointDir(t *testing.
 }
 
 func countsOf(f *fixture) map[string]int {
-	f.refresh()
+	f.Refresh()
 	out := map[string]int{}
 	for _, c := range f.ctrl.CountSnapshots() {
 		out[c.Namespace+"/"+c.Type+"/"+c.State] = c.Count
@@ -73,9 +73,9 @@ func TestMetricsSameNamespace(t *testing.T) {
 	if got := countsOf(f); len(got) != 0 {
 		t.Fatalf("gauges before any snapshot: %v", got)
 	}
-	f.create(savepointSnap("a", "job"))
-	f.create(savepointSnap("b", "job"))
-	f.mustSync("a")
+	f.Create(savepointSnap("a", "job"))
+	f.Create(savepointSnap("b", "job"))
+	f.MustSync("a")
 	if got := countsOf(f); got["default/savepoint/IN_PROGRESS"] != 1 || got["default/savepoint/TRIGGER_PENDING"] != 1 {
 		t.Fatalf("after one trigger: %v", got)
 	}
@@ -90,10 +90,10 @@ func TestMetricsMultipleNamespace(t *testing.T) {
 	f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
 	other := savepointSnap("x", "job")
 	other.Namespace = "other"
-	if _, err := f.client.FlinkV1beta1().FlinkStateSnapshots("other").Create(f.ctx, other, metav1.CreateOptions{}); err != nil {
+	if _, err := f.Client.FlinkV1beta1().FlinkStateSnapshots("other").Create(f.Ctx, other, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	f.create(checkpointSnap("cp", "job"))
+	f.Create(checkpointSnap("cp", "job"))
 	got := countsOf(f)
 	if got["other/savepoint/TRIGGER_PENDING"] != 1 || got["default/checkpoint/TRIGGER_PENDING"] != 1 || len(got) != 2 {
 		t.Fatalf("counts %v", got)
@@ -102,10 +102,10 @@ func TestMetricsMultipleNamespace(t *testing.T) {
 
 func TestMetricsDisabled(t *testing.T) {
 	f := newFixture(t)
-	f.cfg[config.KeyResourceMetricsEnabled] = "false"
-	f.restart()
+	f.Config[config.KeyResourceMetricsEnabled] = "false"
+	f.Restart()
 	f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
-	f.create(savepointSnap("a", "job"))
+	f.Create(savepointSnap("a", "job"))
 	if got := countsOf(f); len(got) != 0 {
 		t.Fatalf("metrics disabled but counted %v", got)
 	}

@@ -20,12 +20,12 @@ import (
 func TestReconcileNewSavepoint(t *testing.T) {
 	f := newFixture(t)
 	jm := f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
-	f.create(savepointSnap("sp", "job"))
+	f.Create(savepointSnap("sp", "job"))
 
-	if d := f.mustSync("sp"); d <= 0 {
+	if d := f.MustSync("sp"); d <= 0 {
 		t.Fatalf("trigger sync should requeue to poll, got %v", d)
 	}
-	s := f.get("sp")
+	s := f.Get("sp")
 	if s.Status.State != v1beta1.SnapshotInProgress || len(s.Status.TriggerID) != 32 || s.Status.Path != "" || s.Status.Error != "" {
 		t.Fatalf("after trigger: %+v", s.Status)
 	}
@@ -34,14 +34,14 @@ func TestReconcileNewSavepoint(t *testing.T) {
 		t.Fatalf("Flink operations %+v, want one savepoint with trigger id %s", ops, s.Status.TriggerID)
 	}
 
-	f.clock.Step(time.Second)
-	f.mustSync("sp") // first poll: pending
-	if s := f.get("sp"); s.Status.State != v1beta1.SnapshotInProgress {
+	f.Clock.Step(time.Second)
+	f.MustSync("sp") // first poll: pending
+	if s := f.Get("sp"); s.Status.State != v1beta1.SnapshotInProgress {
 		t.Fatalf("after first poll: %+v", s.Status)
 	}
-	f.clock.Step(time.Second)
-	f.mustSync("sp")
-	s = f.get("sp")
+	f.Clock.Step(time.Second)
+	f.MustSync("sp")
+	s = f.Get("sp")
 	if s.Status.State != v1beta1.SnapshotCompleted || s.Status.Path == "" || !metadataExists(s.Status.Path) {
 		t.Fatalf("after completion: %+v (metadata exists: %v)", s.Status, metadataExists(s.Status.Path))
 	}
@@ -65,7 +65,7 @@ func TestReconcileNewSavepoint(t *testing.T) {
 func TestWritesPerManualSavepoint(t *testing.T) {
 	f := newFixture(t)
 	f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
-	f.create(savepointSnap("sp", "job"))
+	f.Create(savepointSnap("sp", "job"))
 	f.resetActions()
 	s := f.drive("sp", 10)
 	if s.Status.State != v1beta1.SnapshotCompleted {
@@ -84,7 +84,7 @@ func TestWritesPerManualSavepoint(t *testing.T) {
 func TestWritesPerOperatorMadeSavepoint(t *testing.T) {
 	f := newFixture(t)
 	f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
-	f.create(operatorMade(savepointSnap("sp", "job"), v1beta1.SnapshotTriggerPeriodic))
+	f.Create(operatorMade(savepointSnap("sp", "job"), v1beta1.SnapshotTriggerPeriodic))
 	f.resetActions()
 	s := f.drive("sp", 10)
 	if s.Status.State != v1beta1.SnapshotCompleted {
@@ -110,12 +110,12 @@ func operatorMade(s *v1beta1.FlinkStateSnapshot, trigger v1beta1.SnapshotTrigger
 func TestTerminalSnapshotsCostNothing(t *testing.T) {
 	f := newFixture(t)
 	jm := f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
-	f.create(savepointSnap("sp", "job"))
+	f.Create(savepointSnap("sp", "job"))
 	f.drive("sp", 10)
 	f.resetActions()
 	jm.ResetRequests()
 	for range 3 {
-		if d := f.mustSync("sp"); d != 0 {
+		if d := f.MustSync("sp"); d != 0 {
 			t.Errorf("terminal snapshot requeued after %v", d)
 		}
 	}
@@ -135,10 +135,10 @@ func TestReconcileSavepointAlreadyExists(t *testing.T) {
 		if !withRef {
 			s.Spec.JobReference = nil
 		}
-		f.create(s)
+		f.Create(s)
 		f.resetActions()
-		f.mustSync("sp")
-		got := f.get("sp")
+		f.MustSync("sp")
+		got := f.Get("sp")
 		if got.Status.State != v1beta1.SnapshotCompleted || got.Status.Path != "/data/sp-1" || got.Status.TriggerID != "" || got.Status.Error != "" {
 			t.Fatalf("withRef=%v: %+v", withRef, got.Status)
 		}
@@ -157,7 +157,7 @@ func TestReconcileSavepointAlreadyExists(t *testing.T) {
 func TestReconcileLabels(t *testing.T) {
 	f := newFixture(t)
 	f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
-	f.create(checkpointSnap("cp", "job"))
+	f.Create(checkpointSnap("cp", "job"))
 	s := f.drive("cp", 10)
 	want := map[string]string{"snapshot.type": "CHECKPOINT", "snapshot.trigger-type": "MANUAL", "snapshot.state": "COMPLETED",
 		"job-reference.kind": "FlinkDeployment", "job-reference.name": "job"}
@@ -168,12 +168,12 @@ func TestReconcileLabels(t *testing.T) {
 	}
 	// A manual edit of snapshot.type is reverted with a metadata write only.
 	s.Labels["snapshot.type"] = "SAVEPOINT"
-	if _, err := f.client.FlinkV1beta1().FlinkStateSnapshots(ns).Update(f.ctx, s, metav1.UpdateOptions{}); err != nil {
+	if _, err := f.Client.FlinkV1beta1().FlinkStateSnapshots(ns).Update(f.Ctx, s, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	f.resetActions()
-	f.mustSync("cp")
-	if got := f.get("cp").Labels["snapshot.type"]; got != "CHECKPOINT" {
+	f.MustSync("cp")
+	if got := f.Get("cp").Labels["snapshot.type"]; got != "CHECKPOINT" {
 		t.Errorf("snapshot.type not reverted: %q", got)
 	}
 	if meta, status := f.writes(); meta != 1 || status != 0 {
@@ -181,7 +181,7 @@ func TestReconcileLabels(t *testing.T) {
 	}
 	// No change: nothing written.
 	f.resetActions()
-	f.mustSync("cp")
+	f.MustSync("cp")
 	if meta, status := f.writes(); meta+status != 0 {
 		t.Errorf("no-op sync wrote %d times", meta+status)
 	}
@@ -189,20 +189,20 @@ func TestReconcileLabels(t *testing.T) {
 
 func TestReconcileSnapshotDeploymentDoesNotExist(t *testing.T) {
 	f := newFixture(t)
-	f.create(savepointSnap("sp", "missing"))
-	if d := f.mustSync("sp"); d != waitForValidation {
+	f.Create(savepointSnap("sp", "missing"))
+	if d := f.MustSync("sp"); d != waitForValidation {
 		t.Errorf("requeue %v, want %v", d, waitForValidation)
 	}
-	s := f.get("sp")
+	s := f.Get("sp")
 	if s.Status.State != v1beta1.SnapshotTriggerPending || !strings.Contains(s.Status.Error, "was not found") {
 		t.Fatalf("status %+v", s.Status)
 	}
-	events := f.events()
+	events := f.Events()
 	if countEvents(events, ReasonValidationError) != 1 {
 		t.Fatalf("events %v, want one ValidationError", events)
 	}
-	f.mustSync("sp") // same error again: no second event, no write
-	if n := countEvents(f.events(), ReasonValidationError); n != 0 {
+	f.MustSync("sp") // same error again: no second event, no write
+	if n := countEvents(f.Events(), ReasonValidationError); n != 0 {
 		t.Errorf("repeated ValidationError event")
 	}
 }
@@ -210,13 +210,13 @@ func TestReconcileSnapshotDeploymentDoesNotExist(t *testing.T) {
 func TestReconcileSnapshotAbandoned(t *testing.T) {
 	f := newFixture(t)
 	f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
-	f.create(savepointSnap("sp", "job"))
-	f.mustSync("sp")
-	trigger := f.get("sp").Status.TriggerID
+	f.Create(savepointSnap("sp", "job"))
+	f.MustSync("sp")
+	trigger := f.Get("sp").Status.TriggerID
 	f.setJobState("job", v1beta1.JobStatusCanceled)
-	f.clock.Step(time.Second)
-	f.mustSync("sp")
-	s := f.get("sp")
+	f.Clock.Step(time.Second)
+	f.MustSync("sp")
+	s := f.Get("sp")
 	if s.Status.State != v1beta1.SnapshotAbandoned || s.Status.Path != "" || s.Status.TriggerID != trigger || s.Status.TriggerTimestamp == "" {
 		t.Fatalf("status %+v", s.Status)
 	}
@@ -228,20 +228,20 @@ func TestReconcileSnapshotAbandoned(t *testing.T) {
 func TestReconcileJobNotFound(t *testing.T) {
 	f := newFixture(t)
 	f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
-	f.create(savepointSnap("sp", "job"))
-	f.mustSync("sp")
-	if err := f.client.FlinkV1beta1().FlinkDeployments(ns).Delete(f.ctx, "job", metav1.DeleteOptions{}); err != nil {
+	f.Create(savepointSnap("sp", "job"))
+	f.MustSync("sp")
+	if err := f.Client.FlinkV1beta1().FlinkDeployments(ns).Delete(f.Ctx, "job", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	f.events()
-	f.clock.Step(time.Second)
-	f.mustSync("sp")
-	s := f.get("sp")
+	f.Events()
+	f.Clock.Step(time.Second)
+	f.MustSync("sp")
+	s := f.Get("sp")
 	want := "Secondary resource job (FlinkDeployment) for savepoint sp was not found"
 	if s.Status.State != v1beta1.SnapshotAbandoned || s.Status.Error != want {
 		t.Fatalf("status %+v, want ABANDONED with %q", s.Status, want)
 	}
-	if n := countEvents(f.events(), ReasonSnapshotAbandoned); n != 1 {
+	if n := countEvents(f.Events(), ReasonSnapshotAbandoned); n != 1 {
 		t.Errorf("%d SnapshotAbandoned events, want 1", n)
 	}
 }
@@ -250,13 +250,13 @@ func TestReconcileJobNotRunning(t *testing.T) {
 	f := newFixture(t)
 	jm := f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
 	f.setJobState("job", v1beta1.JobStatusCanceled)
-	f.create(savepointSnap("sp", "job"))
-	f.mustSync("sp")
-	s := f.get("sp")
+	f.Create(savepointSnap("sp", "job"))
+	f.MustSync("sp")
+	s := f.Get("sp")
 	if s.Status.State != v1beta1.SnapshotAbandoned || s.Status.TriggerID != "" || !strings.HasSuffix(s.Status.Error, "is not running") {
 		t.Fatalf("status %+v", s.Status)
 	}
-	if n := countEvents(f.events(), ReasonSnapshotAbandoned); n != 1 {
+	if n := countEvents(f.Events(), ReasonSnapshotAbandoned); n != 1 {
 		t.Errorf("%d SnapshotAbandoned events, want 1", n)
 	}
 	if n := len(jm.RequestsTo(fakejm.RouteSavepointTrigger)); n != 0 {
@@ -269,10 +269,10 @@ func TestReconcileBackoff(t *testing.T) {
 		f := newFixture(t)
 		jm := f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
 		jm.FailSavepoints(f.jobIDs["job"], "java.io.IOException: disk full")
-		f.create(withBackoff(savepointSnap("sp", "job"), limit))
+		f.Create(withBackoff(savepointSnap("sp", "job"), limit))
 		for attempt := int32(1); ; attempt++ {
 			f.drivePoll("sp")
-			s := f.get("sp")
+			s := f.Get("sp")
 			if s.Status.Failures != attempt {
 				t.Fatalf("limit %d attempt %d: failures %d (%+v)", limit, attempt, s.Status.Failures, s.Status)
 			}
@@ -287,7 +287,7 @@ func TestReconcileBackoff(t *testing.T) {
 			}
 			break
 		}
-		if n := countEvents(f.events(), ReasonSavepointError); n != int(limit)+1 {
+		if n := countEvents(f.Events(), ReasonSavepointError); n != int(limit)+1 {
 			t.Errorf("limit %d: %d SavepointError events, want %d", limit, n, limit+1)
 		}
 	}
@@ -297,10 +297,10 @@ func TestReconcileBackoffUnlimited(t *testing.T) {
 	f := newFixture(t)
 	jm := f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
 	jm.FailSavepoints(f.jobIDs["job"], "boom")
-	f.create(savepointSnap("sp", "job")) // backoffLimit unset: -1
+	f.Create(savepointSnap("sp", "job")) // backoffLimit unset: -1
 	for i := int32(1); i <= 10; i++ {
 		f.drivePoll("sp")
-		if s := f.get("sp"); s.Status.State != v1beta1.SnapshotTriggerPending || s.Status.Failures != i {
+		if s := f.Get("sp"); s.Status.State != v1beta1.SnapshotTriggerPending || s.Status.Failures != i {
 			t.Fatalf("after %d errors: %+v", i, s.Status)
 		}
 	}
@@ -309,41 +309,41 @@ func TestReconcileBackoffUnlimited(t *testing.T) {
 // drivePoll runs syncs (honouring backoff waits) until the snapshot records
 // one more failure or becomes terminal.
 func (f *fixture) drivePoll(name string) {
-	f.t.Helper()
-	before := f.get(name).Status.Failures
+	f.T.Helper()
+	before := f.Get(name).Status.Failures
 	for range 20 {
-		d := f.mustSync(name)
-		s := f.get(name)
+		d := f.MustSync(name)
+		s := f.Get(name)
 		if s.Status.Failures > before || s.Status.State.IsTerminal() {
 			return
 		}
-		f.clock.Step(max(d, time.Second))
+		f.Clock.Step(max(d, time.Second))
 	}
-	f.t.Fatalf("no progress on %s", name)
+	f.T.Fatalf("no progress on %s", name)
 }
 
 func TestReconcileNewSavepointNoPath(t *testing.T) {
 	f := newFixture(t)
 	f.addCluster("job", v1beta1.FlinkVersion1_20, map[string]string{})
-	f.create(savepointSnap("sp", "job"))
-	f.mustSync("sp")
-	s := f.get("sp")
+	f.Create(savepointSnap("sp", "job"))
+	f.MustSync("sp")
+	s := f.Get("sp")
 	if s.Status.State != v1beta1.SnapshotTriggerPending || !strings.Contains(s.Status.Error, "savepoint path") {
 		t.Fatalf("status %+v", s.Status)
 	}
-	events := f.events()
+	events := f.Events()
 	if countEvents(events, ReasonSavepointError) != 1 || !strings.Contains(events[0], s.Status.Error) {
 		t.Fatalf("events %v", events)
 	}
 	// The job gets a savepoint dir: the retry triggers.
-	dep, _ := f.client.FlinkV1beta1().FlinkDeployments(ns).Get(f.ctx, "job", metav1.GetOptions{})
-	dep.Spec.FlinkConfiguration = v1beta1.NewConfiguration(map[string]string{"state.savepoints.dir": "file://" + f.dir})
-	if _, err := f.client.FlinkV1beta1().FlinkDeployments(ns).Update(f.ctx, dep, metav1.UpdateOptions{}); err != nil {
+	dep, _ := f.Client.FlinkV1beta1().FlinkDeployments(ns).Get(f.Ctx, "job", metav1.GetOptions{})
+	dep.Spec.FlinkConfiguration = v1beta1.NewConfiguration(map[string]string{"state.savepoints.dir": "file://" + f.Dir})
+	if _, err := f.Client.FlinkV1beta1().FlinkDeployments(ns).Update(f.Ctx, dep, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	f.clock.Step(time.Minute)
-	f.mustSync("sp")
-	if s := f.get("sp"); s.Status.State != v1beta1.SnapshotInProgress {
+	f.Clock.Step(time.Minute)
+	f.MustSync("sp")
+	if s := f.Get("sp"); s.Status.State != v1beta1.SnapshotInProgress {
 		t.Fatalf("after adding a savepoint dir: %+v", s.Status)
 	}
 }
@@ -351,9 +351,9 @@ func TestReconcileNewSavepointNoPath(t *testing.T) {
 func TestReconcileNewCheckpoint(t *testing.T) {
 	f := newFixture(t)
 	jm := f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
-	f.create(checkpointSnap("cp", "job"))
-	f.mustSync("cp")
-	s := f.get("cp")
+	f.Create(checkpointSnap("cp", "job"))
+	f.MustSync("cp")
+	s := f.Get("cp")
 	if s.Status.State != v1beta1.SnapshotInProgress || len(s.Status.TriggerID) != 32 {
 		t.Fatalf("after trigger %+v", s.Status)
 	}
@@ -373,9 +373,9 @@ func TestReconcileNewCheckpoint(t *testing.T) {
 func TestReconcileNewCheckpointUnsupportedFlinkVersion(t *testing.T) {
 	f := newFixture(t)
 	f.addCluster("job", v1beta1.FlinkVersion1_16, nil)
-	f.create(withBackoff(checkpointSnap("cp", "job"), 0))
-	f.mustSync("cp")
-	s := f.get("cp")
+	f.Create(withBackoff(checkpointSnap("cp", "job"), 0))
+	f.MustSync("cp")
+	s := f.Get("cp")
 	if s.Status.State != v1beta1.SnapshotFailed || s.Status.Failures != 1 || !strings.Contains(s.Status.Error, "requires Flink 1.17+") {
 		t.Fatalf("status %+v", s.Status)
 	}
@@ -394,31 +394,31 @@ func TestReconcileCheckpointError(t *testing.T) {
 func testSnapshotFetchError(t *testing.T, snap *v1beta1.FlinkStateSnapshot, reason string) {
 	f := newFixture(t)
 	jm := f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
-	f.create(withBackoff(snap, 1))
-	f.mustSync("s")
-	first := f.get("s").Status.TriggerID
+	f.Create(withBackoff(snap, 1))
+	f.MustSync("s")
+	first := f.Get("s").Status.TriggerID
 	remove := jm.InjectFault(fakejm.Fault{Status: 500, Errors: []string{"java.lang.RuntimeException: status unavailable"}, Route: statusRoute(snap)})
-	f.clock.Step(time.Second)
-	f.mustSync("s")
-	s := f.get("s")
+	f.Clock.Step(time.Second)
+	f.MustSync("s")
+	s := f.Get("s")
 	if s.Status.State != v1beta1.SnapshotTriggerPending || s.Status.Failures != 1 || !strings.Contains(s.Status.Error, "status unavailable") {
 		t.Fatalf("after first error %+v", s.Status)
 	}
 	remove()
-	f.clock.Step(10 * time.Second) // backoff
-	f.mustSync("s")
-	s = f.get("s")
+	f.Clock.Step(10 * time.Second) // backoff
+	f.MustSync("s")
+	s = f.Get("s")
 	if s.Status.State != v1beta1.SnapshotInProgress || s.Status.TriggerID == first {
 		t.Fatalf("retry should re-trigger with a new id: %+v", s.Status)
 	}
 	jm.InjectFault(fakejm.Fault{Status: 500, Route: statusRoute(snap)})
-	f.clock.Step(time.Second)
-	f.mustSync("s")
-	s = f.get("s")
+	f.Clock.Step(time.Second)
+	f.MustSync("s")
+	s = f.Get("s")
 	if s.Status.State != v1beta1.SnapshotFailed || s.Status.Failures != 2 || s.Status.Path != "" {
 		t.Fatalf("after second error %+v", s.Status)
 	}
-	if n := countEvents(f.events(), reason); n != 2 {
+	if n := countEvents(f.Events(), reason); n != 2 {
 		t.Errorf("%d %s events, want 2", n, reason)
 	}
 }
@@ -433,11 +433,11 @@ func statusRoute(s *v1beta1.FlinkStateSnapshot) string {
 func TestMetrics(t *testing.T) {
 	f := newFixture(t)
 	f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
-	f.create(savepointSnap("sp", "job"))
-	f.create(checkpointSnap("cp", "job"))
+	f.Create(savepointSnap("sp", "job"))
+	f.Create(checkpointSnap("cp", "job"))
 	f.drive("sp", 10)
 	f.drive("cp", 10)
-	f.refresh()
+	f.Refresh()
 	counts := map[string]int{}
 	for _, c := range f.ctrl.CountSnapshots() {
 		counts[c.Namespace+"/"+c.Type+"/"+c.State] = c.Count
@@ -445,10 +445,10 @@ func TestMetrics(t *testing.T) {
 	if counts["default/savepoint/COMPLETED"] != 1 || counts["default/checkpoint/COMPLETED"] != 1 || len(counts) != 2 {
 		t.Fatalf("counts %v", counts)
 	}
-	if err := f.client.FlinkV1beta1().FlinkStateSnapshots(ns).Delete(f.ctx, "cp", metav1.DeleteOptions{}); err != nil {
+	if err := f.Client.FlinkV1beta1().FlinkStateSnapshots(ns).Delete(f.Ctx, "cp", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	f.refresh()
+	f.Refresh()
 	counts = map[string]int{}
 	for _, c := range f.ctrl.CountSnapshots() {
 		counts[c.Namespace+"/"+c.Type+"/"+c.State] = c.Count

@@ -46,7 +46,7 @@ func deletedCompleted(t *testing.T, f *fixture, path string) {
 	s.Finalizers = []string{v1beta1.SnapshotFinalizer}
 	s.Status = v1beta1.FlinkStateSnapshotStatus{State: v1beta1.SnapshotCompleted, Path: path,
 		TriggerTimestamp: t0.Add(-time.Hour).Format(time.RFC3339), ResultTimestamp: t0.Add(-time.Hour).Format(time.RFC3339)}
-	f.create(s)
+	f.Create(s)
 	markDeleted(t, f, "sp")
 }
 
@@ -69,7 +69,7 @@ func TestDisposalSteps(t *testing.T) {
 		want    after2
 	}{
 		{"disposed and confirmed", realSavepoint, nil, nil, after2{true, "", 1}},
-		{"already gone: confirmed", func(f *fixture) string { return "file://" + f.dir + "/savepoints/missing" }, nil, nil,
+		{"already gone: confirmed", func(f *fixture) string { return "file://" + f.Dir + "/savepoints/missing" }, nil, nil,
 			after2{true, "", 1}},
 		{"disposal failed: reported", func(*fixture) string { return "relative/savepoint" }, nil, nil,
 			after2{false, "Disposing savepoint relative/savepoint failed: java.lang.IllegalArgumentException", 1}},
@@ -89,13 +89,13 @@ func TestDisposalSteps(t *testing.T) {
 			delete(f.jms, "job")
 		}, nil, after2{false, "Cannot dispose of savepoint", 0}},
 		{"job gone: reported", realSavepoint, func(f *fixture, jm *fakejm.Server) {
-			dep, err := f.client.FlinkV1beta1().FlinkDeployments(ns).Get(f.ctx, "job", metav1.GetOptions{})
+			dep, err := f.Client.FlinkV1beta1().FlinkDeployments(ns).Get(f.Ctx, "job", metav1.GetOptions{})
 			if err != nil {
-				f.t.Fatal(err)
+				f.T.Fatal(err)
 			}
 			f.jobBackup = dep
-			if err := f.client.FlinkV1beta1().FlinkDeployments(ns).Delete(f.ctx, "job", metav1.DeleteOptions{}); err != nil {
-				f.t.Fatal(err)
+			if err := f.Client.FlinkV1beta1().FlinkDeployments(ns).Delete(f.Ctx, "job", metav1.DeleteOptions{}); err != nil {
+				f.T.Fatal(err)
 			}
 		}, nil, after2{false, "because the referenced Flink job job (FlinkDeployment) cannot be found", 0}},
 	} {
@@ -108,17 +108,17 @@ func TestDisposalSteps(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(f, jm)
 			}
-			f.events()
-			d := f.mustSync("sp") // the disposal request
+			f.Events()
+			d := f.MustSync("sp") // the disposal request
 			if tc.between != nil {
 				tc.between(f, jm)
 			}
-			f.clock.Step(max(d, time.Second))
-			f.mustSync("sp") // its status
+			f.Clock.Step(max(d, time.Second))
+			f.MustSync("sp") // its status
 			if gone(f, "sp") != tc.want.released {
 				t.Fatalf("released %v, want %v", gone(f, "sp"), tc.want.released)
 			}
-			events := f.events()
+			events := f.Events()
 			if tc.want.cleanup == "" {
 				if n := countEvents(events, ReasonCleanupFailed); n != 0 {
 					t.Errorf("events %v, want no CleanupFailed", events)
@@ -143,12 +143,12 @@ func TestDisposalSteps(t *testing.T) {
 			f.jms["job"] = jm
 			if f.jobBackup != nil {
 				f.jobBackup.ResourceVersion = ""
-				if _, err := f.client.FlinkV1beta1().FlinkDeployments(ns).Create(f.ctx, f.jobBackup, metav1.CreateOptions{}); err != nil {
+				if _, err := f.Client.FlinkV1beta1().FlinkDeployments(ns).Create(f.Ctx, f.jobBackup, metav1.CreateOptions{}); err != nil {
 					t.Fatal(err)
 				}
 			}
 			for i := 0; i < 10 && !gone(f, "sp"); i++ {
-				f.clock.Step(max(f.mustSync("sp"), time.Second))
+				f.Clock.Step(max(f.MustSync("sp"), time.Second))
 			}
 			if path == "relative/savepoint" { // Flink can never dispose it
 				if n := acceptedDisposals(jm); n < 2 {
@@ -176,11 +176,11 @@ func acceptedDisposals(jm *fakejm.Server) int {
 // realSavepoint writes a savepoint through the fake JobManager and returns
 // its path.
 func realSavepoint(f *fixture) string {
-	f.t.Helper()
-	f.create(savepointSnap("source", "job"))
+	f.T.Helper()
+	f.Create(savepointSnap("source", "job"))
 	s := f.drive("source", 10)
 	if !metadataExists(s.Status.Path) {
-		f.t.Fatalf("no savepoint at %q", s.Status.Path)
+		f.T.Fatalf("no savepoint at %q", s.Status.Path)
 	}
 	return s.Status.Path
 }
@@ -203,12 +203,12 @@ func TestDeletionWithoutDataReleasesAtOnce(t *testing.T) {
 			s := savepointSnap("sp", "job")
 			s.Finalizers = []string{v1beta1.SnapshotFinalizer, "example.com/other"}
 			s.Status = v1beta1.FlinkStateSnapshotStatus{State: tc.state, Path: tc.path}
-			f.create(s)
+			f.Create(s)
 			markDeleted(t, f, "sp")
-			if d := f.mustSync("sp"); d != 0 {
+			if d := f.MustSync("sp"); d != 0 {
 				t.Errorf("requeue %v", d)
 			}
-			got := f.get("sp")
+			got := f.Get("sp")
 			if len(got.Finalizers) != 1 || got.Finalizers[0] != "example.com/other" {
 				t.Errorf("finalizers %v, want only ours removed", got.Finalizers)
 			}
@@ -231,15 +231,15 @@ func TestDeletedInProgressSavepointThatCannotBeFollowed(t *testing.T) {
 	s.Spec.JobReference.Kind = v1beta1.JobReferenceKindSessionJob
 	s.Spec.Savepoint.Path = "file:///own/dir"
 	got := triggered(t, f, s)
-	if err := f.client.FlinkV1beta1().FlinkDeployments(ns).Delete(f.ctx, "session", metav1.DeleteOptions{}); err != nil {
+	if err := f.Client.FlinkV1beta1().FlinkDeployments(ns).Delete(f.Ctx, "session", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	markDeleted(t, f, "sp")
-	f.events()
-	if d := f.mustSync("sp"); d != 0 || !gone(f, "sp") {
+	f.Events()
+	if d := f.MustSync("sp"); d != 0 || !gone(f, "sp") {
 		t.Fatalf("requeue %v, released %v: want released at once", d, gone(f, "sp"))
 	}
-	events := f.events()
+	events := f.Events()
 	if countEvents(events, ReasonDisposeSkipped) != 1 || !strings.Contains(events[0], got.Status.TriggerID) ||
 		!strings.Contains(events[0], "file:///own/dir") {
 		t.Errorf("events %v, want one DisposeSkipped naming trigger id %s and file:///own/dir", events, got.Status.TriggerID)
@@ -264,7 +264,7 @@ func TestDisposeTimeoutCountsFromTheLaterOfDeletionAndAttemptEnd(t *testing.T) {
 			s.Finalizers = []string{v1beta1.SnapshotFinalizer}
 			s.Status = v1beta1.FlinkStateSnapshotStatus{State: v1beta1.SnapshotCompleted, Path: "file:///data/sp",
 				ResultTimestamp: t0.Add(tc.endedAgo).Format(time.RFC3339Nano)}
-			f.create(s)
+			f.Create(s)
 			markDeleted(t, f, "sp") // at t0
 			jm.InjectFault(fakejm.Fault{Status: http.StatusServiceUnavailable})
 			start := t0
@@ -272,16 +272,16 @@ func TestDisposeTimeoutCountsFromTheLaterOfDeletionAndAttemptEnd(t *testing.T) {
 				start = t0.Add(tc.endedAgo)
 			}
 			deadline := start.Add(10 * time.Minute)
-			f.clock.SetTime(deadline.Add(-time.Second))
-			if d := f.mustSync("sp"); d != time.Second || gone(f, "sp") {
+			f.Clock.SetTime(deadline.Add(-time.Second))
+			if d := f.MustSync("sp"); d != time.Second || gone(f, "sp") {
 				t.Fatalf("1 s before the deadline: requeue %v, released %v; want a retry at the deadline", d, gone(f, "sp"))
 			}
-			f.clock.SetTime(deadline)
-			f.mustSync("sp")
+			f.Clock.SetTime(deadline)
+			f.MustSync("sp")
 			if !gone(f, "sp") {
 				t.Fatal("not released at the dispose timeout")
 			}
-			if n := countEvents(f.events(), ReasonDisposeSkipped); n != 1 {
+			if n := countEvents(f.Events(), ReasonDisposeSkipped); n != 1 {
 				t.Errorf("%d DisposeSkipped events, want 1", n)
 			}
 		})

@@ -14,44 +14,28 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	core "k8s.io/client-go/testing"
-	"k8s.io/client-go/tools/record"
-	"k8s.io/klog/v2/ktesting"
-	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
-	flinkcache "github.com/flinkops/flink-operator/pkg/cache"
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/controller/controllerctx"
+	"github.com/flinkops/flink-operator/pkg/controller/controllertest"
 	"github.com/flinkops/flink-operator/pkg/flink"
 	"github.com/flinkops/flink-operator/pkg/flink/fakejm"
-	"github.com/flinkops/flink-operator/pkg/generated/clientset/versioned/fake"
-	informers "github.com/flinkops/flink-operator/pkg/generated/informers/externalversions"
 )
 
-const ns = "default"
+const ns = controllertest.Namespace
 
-var t0 = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+var t0 = controllertest.T0
 
-// fixture is one controller on a fake clientset, informer indexers fed by
-// hand (so every sync sees exactly what the API server holds), a fake clock
-// and one fake JobManager per Flink cluster.
+// fixture is one controller on the shared test bench (controllertest: a
+// fake flink.apache.org API server, hand-fed informers, a fake clock) with
+// one fake JobManager per Flink cluster.
 type fixture struct {
-	t        *testing.T
-	ctx      context.Context
-	client   *fake.Clientset
-	factory  informers.SharedInformerFactory
-	caches   *flinkcache.Caches
-	ctrl     *Controller
-	clock    *testingclock.FakeClock
-	recorder *record.FakeRecorder
-	cfg      config.Config
-	jms      map[string]*fakejm.Server // by FlinkDeployment name
-	jobIDs   map[string]string         // by FlinkDeployment name
-	dir      string                    // savepoint dir of the default cluster
-	// crashAfterIntent makes the fault point panic, as a kill -9 would stop
-	// the process right after the IN_PROGRESS write.
-	crashAfterIntent bool
+	controllertest.Loop[*v1beta1.FlinkStateSnapshot]
+	ctrl   *Controller
+	jms    map[string]*fakejm.Server // by FlinkDeployment name
+	jobIDs map[string]string         // by FlinkDeployment name
 	// guard plays the operator's admission guard (nil: no webhook).
 	guard func(ctx context.Context, s *v1beta1.FlinkStateSnapshot) error
 	// httpClient is the operator's HTTP client for Flink REST calls (nil:
@@ -61,163 +45,88 @@ type fixture struct {
 	jobBackup *v1beta1.FlinkDeployment
 }
 
-type crash struct{}
-
 func newFixture(t *testing.T, objs ...runtime.Object) *fixture {
 	t.Helper()
-	_, ctx := ktesting.NewTestContext(t)
-	f := &fixture{
-		t: t, ctx: ctx,
-		client:   fake.NewSimpleClientset(objs...),
-		clock:    testingclock.NewFakeClock(t0),
-		recorder: record.NewFakeRecorder(100),
-		cfg:      config.Defaults(),
-		jms:      map[string]*fakejm.Server{},
-		jobIDs:   map[string]string{},
-		dir:      t.TempDir(),
+	f := &fixture{jms: map[string]*fakejm.Server{}, jobIDs: map[string]string{}}
+	f.Loop = controllertest.Loop[*v1beta1.FlinkStateSnapshot]{
+		Fixture: controllertest.New(t, controllertest.Options{Objects: objs}),
+		Build:   f.build,
+		Resource: func(namespace string) controllertest.Resource[*v1beta1.FlinkStateSnapshot] {
+			return f.Client.FlinkV1beta1().FlinkStateSnapshots(namespace)
+		},
+		Status: func(s *v1beta1.FlinkStateSnapshot) string { return fmt.Sprintf("%+v", s.Status) },
+		Ready:  func(s *v1beta1.FlinkStateSnapshot) bool { return s.Status.State.IsTerminal() },
 	}
-	f.restart()
+	f.Restart()
 	return f
+}
+
+// build makes the controller (Restart calls it).
+func (f *fixture) build() (controllertest.SyncFunc, error) {
+	var err error
+	f.ctrl, err = New(controllerctx.Context{
+		Client:     f.Client,
+		Caches:     f.Caches,
+		Recorder:   f.Recorder,
+		Config:     f.Config,
+		Clock:      f.Clock,
+		Endpoints:  controllertest.Endpoints(f.jms),
+		HTTPClient: f.httpClient,
+	}, Options{
+		// The fault point of syncCrashing: right after the IN_PROGRESS write.
+		AfterIntentWritten: func(key string) { f.FaultPoint(key, "after-intent") },
+		AdmissionGuard:     f.guard,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return f.ctrl.Sync, nil
 }
 
 // normalEvents turns on the Normal snapshot events (off by default).
 func (f *fixture) normalEvents() {
-	f.cfg[config.KeySnapshotNormalEventsEnabled] = "true"
-	f.restart()
-}
-
-// restart builds a new controller (fresh memory, same API state), as after
-// an operator crash.
-func (f *fixture) restart() {
-	f.factory = informers.NewSharedInformerFactory(f.client, 0)
-	caches, err := flinkcache.New(map[string]informers.SharedInformerFactory{"": f.factory})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	f.caches = caches
-	f.ctrl, err = New(controllerctx.Context{
-		Client:   f.client,
-		Caches:   caches,
-		Recorder: f.recorder,
-		Config:   f.cfg,
-		Clock:    f.clock,
-		Endpoints: func(cluster *v1beta1.FlinkDeployment, _ int) (string, error) {
-			jm, ok := f.jms[cluster.Name]
-			if !ok {
-				return "", fmt.Errorf("no JobManager for %s", cluster.Name)
-			}
-			return jm.URL(), nil
-		},
-		HTTPClient: f.httpClient,
-	}, Options{
-		AfterIntentWritten: func(string) {
-			if f.crashAfterIntent {
-				panic(crash{})
-			}
-		},
-		AdmissionGuard: f.guard,
-	})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	f.refresh()
-}
-
-// refresh copies the fake API server's objects into the informer indexers.
-func (f *fixture) refresh() {
-	f.t.Helper()
-	v := f.factory.Flink().V1beta1()
-	replace := func(store interface{ Replace([]any, string) error }, objs []any) {
-		if err := store.Replace(objs, ""); err != nil {
-			f.t.Fatal(err)
-		}
-	}
-	snaps, _ := f.client.FlinkV1beta1().FlinkStateSnapshots("").List(f.ctx, metav1.ListOptions{})
-	deps, _ := f.client.FlinkV1beta1().FlinkDeployments("").List(f.ctx, metav1.ListOptions{})
-	jobs, _ := f.client.FlinkV1beta1().FlinkSessionJobs("").List(f.ctx, metav1.ListOptions{})
-	var s, d, j []any
-	for i := range snaps.Items {
-		s = append(s, &snaps.Items[i])
-	}
-	for i := range deps.Items {
-		d = append(d, &deps.Items[i])
-	}
-	for i := range jobs.Items {
-		j = append(j, &jobs.Items[i])
-	}
-	replace(v.FlinkStateSnapshots().Informer().GetIndexer(), s)
-	replace(v.FlinkDeployments().Informer().GetIndexer(), d)
-	replace(v.FlinkSessionJobs().Informer().GetIndexer(), j)
-}
-
-// sync runs one Sync of a snapshot against fresh caches.
-func (f *fixture) sync(name string) (time.Duration, error) {
-	f.t.Helper()
-	f.refresh()
-	d, err := f.ctrl.Sync(f.ctx, ns+"/"+name)
-	f.refresh()
-	return d, err
+	f.Config[config.KeySnapshotNormalEventsEnabled] = "true"
+	f.Restart()
 }
 
 // mustSyncIn syncs a snapshot of another namespace.
 func (f *fixture) mustSyncIn(namespace, name string) {
-	f.t.Helper()
-	f.refresh()
-	if _, err := f.ctrl.Sync(f.ctx, namespace+"/"+name); err != nil {
-		f.t.Fatalf("sync %s/%s: %v", namespace, name, err)
+	f.T.Helper()
+	f.Refresh()
+	if _, err := f.ctrl.Sync(f.Ctx, namespace+"/"+name); err != nil {
+		f.T.Fatalf("sync %s/%s: %v", namespace, name, err)
 	}
-	f.refresh()
+	f.Refresh()
 }
 
-func (f *fixture) getIn(namespace, name string) *v1beta1.FlinkStateSnapshot {
-	f.t.Helper()
-	s, err := f.client.FlinkV1beta1().FlinkStateSnapshots(namespace).Get(f.ctx, name, metav1.GetOptions{})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	return s
-}
-
-func (f *fixture) mustSync(name string) time.Duration {
-	f.t.Helper()
-	d, err := f.sync(name)
-	if err != nil {
-		f.t.Fatalf("sync %s: %v", name, err)
-	}
-	return d
-}
-
-// syncCrashing runs a sync that is expected to die at the fault point.
+// syncCrashing runs a sync that is expected to die at the fault point, as a
+// kill -9 would stop the process right after the IN_PROGRESS write.
 func (f *fixture) syncCrashing(name string) {
-	f.t.Helper()
-	f.crashAfterIntent = true
+	f.T.Helper()
+	f.Fault = func(string, string) { panic(controllertest.Crash{}) }
 	defer func() {
-		f.crashAfterIntent = false
+		f.Fault = nil
 		if r := recover(); r == nil {
-			f.t.Fatal("sync did not reach the fault point")
-		} else if _, ok := r.(crash); !ok {
+			f.T.Fatal("sync did not reach the fault point")
+		} else if _, ok := r.(controllertest.Crash); !ok {
 			panic(r)
 		}
-		f.refresh()
+		f.Refresh()
 	}()
-	_, _ = f.sync(name)
+	_, _ = f.Sync(name)
 }
 
 // addCluster creates a FlinkDeployment with a RUNNING job on a fake
 // JobManager of the given Flink version.
 func (f *fixture) addCluster(name string, version v1beta1.FlinkVersion, conf map[string]string) *fakejm.Server {
-	f.t.Helper()
-	jm := fakejm.New(fakejm.Options{
-		Version:         flink.MustParseVersion(string(version)),
-		Clock:           f.clock,
-		CompletionPolls: 1,
-		CheckpointDir:   filepath.Join(f.dir, "checkpoints"),
-	})
-	f.t.Cleanup(jm.Close)
+	f.T.Helper()
+	opts := f.JobManagerOptions()
+	opts.Version = flink.MustParseVersion(string(version))
+	jm := f.StartJobManager(opts)
 	jobID := jm.MustAddJob(fakejm.JobSpec{})
 	f.jms[name], f.jobIDs[name] = jm, jobID
 	if conf == nil {
-		conf = map[string]string{"execution.checkpointing.savepoint-dir": "file://" + filepath.Join(f.dir, "savepoints")}
+		conf = map[string]string{"execution.checkpointing.savepoint-dir": "file://" + filepath.Join(f.Dir, "savepoints")}
 	}
 	dep := &v1beta1.FlinkDeployment{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
@@ -228,48 +137,28 @@ func (f *fixture) addCluster(name string, version v1beta1.FlinkVersion, conf map
 		},
 		Status: v1beta1.FlinkDeploymentStatus{JobStatus: v1beta1.JobStatus{JobID: jobID, State: v1beta1.JobStatusRunning}},
 	}
-	if _, err := f.client.FlinkV1beta1().FlinkDeployments(ns).Create(f.ctx, dep, metav1.CreateOptions{}); err != nil {
-		f.t.Fatal(err)
+	if _, err := f.Client.FlinkV1beta1().FlinkDeployments(ns).Create(f.Ctx, dep, metav1.CreateOptions{}); err != nil {
+		f.T.Fatal(err)
 	}
 	return jm
 }
 
 // setJobState changes the job state the FlinkDeployment reports.
 func (f *fixture) setJobState(name string, state v1beta1.JobStatusState) {
-	f.t.Helper()
-	dep, err := f.client.FlinkV1beta1().FlinkDeployments(ns).Get(f.ctx, name, metav1.GetOptions{})
+	f.T.Helper()
+	dep, err := f.Client.FlinkV1beta1().FlinkDeployments(ns).Get(f.Ctx, name, metav1.GetOptions{})
 	if err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	dep.Status.JobStatus.State = state
-	if _, err := f.client.FlinkV1beta1().FlinkDeployments(ns).UpdateStatus(f.ctx, dep, metav1.UpdateOptions{}); err != nil {
-		f.t.Fatal(err)
+	if _, err := f.Client.FlinkV1beta1().FlinkDeployments(ns).UpdateStatus(f.Ctx, dep, metav1.UpdateOptions{}); err != nil {
+		f.T.Fatal(err)
 	}
-}
-
-func (f *fixture) create(s *v1beta1.FlinkStateSnapshot) {
-	f.t.Helper()
-	namespace := s.Namespace
-	if namespace == "" {
-		namespace = ns
-	}
-	if _, err := f.client.FlinkV1beta1().FlinkStateSnapshots(namespace).Create(f.ctx, s, metav1.CreateOptions{}); err != nil {
-		f.t.Fatal(err)
-	}
-}
-
-func (f *fixture) get(name string) *v1beta1.FlinkStateSnapshot {
-	f.t.Helper()
-	s, err := f.client.FlinkV1beta1().FlinkStateSnapshots(ns).Get(f.ctx, name, metav1.GetOptions{})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	return s
 }
 
 // writes counts create/update/patch actions on snapshots since the last reset.
 func (f *fixture) writes() (metadata, status int) {
-	for _, a := range f.client.Actions() {
+	for _, a := range f.Client.Actions() {
 		if a.GetResource().Resource != "flinkstatesnapshots" {
 			continue
 		}
@@ -285,20 +174,7 @@ func (f *fixture) writes() (metadata, status int) {
 	return metadata, status
 }
 
-func (f *fixture) resetActions() { f.client.ClearActions() }
-
-// events drains the recorded events ("<type> <reason> <message>").
-func (f *fixture) events() []string {
-	var out []string
-	for {
-		select {
-		case e := <-f.recorder.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
-}
+func (f *fixture) resetActions() { f.Client.ClearActions() }
 
 func countEvents(events []string, reason string) int {
 	n := 0
@@ -334,15 +210,15 @@ func withBackoff(s *v1beta1.FlinkStateSnapshot, limit int32) *v1beta1.FlinkState
 // drive syncs until the snapshot is terminal (advancing the clock by each
 // requeue), at most n times.
 func (f *fixture) drive(name string, n int) *v1beta1.FlinkStateSnapshot {
-	f.t.Helper()
+	f.T.Helper()
 	for range n {
-		d := f.mustSync(name)
-		if s := f.get(name); s.Status.State.IsTerminal() {
+		d := f.MustSync(name)
+		if s := f.Get(name); s.Status.State.IsTerminal() {
 			return s
 		}
-		f.clock.Step(max(d, time.Second))
+		f.Clock.Step(max(d, time.Second))
 	}
-	f.t.Fatalf("snapshot %s not terminal after %d syncs: %+v", name, n, f.get(name).Status)
+	f.T.Fatalf("snapshot %s not terminal after %d syncs: %+v", name, n, f.Get(name).Status)
 	return nil
 }
 

@@ -20,7 +20,7 @@ import (
 
 // queued drains the controller's workqueue and returns its keys, sorted.
 func (f *fixture) queued() []string {
-	f.t.Helper()
+	f.T.Helper()
 	var keys []string
 	for f.ctrl.queue.Len() > 0 {
 		k, shutdown := f.ctrl.queue.Get()
@@ -61,9 +61,9 @@ func jobSnapshots(f *fixture) {
 		snapWith("done-deleting", "job", v1beta1.SnapshotCompleted, true),
 		snapWith("other-job", "other", v1beta1.SnapshotInProgress, false),
 	} {
-		f.create(s)
+		f.Create(s)
 	}
-	f.refresh()
+	f.Refresh()
 }
 
 // inFlightOrDeleting is what waking "job" must queue.
@@ -147,7 +147,7 @@ func TestSnapshotDeletedWhileInProgressWarnsAndWakesItsJob(t *testing.T) {
 			f.ctrl.disposals.Store(ns+"/gone", "disposal-id")
 			f.ctrl.snapshotDeleted(tc.obj)
 
-			events := f.events()
+			events := f.Events()
 			if got := countEvents(events, ReasonDisposeSkipped); got != map[bool]int{true: 1, false: 0}[tc.event] {
 				t.Fatalf("events %v, want DisposeSkipped: %v", events, tc.event)
 			}
@@ -224,13 +224,13 @@ func TestJobEventsWakeItsSnapshots(t *testing.T) {
 			// The snapshots reference a job of this kind.
 			if tc.kind == v1beta1.JobReferenceKindSessionJob {
 				for _, name := range []string{"new", "pending", "running", "done", "failed", "done-deleting"} {
-					s := f.get(name)
+					s := f.Get(name)
 					s.Spec.JobReference.Kind = v1beta1.JobReferenceKindSessionJob
-					if _, err := f.client.FlinkV1beta1().FlinkStateSnapshots(ns).Update(f.ctx, s, metav1.UpdateOptions{}); err != nil {
+					if _, err := f.Client.FlinkV1beta1().FlinkStateSnapshots(ns).Update(f.Ctx, s, metav1.UpdateOptions{}); err != nil {
 						t.Fatal(err)
 					}
 				}
-				f.refresh()
+				f.Refresh()
 			}
 			tc.event(f.ctrl.jobHandler(tc.kind))
 			var want []string
@@ -249,8 +249,8 @@ func TestJobEventsWakeItsSnapshots(t *testing.T) {
 func TestEnqueueJobWithoutJobKeyQueuesNothing(t *testing.T) {
 	f := newFixture(t)
 	s := savepointSnap("orphan", "")
-	f.create(s)
-	f.refresh()
+	f.Create(s)
+	f.Refresh()
 	f.ctrl.enqueueJob("")
 	if got := f.queued(); len(got) != 0 {
 		t.Errorf("queued %v for an empty job key", got)

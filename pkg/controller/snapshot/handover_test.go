@@ -23,53 +23,53 @@ import (
 
 // disposalsOf returns the disposals handed to a job (none when it is gone).
 func (f *fixture) disposalsOf(kind v1beta1.JobReferenceKind, name string) []flinkcache.PendingDisposal {
-	f.t.Helper()
+	f.T.Helper()
 	var obj metav1.Object
 	var err error
 	switch kind {
 	case v1beta1.JobReferenceKindDeployment:
-		obj, err = f.client.FlinkV1beta1().FlinkDeployments(ns).Get(f.ctx, name, metav1.GetOptions{})
+		obj, err = f.Client.FlinkV1beta1().FlinkDeployments(ns).Get(f.Ctx, name, metav1.GetOptions{})
 	default:
-		obj, err = f.client.FlinkV1beta1().FlinkSessionJobs(ns).Get(f.ctx, name, metav1.GetOptions{})
+		obj, err = f.Client.FlinkV1beta1().FlinkSessionJobs(ns).Get(f.Ctx, name, metav1.GetOptions{})
 	}
 	if err != nil {
 		return nil
 	}
 	list, err := flinkcache.PendingDisposalsOf(obj)
 	if err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	return list
 }
 
 // syncDisposals runs one sync of the disposals handed to a job.
 func (f *fixture) syncDisposals(kind v1beta1.JobReferenceKind, name string) time.Duration {
-	f.t.Helper()
-	f.refresh()
-	d, err := f.ctrl.Sync(f.ctx, DisposalsKey(snapshotrules.JobKeyFor(kind, ns, name)))
+	f.T.Helper()
+	f.Refresh()
+	d, err := f.ctrl.Sync(f.Ctx, DisposalsKey(snapshotrules.JobKeyFor(kind, ns, name)))
 	if err != nil {
-		f.t.Fatalf("sync of the disposals handed to %s: %v", name, err)
+		f.T.Fatalf("sync of the disposals handed to %s: %v", name, err)
 	}
-	f.refresh()
+	f.Refresh()
 	return d
 }
 
 // settleDisposals syncs the disposals handed to a job, stepping the clock
 // by each requeue, until none is left; it returns how long that took.
 func (f *fixture) settleDisposals(kind v1beta1.JobReferenceKind, name string) time.Duration {
-	f.t.Helper()
-	start := f.clock.Now()
+	f.T.Helper()
+	start := f.Clock.Now()
 	for range 200 {
 		if len(f.disposalsOf(kind, name)) == 0 {
-			return f.clock.Since(start)
+			return f.Clock.Since(start)
 		}
 		d := f.syncDisposals(kind, name)
 		if d == 0 && len(f.disposalsOf(kind, name)) > 0 {
-			f.t.Fatalf("disposals handed to %s left without a requeue: %+v", name, f.disposalsOf(kind, name))
+			f.T.Fatalf("disposals handed to %s left without a requeue: %+v", name, f.disposalsOf(kind, name))
 		}
-		f.clock.Step(d)
+		f.Clock.Step(d)
 	}
-	f.t.Fatalf("disposals handed to %s never settled: %+v", name, f.disposalsOf(kind, name))
+	f.T.Fatalf("disposals handed to %s never settled: %+v", name, f.disposalsOf(kind, name))
 	return 0
 }
 
@@ -78,13 +78,13 @@ func (f *fixture) settleDisposals(kind v1beta1.JobReferenceKind, name string) ti
 func jobDeleted(names ...string) func(f *fixture) {
 	return func(f *fixture) {
 		for _, name := range names {
-			dep, err := f.client.FlinkV1beta1().FlinkDeployments(ns).Get(f.ctx, name, metav1.GetOptions{})
+			dep, err := f.Client.FlinkV1beta1().FlinkDeployments(ns).Get(f.Ctx, name, metav1.GetOptions{})
 			if err != nil {
-				f.t.Fatal(err)
+				f.T.Fatal(err)
 			}
-			dep.DeletionTimestamp = &metav1.Time{Time: f.clock.Now()}
-			if _, err := f.client.FlinkV1beta1().FlinkDeployments(ns).Update(f.ctx, dep, metav1.UpdateOptions{}); err != nil {
-				f.t.Fatal(err)
+			dep.DeletionTimestamp = &metav1.Time{Time: f.Clock.Now()}
+			if _, err := f.Client.FlinkV1beta1().FlinkDeployments(ns).Update(f.Ctx, dep, metav1.UpdateOptions{}); err != nil {
+				f.T.Fatal(err)
 			}
 		}
 	}
@@ -94,8 +94,8 @@ func jobDeleted(names ...string) func(f *fixture) {
 func jobGone(names ...string) func(f *fixture) {
 	return func(f *fixture) {
 		for _, name := range names {
-			if err := f.client.FlinkV1beta1().FlinkDeployments(ns).Delete(f.ctx, name, metav1.DeleteOptions{}); err != nil {
-				f.t.Fatal(err)
+			if err := f.Client.FlinkV1beta1().FlinkDeployments(ns).Delete(f.Ctx, name, metav1.DeleteOptions{}); err != nil {
+				f.T.Fatal(err)
 			}
 		}
 	}
@@ -108,19 +108,19 @@ func jobGone(names ...string) func(f *fixture) {
 func readmeWorld(t *testing.T, f *fixture) (*fakejm.Server, string) {
 	t.Helper()
 	jm := f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
-	f.create(savepointSnap("sp", "job"))
+	f.Create(savepointSnap("sp", "job"))
 	path := f.drive("sp", 10).Status.Path
-	if !metadataExists(path) || !containsString(f.get("sp").Finalizers, v1beta1.SnapshotFinalizer) {
+	if !metadataExists(path) || !containsString(f.Get("sp").Finalizers, v1beta1.SnapshotFinalizer) {
 		t.Fatalf("no savepoint to dispose at %q", path)
 	}
 	ref := &v1beta1.SnapshotReference{Name: "sp"}
-	dep, err := f.client.FlinkV1beta1().FlinkDeployments(ns).Get(f.ctx, "job", metav1.GetOptions{})
+	dep, err := f.Client.FlinkV1beta1().FlinkDeployments(ns).Get(f.Ctx, "job", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	dep.Spec.Job.InitialStateSnapshotRef = ref
 	dep.Status.JobStatus.UpgradeSavepointPath = path
-	if _, err := f.client.FlinkV1beta1().FlinkDeployments(ns).Update(f.ctx, dep, metav1.UpdateOptions{}); err != nil {
+	if _, err := f.Client.FlinkV1beta1().FlinkDeployments(ns).Update(f.Ctx, dep, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	clone := &v1beta1.FlinkDeployment{
@@ -128,7 +128,7 @@ func readmeWorld(t *testing.T, f *fixture) (*fakejm.Server, string) {
 		Spec:       v1beta1.FlinkDeploymentSpec{Job: &v1beta1.JobSpec{JarURI: "local:///opt/flink/job.jar", InitialStateSnapshotRef: ref}},
 		Status:     v1beta1.FlinkDeploymentStatus{JobStatus: v1beta1.JobStatus{UpgradeSavepointPath: path}},
 	}
-	if _, err := f.client.FlinkV1beta1().FlinkDeployments(ns).Create(f.ctx, clone, metav1.CreateOptions{}); err != nil {
+	if _, err := f.Client.FlinkV1beta1().FlinkDeployments(ns).Create(f.Ctx, clone, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	return jm, path
@@ -164,7 +164,7 @@ func TestDeletedSavepointHeldByJobs(t *testing.T) {
 		{"the referrer is still being deleted, then the application",
 			jobDeleted("clone"), []timed{{5 * time.Second, jobDeleted("job")}}, want{handed: true, disposed: true}},
 		{"operator restarts while the disposal waits",
-			jobGone("clone"), []timed{{2 * time.Second, (*fixture).restart}, {5 * time.Second, jobDeleted("job")}}, want{handed: true, disposed: true}},
+			jobGone("clone"), []timed{{2 * time.Second, (*fixture).Restart}, {5 * time.Second, jobDeleted("job")}}, want{handed: true, disposed: true}},
 		{"the referrer is deleted after the application",
 			nil, []timed{{5 * time.Second, jobDeleted("job")}, {time.Minute, jobGone("clone")}}, want{handed: true, disposed: true}},
 		{"every holder already being deleted: disposed at once",
@@ -182,9 +182,9 @@ func TestDeletedSavepointHeldByJobs(t *testing.T) {
 			if tc.before != nil {
 				tc.before(f)
 			}
-			f.events()
+			f.Events()
 			markDeleted(t, f, "sp")
-			deleted := f.clock.Now()
+			deleted := f.Clock.Now()
 
 			// The controller's queue, as its handlers fill it: the
 			// snapshot at once; the job's handed-over disposals when the
@@ -192,7 +192,7 @@ func TestDeletedSavepointHeldByJobs(t *testing.T) {
 			snapKey, dispKey := ns+"/sp", DisposalsKey(snapshotrules.JobKeyFor(v1beta1.JobReferenceKindDeployment, ns, "job"))
 			due := map[string]time.Time{snapKey: deleted}
 			look := func() string {
-				dep, err := f.client.FlinkV1beta1().FlinkDeployments(ns).Get(f.ctx, "job", metav1.GetOptions{})
+				dep, err := f.Client.FlinkV1beta1().FlinkDeployments(ns).Get(f.Ctx, "job", metav1.GetOptions{})
 				if err != nil {
 					return "gone"
 				}
@@ -201,8 +201,8 @@ func TestDeletedSavepointHeldByJobs(t *testing.T) {
 			seen := look()
 			actions := tc.after
 			end := deleted.Add(25 * time.Minute)
-			for f.clock.Now().Before(end) && (len(due) > 0 || len(actions) > 0) {
-				now := f.clock.Now()
+			for f.Clock.Now().Before(end) && (len(due) > 0 || len(actions) > 0) {
+				now := f.Clock.Now()
 				for len(actions) > 0 && !deleted.Add(actions[0].after).After(now) {
 					actions[0].do(f)
 					actions = actions[1:]
@@ -212,9 +212,9 @@ func TestDeletedSavepointHeldByJobs(t *testing.T) {
 						continue
 					}
 					delete(due, key)
-					f.refresh()
-					d, err := f.ctrl.Sync(f.ctx, key)
-					f.refresh()
+					f.Refresh()
+					d, err := f.ctrl.Sync(f.Ctx, key)
+					f.Refresh()
 					switch {
 					case err != nil:
 						due[key] = now.Add(time.Second) // rate-limited retry
@@ -236,11 +236,11 @@ func TestDeletedSavepointHeldByJobs(t *testing.T) {
 				if len(actions) > 0 {
 					next = minTime(next, deleted.Add(actions[0].after))
 				}
-				f.clock.SetTime(maxTime(next, now.Add(time.Millisecond)))
+				f.Clock.SetTime(maxTime(next, now.Add(time.Millisecond)))
 			}
-			took := f.clock.Since(deleted)
+			took := f.Clock.Since(deleted)
 
-			events := f.events()
+			events := f.Events()
 			if got := countEvents(events, ReasonDisposeDeferred) > 0; got != tc.want.handed {
 				t.Errorf("handed over: %v, want %v (events %v)", got, tc.want.handed, events)
 			}
@@ -308,21 +308,21 @@ func TestHandOverSurvivesAFailedRelease(t *testing.T) {
 	jobGone("clone")(f)
 	markDeleted(t, f, "sp")
 	failed := false
-	f.client.PrependReactor("update", "flinkstatesnapshots", func(a core.Action) (bool, runtime.Object, error) {
+	f.Client.PrependReactor("update", "flinkstatesnapshots", func(a core.Action) (bool, runtime.Object, error) {
 		if u, ok := a.(core.UpdateAction); ok && u.GetSubresource() == "" && !failed {
 			failed = true
 			return true, nil, errors.New("connection reset")
 		}
 		return false, nil, nil
 	})
-	if _, err := f.sync("sp"); err == nil || gone(f, "sp") {
+	if _, err := f.Sync("sp"); err == nil || gone(f, "sp") {
 		t.Fatalf("sync: %v, released %v; want the injected failure", err, gone(f, "sp"))
 	}
 	if got := f.disposalsOf(v1beta1.JobReferenceKindDeployment, "job"); len(got) != 1 || got[0].Path != path || got[0].Snapshot != ns+"/sp" {
 		t.Fatalf("handed over %+v before the failed release", got)
 	}
-	f.restart()
-	f.mustSync("sp")
+	f.Restart()
+	f.MustSync("sp")
 	if !gone(f, "sp") {
 		t.Fatal("snapshot not released")
 	}

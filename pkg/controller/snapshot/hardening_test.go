@@ -25,9 +25,9 @@ import (
 // triggered creates s and runs the sync that writes the intent and POSTs.
 func triggered(t *testing.T, f *fixture, s *v1beta1.FlinkStateSnapshot) *v1beta1.FlinkStateSnapshot {
 	t.Helper()
-	f.create(s)
-	f.mustSync(s.Name)
-	got := f.get(s.Name)
+	f.Create(s)
+	f.MustSync(s.Name)
+	got := f.Get(s.Name)
 	if got.Status.State != v1beta1.SnapshotInProgress {
 		t.Fatalf("after trigger: %+v", got.Status)
 	}
@@ -42,14 +42,14 @@ func settle(t *testing.T, f *fixture, name string, n int) {
 		if gone(f, name) {
 			return
 		}
-		d := f.mustSync(name)
+		d := f.MustSync(name)
 		if d <= 0 && !gone(f, name) {
-			t.Fatalf("deleted snapshot neither released nor requeued: %+v", f.get(name).Status)
+			t.Fatalf("deleted snapshot neither released nor requeued: %+v", f.Get(name).Status)
 		}
-		f.clock.Step(max(d, time.Second))
+		f.Clock.Step(max(d, time.Second))
 	}
 	if !gone(f, name) {
-		t.Fatalf("%s not released after %d syncs: %+v", name, n, f.get(name).Status)
+		t.Fatalf("%s not released after %d syncs: %+v", name, n, f.Get(name).Status)
 	}
 }
 
@@ -75,7 +75,7 @@ func TestFirstWriteCarriesFinalizerAndLabels(t *testing.T) {
 		// The metadata precedes the intent: the first write is the update
 		// with the finalizer, the second the IN_PROGRESS status.
 		var order []string
-		for _, a := range f.client.Actions() {
+		for _, a := range f.Client.Actions() {
 			if a.GetVerb() == "update" && a.GetResource().Resource == "flinkstatesnapshots" {
 				order = append(order, a.GetSubresource())
 			}
@@ -105,13 +105,13 @@ func TestFirstWriteCarriesFinalizerAndLabels(t *testing.T) {
 func TestOperatorMadeSnapshotTriggersWithoutMetadataWrite(t *testing.T) {
 	f := newFixture(t)
 	f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
-	f.create(operatorMade(savepointSnap("sp", "job"), v1beta1.SnapshotTriggerPeriodic))
+	f.Create(operatorMade(savepointSnap("sp", "job"), v1beta1.SnapshotTriggerPeriodic))
 	f.resetActions()
-	f.mustSync("sp")
+	f.MustSync("sp")
 	if meta, status := f.writes(); meta != 0 || status != 1 {
 		t.Errorf("trigger of an operator-made snapshot: %d metadata + %d status writes, want 0 + 1", meta, status)
 	}
-	if s := f.get("sp"); s.Labels["snapshot.trigger-type"] != "PERIODIC" || s.Labels["snapshot.state"] != "IN_PROGRESS" {
+	if s := f.Get("sp"); s.Labels["snapshot.trigger-type"] != "PERIODIC" || s.Labels["snapshot.state"] != "IN_PROGRESS" {
 		t.Errorf("labels %v", s.Labels)
 	}
 }
@@ -126,8 +126,8 @@ func TestDeleteInProgressSavepointDisposesOnceItEnds(t *testing.T) {
 	if gone(f, "sp") {
 		t.Fatal("the in-flight savepoint was released at once")
 	}
-	f.clock.Step(time.Second)
-	f.mustSync("sp") // first poll: Flink still writing
+	f.Clock.Step(time.Second)
+	f.MustSync("sp") // first poll: Flink still writing
 	if gone(f, "sp") {
 		t.Fatal("released while Flink was still writing")
 	}
@@ -159,9 +159,9 @@ func TestDeleteInProgressSavepointKeepsFiles(t *testing.T) {
 	sp.Spec.Savepoint.DisposeOnDelete = ptr.To(false)
 	triggered(t, f, sp)
 	markDeleted(t, f, "sp")
-	f.events()
-	f.clock.Step(time.Second)
-	f.mustSync("sp")
+	f.Events()
+	f.Clock.Step(time.Second)
+	f.MustSync("sp")
 	if gone(f, "sp") {
 		t.Fatal("released before the attempt ended")
 	}
@@ -169,11 +169,11 @@ func TestDeleteInProgressSavepointKeepsFiles(t *testing.T) {
 	if jm.StartedOperations(fakejm.OpDisposal) != 0 {
 		t.Fatal("disposed a savepoint with disposeOnDelete: false")
 	}
-	dirs, _ := filepath.Glob(filepath.Join(f.dir, "savepoints", "savepoint-*"))
+	dirs, _ := filepath.Glob(filepath.Join(f.Dir, "savepoints", "savepoint-*"))
 	if len(dirs) != 1 || !metadataExists("file:"+dirs[0]) {
 		t.Fatalf("savepoint files %v, want one kept", dirs)
 	}
-	events := f.events()
+	events := f.Events()
 	found := false
 	for _, e := range events {
 		found = found || (strings.Contains(e, ReasonDisposeSkipped) && strings.Contains(e, filepath.Base(dirs[0])))
@@ -191,22 +191,22 @@ func TestDeleteInProgressSavepointBoundedByTimeout(t *testing.T) {
 	jm.SetCompletion(1<<30, 0) // Flink never finishes
 	triggered(t, f, savepointSnap("sp", "job"))
 	markDeleted(t, f, "sp")
-	timeout, err := config.SnapshotTimeout(f.cfg)
+	timeout, err := config.SnapshotTimeout(f.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	deleted := f.clock.Now()
+	deleted := f.Clock.Now()
 	for i := 0; i < 100 && !gone(f, "sp"); i++ {
-		d := f.mustSync("sp")
+		d := f.MustSync("sp")
 		if d <= 0 && !gone(f, "sp") {
 			t.Fatal("not requeued")
 		}
-		f.clock.Step(max(d, time.Second))
+		f.Clock.Step(max(d, time.Second))
 	}
 	if !gone(f, "sp") {
 		t.Fatal("still held")
 	}
-	if waited := f.clock.Since(deleted); waited < timeout || waited > timeout+time.Minute {
+	if waited := f.Clock.Since(deleted); waited < timeout || waited > timeout+time.Minute {
 		t.Errorf("released after %v, want about the snapshot timeout %v", waited, timeout)
 	}
 	if n := jm.StartedOperations(fakejm.OpSavepoint); n != 1 {
@@ -219,9 +219,9 @@ func TestDeleteInProgressSavepointBoundedByTimeout(t *testing.T) {
 func TestDeletedIntentIsNotSent(t *testing.T) {
 	f := newFixture(t)
 	jm := f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
-	f.create(savepointSnap("sp", "job"))
+	f.Create(savepointSnap("sp", "job"))
 	f.syncCrashing("sp")
-	f.restart()
+	f.Restart()
 	markDeleted(t, f, "sp")
 	settle(t, f, "sp", 10)
 	if n := jm.StartedOperations(fakejm.OpSavepoint); n != 0 {
@@ -235,13 +235,13 @@ func TestSavepointErrorNamesRootCause(t *testing.T) {
 	jm := f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
 	jm.FailSavepoints("", "An Exception occurred while triggering the checkpoint. IO-problem detected.\n"+
 		"Caused by: java.io.IOException: Failed to create savepoint directory at file:/readonly/savepoints")
-	f.create(withBackoff(savepointSnap("sp", "job"), 0))
+	f.Create(withBackoff(savepointSnap("sp", "job"), 0))
 	s := f.drive("sp", 10)
 	want := "Failed to create savepoint directory at file:/readonly/savepoints"
 	if s.Status.State != v1beta1.SnapshotFailed || !strings.Contains(s.Status.Error, want) {
 		t.Fatalf("status %+v, want FAILED naming %q", s.Status, want)
 	}
-	events := f.events()
+	events := f.Events()
 	if n := countEvents(events, ReasonSavepointError); n != 1 || !strings.Contains(strings.Join(events, "\n"), want) {
 		t.Errorf("events %v: want one SavepointError naming %q", events, want)
 	}
@@ -259,7 +259,7 @@ func enforceResourceVersions(f *fixture) {
 		}
 		obj := w.GetObject().(*v1beta1.FlinkStateSnapshot)
 		if a.GetVerb() == "update" {
-			cur, err := f.client.Tracker().Get(a.GetResource(), a.GetNamespace(), obj.Name)
+			cur, err := f.Client.Tracker().Get(a.GetResource(), a.GetNamespace(), obj.Name)
 			if err == nil && cur.(*v1beta1.FlinkStateSnapshot).ResourceVersion != obj.ResourceVersion {
 				return true, nil, apierrors.NewConflict(a.GetResource().GroupResource(), obj.Name, nil)
 			}
@@ -268,8 +268,8 @@ func enforceResourceVersions(f *fixture) {
 		obj.ResourceVersion = strconv.Itoa(rv)
 		return false, nil, nil
 	}
-	f.client.PrependReactor("create", "flinkstatesnapshots", react)
-	f.client.PrependReactor("update", "flinkstatesnapshots", react)
+	f.Client.PrependReactor("create", "flinkstatesnapshots", react)
+	f.Client.PrependReactor("update", "flinkstatesnapshots", react)
 }
 
 // Item 10: one SavepointError event per recorded failure. A sync on a stale
@@ -280,36 +280,36 @@ func TestSavepointErrorEventsMatchRecordedFailures(t *testing.T) {
 	enforceResourceVersions(f)
 	jm := f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
 	jm.FailSavepoints("", "savepoint declined")
-	f.create(withBackoff(savepointSnap("sp", "job"), 1))
-	f.mustSync("sp")
-	stale := f.get("sp") // IN_PROGRESS, as a lagging informer still shows it
-	f.clock.Step(time.Second)
-	for f.get("sp").Status.Failures == 0 {
-		f.mustSync("sp")
-		f.clock.Step(time.Second)
+	f.Create(withBackoff(savepointSnap("sp", "job"), 1))
+	f.MustSync("sp")
+	stale := f.Get("sp") // IN_PROGRESS, as a lagging informer still shows it
+	f.Clock.Step(time.Second)
+	for f.Get("sp").Status.Failures == 0 {
+		f.MustSync("sp")
+		f.Clock.Step(time.Second)
 	}
 	// A second worker (woken by a job event) syncs with the stale cache:
 	// this process wrote over that version, so it waits for the echo,
 	// writing and calling nothing (cachelag.go).
-	if err := f.factory.Flink().V1beta1().FlinkStateSnapshots().Informer().GetIndexer().Update(stale); err != nil {
+	if err := f.Factory.Flink().V1beta1().FlinkStateSnapshots().Informer().GetIndexer().Update(stale); err != nil {
 		t.Fatal(err)
 	}
-	writes := len(f.client.Actions())
-	if requeue, err := f.ctrl.Sync(f.ctx, ns+"/sp"); err != nil || requeue != cacheLagRecheck || len(f.client.Actions()) != writes {
+	writes := len(f.Client.Actions())
+	if requeue, err := f.ctrl.Sync(f.Ctx, ns+"/sp"); err != nil || requeue != cacheLagRecheck || len(f.Client.Actions()) != writes {
 		t.Fatalf("sync on a cache behind this process's write: requeue %v, err %v, %d new API actions; want %v, nil, none",
-			requeue, err, len(f.client.Actions())-writes, cacheLagRecheck)
+			requeue, err, len(f.Client.Actions())-writes, cacheLagRecheck)
 	}
 	// A process that did not write it (a new leader) computes the failure
 	// again; its write is refused.
 	f.ctrl.writtenOver.Clear()
-	if _, err := f.ctrl.Sync(f.ctx, ns+"/sp"); err == nil || !apierrors.IsConflict(err) {
+	if _, err := f.ctrl.Sync(f.Ctx, ns+"/sp"); err == nil || !apierrors.IsConflict(err) {
 		t.Fatalf("stale sync: err %v, want a conflict", err)
 	}
 	s := f.drive("sp", 40)
 	if s.Status.State != v1beta1.SnapshotFailed || s.Status.Failures != 2 {
 		t.Fatalf("status %+v, want FAILED after 2 failures", s.Status)
 	}
-	if n := countEvents(f.events(), ReasonSavepointError); n != int(s.Status.Failures) {
+	if n := countEvents(f.Events(), ReasonSavepointError); n != int(s.Status.Failures) {
 		t.Errorf("%d SavepointError events for failures: %d", n, s.Status.Failures)
 	}
 }
@@ -322,9 +322,9 @@ func TestSavepointCompletedWhileJobStops(t *testing.T) {
 	jm.SetCompletion(0, 0) // done by the first poll
 	triggered(t, f, savepointSnap("sp", "job"))
 	f.setJobState("job", v1beta1.JobStatusSuspended)
-	f.clock.Step(time.Second)
-	f.mustSync("sp")
-	s := f.get("sp")
+	f.Clock.Step(time.Second)
+	f.MustSync("sp")
+	s := f.Get("sp")
 	if s.Status.State != v1beta1.SnapshotCompleted || s.Status.Path == "" || !metadataExists(s.Status.Path) {
 		t.Fatalf("status %+v, want COMPLETED with its path", s.Status)
 	}
@@ -339,15 +339,15 @@ func TestStoppedJobUnreadableResultNamesDirectory(t *testing.T) {
 	triggered(t, f, savepointSnap("sp", "job"))
 	f.setJobState("job", v1beta1.JobStatusSuspended)
 	jm.InjectFault(fakejm.Fault{Status: http.StatusServiceUnavailable})
-	f.events()
-	f.clock.Step(time.Second)
-	f.mustSync("sp")
-	s := f.get("sp")
-	dir := "file://" + filepath.Join(f.dir, "savepoints")
+	f.Events()
+	f.Clock.Step(time.Second)
+	f.MustSync("sp")
+	s := f.Get("sp")
+	dir := "file://" + filepath.Join(f.Dir, "savepoints")
 	if s.Status.State != v1beta1.SnapshotAbandoned || !strings.Contains(s.Status.Error, dir) || !strings.Contains(s.Status.Error, "is not running") {
 		t.Fatalf("status %+v, want ABANDONED naming %s", s.Status, dir)
 	}
-	if events := f.events(); countEvents(events, ReasonSnapshotAbandoned) != 1 || !strings.Contains(strings.Join(events, "\n"), dir) {
+	if events := f.Events(); countEvents(events, ReasonSnapshotAbandoned) != 1 || !strings.Contains(strings.Join(events, "\n"), dir) {
 		t.Errorf("events %v: want one SnapshotAbandoned naming %s", events, dir)
 	}
 
@@ -357,9 +357,9 @@ func TestStoppedJobUnreadableResultNamesDirectory(t *testing.T) {
 	jm.FailSavepoints("", "declined")
 	jm.SetCompletion(0, 0)
 	f.setJobState("job", v1beta1.JobStatusSuspended)
-	f.clock.Step(time.Second)
-	f.mustSync("sp")
-	if s := f.get("sp"); s.Status.State != v1beta1.SnapshotAbandoned || !strings.Contains(s.Status.Error, "declined") || s.Status.Failures != 0 {
+	f.Clock.Step(time.Second)
+	f.MustSync("sp")
+	if s := f.Get("sp"); s.Status.State != v1beta1.SnapshotAbandoned || !strings.Contains(s.Status.Error, "declined") || s.Status.Failures != 0 {
 		t.Fatalf("status %+v, want ABANDONED with Flink's cause", s.Status)
 	}
 }

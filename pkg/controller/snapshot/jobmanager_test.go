@@ -20,10 +20,15 @@ import (
 // runningJobManager gives the controller a Kubernetes cache holding the live
 // JobManager Deployment of FlinkDeployment name, built for Flink version
 // (the flinkops.io/flink-version annotation), and its REST Service on
-// restPort, as the FlinkDeployment controller leaves them.
+// restPort, as the FlinkDeployment controller leaves them (owned by the
+// FlinkDeployment's UID, which the test bench's API server gives it).
 func (f *fixture) runningJobManager(name string, version v1beta1.FlinkVersion, restPort int32) {
-	f.t.Helper()
-	owner := []metav1.OwnerReference{{APIVersion: "flink.apache.org/v1beta1", Kind: "FlinkDeployment", Name: name, Controller: ptr.To(true)}}
+	f.T.Helper()
+	dep, err := f.Client.FlinkV1beta1().FlinkDeployments(ns).Get(f.Ctx, name, metav1.GetOptions{})
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	owner := []metav1.OwnerReference{{APIVersion: "flink.apache.org/v1beta1", Kind: "FlinkDeployment", Name: name, UID: dep.UID, Controller: ptr.To(true)}}
 	factory := kubeinformers.NewSharedInformerFactory(kubefake.NewSimpleClientset(), 0)
 	lookup := jobmanager.NewLookup(map[string]kubeinformers.SharedInformerFactory{"": factory})
 	jm := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{
@@ -35,10 +40,10 @@ func (f *fixture) runningJobManager(name string, version v1beta1.FlinkVersion, r
 		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: cluster.RESTPortName, Port: restPort}}},
 	}
 	if err := factory.Apps().V1().Deployments().Informer().GetIndexer().Add(jm); err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	if err := factory.Core().V1().Services().Informer().GetIndexer().Add(svc); err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	f.ctrl.JobManagers = lookup
 }
@@ -47,14 +52,14 @@ func (f *fixture) runningJobManager(name string, version v1beta1.FlinkVersion, r
 // another Flink version and rest.port: the spec and lastReconciledSpec say
 // so, the job still RUNNING on the old JobManager.
 func (f *fixture) upgradeSpec(name string, version v1beta1.FlinkVersion, restPort string) {
-	f.t.Helper()
-	dep, err := f.client.FlinkV1beta1().FlinkDeployments(ns).Get(f.ctx, name, metav1.GetOptions{})
+	f.T.Helper()
+	dep, err := f.Client.FlinkV1beta1().FlinkDeployments(ns).Get(f.Ctx, name, metav1.GetOptions{})
 	if err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	conf, err := dep.Spec.FlinkConfiguration.Values()
 	if err != nil {
-		f.t.Fatal(err)
+		f.T.Fatal(err)
 	}
 	flat := map[string]string{"rest.port": restPort}
 	for k, v := range conf {
@@ -67,11 +72,11 @@ func (f *fixture) upgradeSpec(name string, version v1beta1.FlinkVersion, restPor
 	dep.Status.ReconciliationStatus.State = v1beta1.ReconciliationUpgrading
 	dep.Status.ReconciliationStatus.LastReconciledSpec = `{"spec":{"flinkVersion":"` + string(version) +
 		`"},"resource_metadata":{"apiVersion":"flink.apache.org/v1beta1","firstDeployment":false}}`
-	if dep, err = f.client.FlinkV1beta1().FlinkDeployments(ns).Update(f.ctx, dep, metav1.UpdateOptions{}); err != nil {
-		f.t.Fatal(err)
+	if dep, err = f.Client.FlinkV1beta1().FlinkDeployments(ns).Update(f.Ctx, dep, metav1.UpdateOptions{}); err != nil {
+		f.T.Fatal(err)
 	}
-	if _, err = f.client.FlinkV1beta1().FlinkDeployments(ns).UpdateStatus(f.ctx, dep, metav1.UpdateOptions{}); err != nil {
-		f.t.Fatal(err)
+	if _, err = f.Client.FlinkV1beta1().FlinkDeployments(ns).UpdateStatus(f.Ctx, dep, metav1.UpdateOptions{}); err != nil {
+		f.T.Fatal(err)
 	}
 }
 
@@ -97,9 +102,9 @@ func TestSnapshotSpeaksTheRunningVersionMidUpgrade(t *testing.T) {
 	f.upgradeSpec("job", v1beta1.FlinkVersion1_17, "9091")
 	f.runningJobManager("job", v1beta1.FlinkVersion1_16, 8081)
 
-	f.create(withBackoff(checkpointSnap("cp", "job"), 0))
-	f.mustSync("cp")
-	s := f.get("cp")
+	f.Create(withBackoff(checkpointSnap("cp", "job"), 0))
+	f.MustSync("cp")
+	s := f.Get("cp")
 	if s.Status.State != v1beta1.SnapshotFailed || !strings.Contains(s.Status.Error, "requires Flink 1.17+") {
 		t.Fatalf("status %+v, want FAILED: the running cluster is 1.16", s.Status)
 	}
@@ -112,7 +117,7 @@ func TestSnapshotSpeaksTheRunningVersionMidUpgrade(t *testing.T) {
 	// A savepoint goes to the running cluster, on the live Service's port
 	// (the new rest.port is not served until the new JobManager runs).
 	ports := f.recordPorts()
-	f.create(savepointSnap("sp", "job"))
+	f.Create(savepointSnap("sp", "job"))
 	if s := f.drive("sp", 10); s.Status.State != v1beta1.SnapshotCompleted {
 		t.Fatalf("savepoint %+v", s.Status)
 	}
@@ -138,7 +143,7 @@ func TestSnapshotSpeaksTheRunningVersionWhenSpecIsOlder(t *testing.T) {
 	f.upgradeSpec("job", v1beta1.FlinkVersion1_16, "8081")
 	f.runningJobManager("job", v1beta1.FlinkVersion1_17, 8081)
 
-	f.create(checkpointSnap("cp", "job"))
+	f.Create(checkpointSnap("cp", "job"))
 	if s := f.drive("cp", 10); s.Status.State != v1beta1.SnapshotCompleted {
 		t.Fatalf("status %+v, want COMPLETED on the running 1.17 cluster", s.Status)
 	}
@@ -155,9 +160,9 @@ func TestSnapshotWithoutLiveJobManagerUsesRecordedSpec(t *testing.T) {
 	f.addCluster("job", v1beta1.FlinkVersion1_17, nil)
 	f.upgradeSpec("job", v1beta1.FlinkVersion1_16, "8081")
 
-	f.create(withBackoff(checkpointSnap("cp", "job"), 0))
-	f.mustSync("cp")
-	if s := f.get("cp"); s.Status.State != v1beta1.SnapshotFailed || !strings.Contains(s.Status.Error, "requires Flink 1.17+") {
+	f.Create(withBackoff(checkpointSnap("cp", "job"), 0))
+	f.MustSync("cp")
+	if s := f.Get("cp"); s.Status.State != v1beta1.SnapshotFailed || !strings.Contains(s.Status.Error, "requires Flink 1.17+") {
 		t.Fatalf("status %+v, want FAILED by the recorded 1.16", s.Status)
 	}
 }

@@ -21,9 +21,9 @@ func withMaxConcurrent(t *testing.T, value string) *fixture {
 	t.Helper()
 	f := newFixture(t)
 	if value != "" {
-		f.cfg[config.KeySnapshotMaxConcurrent] = value
+		f.Config[config.KeySnapshotMaxConcurrent] = value
 	}
-	f.restart()
+	f.Restart()
 	return f
 }
 
@@ -31,13 +31,13 @@ func withMaxConcurrent(t *testing.T, value string) *fixture {
 // job whose savepoints never complete on their own, and one savepoint
 // snapshot sp-i of each.
 func jobsWithSnapshots(f *fixture, n int) []*fakejm.Server {
-	f.t.Helper()
+	f.T.Helper()
 	var jms []*fakejm.Server
 	for i := range n {
 		jm := f.addCluster(fmt.Sprintf("job-%d", i), v1beta1.FlinkVersion1_20, nil)
 		jm.SetCompletion(1000, 0)
 		jms = append(jms, jm)
-		f.create(savepointSnap(fmt.Sprintf("sp-%d", i), fmt.Sprintf("job-%d", i)))
+		f.Create(savepointSnap(fmt.Sprintf("sp-%d", i), fmt.Sprintf("job-%d", i)))
 	}
 	return jms
 }
@@ -67,8 +67,8 @@ func TestOperatorWideMaxConcurrent(t *testing.T) {
 			f := withMaxConcurrent(t, tc.cap)
 			jms := jobsWithSnapshots(f, tc.jobs)
 			for i := range tc.jobs {
-				d := f.mustSync(fmt.Sprintf("sp-%d", i))
-				s := f.get(fmt.Sprintf("sp-%d", i))
+				d := f.MustSync(fmt.Sprintf("sp-%d", i))
+				s := f.Get(fmt.Sprintf("sp-%d", i))
 				if i < tc.running {
 					if s.Status.State != v1beta1.SnapshotInProgress {
 						t.Fatalf("sp-%d: %+v, want IN_PROGRESS", i, s.Status)
@@ -96,16 +96,16 @@ func TestOperatorWideMaxConcurrentSlotFrees(t *testing.T) {
 	f := withMaxConcurrent(t, "1")
 	jms := jobsWithSnapshots(f, 2)
 	jms[0].SetCompletion(1, 0)
-	f.mustSync("sp-0")
-	f.mustSync("sp-1")
-	if s := f.get("sp-1"); s.Status.State != v1beta1.SnapshotTriggerPending {
+	f.MustSync("sp-0")
+	f.MustSync("sp-1")
+	if s := f.Get("sp-1"); s.Status.State != v1beta1.SnapshotTriggerPending {
 		t.Fatalf("sp-1 %+v, want waiting", s.Status)
 	}
 	if got := f.drive("sp-0", 10); got.Status.State != v1beta1.SnapshotCompleted {
 		t.Fatalf("sp-0 %+v", got.Status)
 	}
-	f.mustSync("sp-1")
-	if s := f.get("sp-1"); s.Status.State != v1beta1.SnapshotInProgress {
+	f.MustSync("sp-1")
+	if s := f.Get("sp-1"); s.Status.State != v1beta1.SnapshotInProgress {
 		t.Fatalf("sp-1 %+v after sp-0 completed, want IN_PROGRESS", s.Status)
 	}
 	if n := jms[1].StartedOperations(fakejm.OpSavepoint); n != 1 {
@@ -118,9 +118,9 @@ func TestOperatorWideMaxConcurrentSlotFrees(t *testing.T) {
 func TestOperatorWideMaxConcurrentWithStaleCache(t *testing.T) {
 	f := withMaxConcurrent(t, "1")
 	jms := jobsWithSnapshots(f, 2)
-	f.refresh()
+	f.Refresh()
 	for _, name := range []string{"sp-0", "sp-1"} { // no refresh in between
-		if _, err := f.ctrl.Sync(f.ctx, ns+"/"+name); err != nil {
+		if _, err := f.ctrl.Sync(f.Ctx, ns+"/"+name); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -137,15 +137,15 @@ func TestOperatorWideMaxConcurrentNotPerJob(t *testing.T) {
 	for i := range 2 {
 		name := fmt.Sprintf("job-%d", i)
 		jm := f.addCluster(name, v1beta1.FlinkVersion1_20, map[string]string{
-			config.FlinkSavepointDir:        "file://" + filepath.Join(f.dir, "savepoints"),
+			config.FlinkSavepointDir:        "file://" + filepath.Join(f.Dir, "savepoints"),
 			config.KeySnapshotMaxConcurrent: "1",
 		})
 		jm.SetCompletion(1000, 0)
 		jms = append(jms, jm)
-		f.create(savepointSnap(fmt.Sprintf("sp-%d", i), name))
+		f.Create(savepointSnap(fmt.Sprintf("sp-%d", i), name))
 	}
-	f.mustSync("sp-0")
-	f.mustSync("sp-1")
+	f.MustSync("sp-0")
+	f.MustSync("sp-1")
 	if n := started(jms); n != 2 {
 		t.Fatalf("%d snapshots started, want 2: a job's own max-concurrent must not cap the operator", n)
 	}
@@ -156,15 +156,15 @@ func TestOperatorWideMaxConcurrentNotPerJob(t *testing.T) {
 	for i := range 2 {
 		name := fmt.Sprintf("job-%d", i)
 		jm := f.addCluster(name, v1beta1.FlinkVersion1_20, map[string]string{
-			config.FlinkSavepointDir:        "file://" + filepath.Join(f.dir, "savepoints"),
+			config.FlinkSavepointDir:        "file://" + filepath.Join(f.Dir, "savepoints"),
 			config.KeySnapshotMaxConcurrent: "10",
 		})
 		jm.SetCompletion(1000, 0)
 		jms = append(jms, jm)
-		f.create(savepointSnap(fmt.Sprintf("sp-%d", i), name))
+		f.Create(savepointSnap(fmt.Sprintf("sp-%d", i), name))
 	}
-	f.mustSync("sp-0")
-	f.mustSync("sp-1")
+	f.MustSync("sp-0")
+	f.MustSync("sp-1")
 	if n := started(jms); n != 1 {
 		t.Fatalf("%d snapshots started, want 1: a job must not lift the operator's cap", n)
 	}

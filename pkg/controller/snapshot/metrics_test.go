@@ -40,15 +40,15 @@ func TestSnapshotMetricsFollowTheStatus(t *testing.T) {
 		jm := f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
 		jm.FailSavepoints(f.jobIDs["job"], "java.io.IOException: disk full")
 		before := samples(t)
-		f.create(withBackoff(savepointSnap("sp", "job"), 2))
-		for i := 0; f.get("sp").Status.State != v1beta1.SnapshotFailed; i++ {
+		f.Create(withBackoff(savepointSnap("sp", "job"), 2))
+		for i := 0; f.Get("sp").Status.State != v1beta1.SnapshotFailed; i++ {
 			if i == 10 {
-				t.Fatalf("not FAILED after 10 polls: %+v", f.get("sp").Status)
+				t.Fatalf("not FAILED after 10 polls: %+v", f.Get("sp").Status)
 			}
 			f.drivePoll("sp")
 		}
 		got := grew(before, samples(t), failures, completed, abandoned)
-		if want := float64(f.get("sp").Status.Failures); got[failures] != want || want != 3 {
+		if want := float64(f.Get("sp").Status.Failures); got[failures] != want || want != 3 {
 			t.Errorf("failures counter grew by %v for %v recorded failures (want 3)", got[failures], want)
 		}
 		if got[completed] != 0 || got[abandoned] != 0 {
@@ -60,7 +60,7 @@ func TestSnapshotMetricsFollowTheStatus(t *testing.T) {
 		f := newFixture(t)
 		f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
 		before := samples(t)
-		f.create(savepointSnap("sp", "job"))
+		f.Create(savepointSnap("sp", "job"))
 		if s := f.drive("sp", 10); s.Status.State != v1beta1.SnapshotCompleted {
 			t.Fatalf("not completed: %+v", s.Status)
 		}
@@ -75,7 +75,7 @@ func TestSnapshotMetricsFollowTheStatus(t *testing.T) {
 		f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
 		f.setJobState("job", v1beta1.JobStatusCanceled)
 		before := samples(t)
-		f.create(savepointSnap("sp", "job"))
+		f.Create(savepointSnap("sp", "job"))
 		if s := f.drive("sp", 5); s.Status.State != v1beta1.SnapshotAbandoned {
 			t.Fatalf("not abandoned: %+v", s.Status)
 		}

@@ -38,18 +38,18 @@ func TestInProgressTimeoutIsExclusive(t *testing.T) {
 			s.Spec.JobReference.Kind = v1beta1.JobReferenceKindSessionJob
 			triggered(t, f, s)
 			if tc.unobservable {
-				if err := f.client.FlinkV1beta1().FlinkDeployments(ns).Delete(f.ctx, "session", metav1.DeleteOptions{}); err != nil {
+				if err := f.Client.FlinkV1beta1().FlinkDeployments(ns).Delete(f.Ctx, "session", metav1.DeleteOptions{}); err != nil {
 					t.Fatal(err)
 				}
 			}
-			f.clock.SetTime(t0.Add(timeout))
-			f.mustSync("sp")
-			if got := f.get("sp"); got.Status.State != v1beta1.SnapshotInProgress || got.Status.Failures != 0 {
+			f.Clock.SetTime(t0.Add(timeout))
+			f.MustSync("sp")
+			if got := f.Get("sp"); got.Status.State != v1beta1.SnapshotInProgress || got.Status.Failures != 0 {
 				t.Fatalf("at exactly the timeout: %+v, want still IN_PROGRESS", got.Status)
 			}
-			f.clock.SetTime(t0.Add(timeout + time.Millisecond))
-			f.mustSync("sp")
-			got := f.get("sp")
+			f.Clock.SetTime(t0.Add(timeout + time.Millisecond))
+			f.MustSync("sp")
+			got := f.Get("sp")
 			if got.Status.State != v1beta1.SnapshotFailed || got.Status.Failures != 1 {
 				t.Fatalf("past the timeout: %+v, want FAILED", got.Status)
 			}
@@ -142,10 +142,10 @@ func TestPollOutcomes(t *testing.T) {
 			}
 			tc.setup(f, jm)
 			triggered(t, f, s)
-			f.events()
-			f.clock.Step(4 * time.Second)
-			d := f.mustSync("s")
-			got := f.get("s")
+			f.Events()
+			f.Clock.Step(4 * time.Second)
+			d := f.MustSync("s")
+			got := f.Get("s")
 			w := tc.want
 			if got.Status.State != w.state || got.Status.Failures != w.failures || (got.Status.Path != "") != w.pathSet ||
 				!strings.Contains(got.Status.Error, w.errorHas) {
@@ -157,7 +157,7 @@ func TestPollOutcomes(t *testing.T) {
 			if w.requeue < 0 && d != 0 {
 				t.Errorf("requeue %v for a finished snapshot", d)
 			}
-			events := f.events()
+			events := f.Events()
 			for reason, n := range w.events {
 				if got := countEvents(events, reason); got != n {
 					t.Errorf("%d %s events, want %d: %v", got, reason, n, events)
@@ -194,8 +194,8 @@ func TestJobStoppedSettlesInFlightSnapshots(t *testing.T) {
 		{"savepoint whose JobManager cannot be resolved", false, false, func(f *fixture, jm *fakejm.Server) { delete(f.jms, "job") },
 			v1beta1.SnapshotAbandoned, []string{"its result could not be read (no JobManager for job)", "/savepoints"}, ""},
 		{"savepoint whose job is gone, with its own path", false, true, func(f *fixture, jm *fakejm.Server) {
-			if err := f.client.FlinkV1beta1().FlinkDeployments(ns).Delete(f.ctx, "job", metav1.DeleteOptions{}); err != nil {
-				f.t.Fatal(err)
+			if err := f.Client.FlinkV1beta1().FlinkDeployments(ns).Delete(f.Ctx, "job", metav1.DeleteOptions{}); err != nil {
+				f.T.Fatal(err)
 			}
 		}, v1beta1.SnapshotAbandoned, []string{"was not found; if Flink completes savepoint sp", "file:///own/dir"}, ""},
 		{"savepoint completed meanwhile", false, false, func(f *fixture, jm *fakejm.Server) { jm.SetCompletion(0, 0) },
@@ -211,7 +211,7 @@ func TestJobStoppedSettlesInFlightSnapshots(t *testing.T) {
 		}, v1beta1.SnapshotAbandoned, []string{"is not running; checkpoint failed: ", "declined"}, "if Flink completes"},
 		{"checkpoint completed, its path not in the statistics yet", true, false, func(f *fixture, jm *fakejm.Server) {
 			jm.SetCheckpointStatsCache(time.Hour)
-			readStats(f.t, jm, f.jobIDs["job"]) // the cached statistics have it IN_PROGRESS
+			readStats(f.T, jm, f.jobIDs["job"]) // the cached statistics have it IN_PROGRESS
 			jm.SetCompletion(0, 0)
 		}, v1beta1.SnapshotAbandoned, []string{"is not running; checkpoint 1 completed, but its path was not in the job's checkpoint statistics yet"}, "if Flink completes"},
 	} {
@@ -229,12 +229,12 @@ func TestJobStoppedSettlesInFlightSnapshots(t *testing.T) {
 			triggered(t, f, s)
 			f.setJobState("job", v1beta1.JobStatusSuspended)
 			tc.setup(f, jm)
-			f.events()
-			f.clock.Step(time.Second)
-			if d := f.mustSync("sp"); d != 0 {
+			f.Events()
+			f.Clock.Step(time.Second)
+			if d := f.MustSync("sp"); d != 0 {
 				t.Errorf("settled snapshot requeued after %v", d)
 			}
-			got := f.get("sp")
+			got := f.Get("sp")
 			if got.Status.State != tc.state || got.Status.Failures != 0 {
 				t.Fatalf("status %+v, want %s without a failure", got.Status, tc.state)
 			}
@@ -244,12 +244,12 @@ func TestJobStoppedSettlesInFlightSnapshots(t *testing.T) {
 				}
 			}
 			if tc.errorLacks == "config dir" {
-				tc.errorLacks = "file://" + filepath.Join(f.dir, "savepoints")
+				tc.errorLacks = "file://" + filepath.Join(f.Dir, "savepoints")
 			}
 			if tc.errorLacks != "" && strings.Contains(got.Status.Error, tc.errorLacks) {
 				t.Errorf("error %q should not contain %q", got.Status.Error, tc.errorLacks)
 			}
-			events := f.events()
+			events := f.Events()
 			if tc.state == v1beta1.SnapshotAbandoned &&
 				(countEvents(events, ReasonSnapshotAbandoned) != 1 || !strings.Contains(strings.Join(events, "\n"), got.Status.Error)) {
 				t.Errorf("events %v, want one SnapshotAbandoned with the status error", events)
@@ -266,11 +266,11 @@ func TestWaitingForASlotLooksAgainAfter30s(t *testing.T) {
 	jm := f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
 	jm.SetCompletion(1<<30, 0)
 	triggered(t, f, savepointSnap("a", "job"))
-	f.create(savepointSnap("b", "job"))
-	if d := f.mustSync("b"); d != 30*time.Second {
+	f.Create(savepointSnap("b", "job"))
+	if d := f.MustSync("b"); d != 30*time.Second {
 		t.Errorf("waiting snapshot requeued after %v, want 30s", d)
 	}
-	if got := f.get("b"); got.Status.State != v1beta1.SnapshotTriggerPending || got.Status.Failures != 0 || got.Status.Error != "" {
+	if got := f.Get("b"); got.Status.State != v1beta1.SnapshotTriggerPending || got.Status.Failures != 0 || got.Status.Error != "" {
 		t.Errorf("waiting snapshot %+v", got.Status)
 	}
 }

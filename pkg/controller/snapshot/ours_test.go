@@ -25,17 +25,17 @@ import (
 func TestCrashAfterStatusWriteBeforePost(t *testing.T) {
 	f := newFixture(t)
 	jm := f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
-	f.create(savepointSnap("sp", "job"))
+	f.Create(savepointSnap("sp", "job"))
 	f.syncCrashing("sp")
-	s := f.get("sp")
+	s := f.Get("sp")
 	if s.Status.State != v1beta1.SnapshotInProgress || s.Status.TriggerID == "" {
 		t.Fatalf("intent not recorded before the crash: %+v", s.Status)
 	}
 	if n := jm.StartedOperations(fakejm.OpSavepoint); n != 0 {
 		t.Fatalf("%d savepoints started before the POST", n)
 	}
-	f.restart()
-	f.clock.Step(time.Second)
+	f.Restart()
+	f.Clock.Step(time.Second)
 	got := f.drive("sp", 10)
 	if got.Status.State != v1beta1.SnapshotCompleted || got.Status.TriggerID != s.Status.TriggerID {
 		t.Fatalf("after restart: %+v (trigger id was %s)", got.Status, s.Status.TriggerID)
@@ -50,20 +50,20 @@ func TestCrashAfterStatusWriteBeforePost(t *testing.T) {
 func TestCrashAfterPostBeforeStatusWrite(t *testing.T) {
 	f := newFixture(t)
 	jm := f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
-	f.create(savepointSnap("sp", "job"))
-	f.mustSync("sp") // intent written, POST sent
+	f.Create(savepointSnap("sp", "job"))
+	f.MustSync("sp") // intent written, POST sent
 	// The write that would record completion fails, as if the process died.
-	f.client.PrependReactor("update", "flinkstatesnapshots", func(core.Action) (bool, runtime.Object, error) {
+	f.Client.PrependReactor("update", "flinkstatesnapshots", func(core.Action) (bool, runtime.Object, error) {
 		return true, nil, errors.New("process killed")
 	})
-	f.clock.Step(time.Second)
-	f.sync("sp")
-	f.clock.Step(time.Second)
-	if _, err := f.sync("sp"); err == nil {
+	f.Clock.Step(time.Second)
+	f.Sync("sp")
+	f.Clock.Step(time.Second)
+	if _, err := f.Sync("sp"); err == nil {
 		t.Fatal("expected the completion write to fail")
 	}
-	f.client.ReactionChain = f.client.ReactionChain[1:]
-	f.restart()
+	f.Client.ReactionChain = f.Client.ReactionChain[1:]
+	f.Restart()
 	got := f.drive("sp", 10)
 	if got.Status.State != v1beta1.SnapshotCompleted {
 		t.Fatalf("after restart: %+v", got.Status)
@@ -80,9 +80,9 @@ func TestForgottenTriggerID(t *testing.T) {
 		f := newFixture(t)
 		jm := f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
 		jm.SetCompletion(0, 0)
-		f.create(savepointSnap("sp", "job"))
-		f.mustSync("sp") // triggered; completes at once in Flink
-		f.clock.Step(6 * time.Minute)
+		f.Create(savepointSnap("sp", "job"))
+		f.MustSync("sp") // triggered; completes at once in Flink
+		f.Clock.Step(6 * time.Minute)
 		got := f.drive("sp", 5)
 		if got.Status.State != v1beta1.SnapshotCompleted || !metadataExists(got.Status.Path) {
 			t.Fatalf("%+v", got.Status)
@@ -94,11 +94,11 @@ func TestForgottenTriggerID(t *testing.T) {
 	t.Run("unknown while young: same id sent again", func(t *testing.T) {
 		f := newFixture(t)
 		jm := f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
-		f.create(savepointSnap("sp", "job"))
+		f.Create(savepointSnap("sp", "job"))
 		remove := jm.InjectFault(fakejm.Fault{Route: fakejm.RouteSavepointTrigger, Status: 503, Times: 1})
-		f.mustSync("sp") // the POST is lost
+		f.MustSync("sp") // the POST is lost
 		remove()
-		id := f.get("sp").Status.TriggerID
+		id := f.Get("sp").Status.TriggerID
 		got := f.drive("sp", 10)
 		if got.Status.State != v1beta1.SnapshotCompleted || got.Status.TriggerID != id {
 			t.Fatalf("%+v", got.Status)
@@ -111,12 +111,12 @@ func TestForgottenTriggerID(t *testing.T) {
 	t.Run("unknown when old and not in history: failed", func(t *testing.T) {
 		f := newFixture(t)
 		jm := f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
-		f.create(withBackoff(savepointSnap("sp", "job"), 0))
+		f.Create(withBackoff(savepointSnap("sp", "job"), 0))
 		jm.InjectFault(fakejm.Fault{Route: fakejm.RouteSavepointTrigger, Status: 503})
-		f.mustSync("sp")
-		f.clock.Step(6 * time.Minute)
-		f.mustSync("sp")
-		got := f.get("sp")
+		f.MustSync("sp")
+		f.Clock.Step(6 * time.Minute)
+		f.MustSync("sp")
+		got := f.Get("sp")
 		if got.Status.State != v1beta1.SnapshotFailed || !strings.Contains(got.Status.Error, "does not know trigger id") {
 			t.Fatalf("%+v", got.Status)
 		}
@@ -127,16 +127,16 @@ func TestInProgressPastTimeout(t *testing.T) {
 	f := newFixture(t)
 	jm := f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
 	jm.SetCompletion(1000, 0) // never completes
-	f.create(withBackoff(savepointSnap("sp", "job"), 0))
-	f.mustSync("sp")
-	f.clock.Step(10 * time.Minute)
-	f.mustSync("sp")
-	if s := f.get("sp"); s.Status.State != v1beta1.SnapshotInProgress {
+	f.Create(withBackoff(savepointSnap("sp", "job"), 0))
+	f.MustSync("sp")
+	f.Clock.Step(10 * time.Minute)
+	f.MustSync("sp")
+	if s := f.Get("sp"); s.Status.State != v1beta1.SnapshotInProgress {
 		t.Fatalf("failed before the 11 min default timeout: %+v", s.Status)
 	}
-	f.clock.Step(61 * time.Second)
-	f.mustSync("sp")
-	s := f.get("sp")
+	f.Clock.Step(61 * time.Second)
+	f.MustSync("sp")
+	s := f.Get("sp")
 	if s.Status.State != v1beta1.SnapshotFailed || !strings.Contains(s.Status.Error, "did not complete within 11m0s") {
 		t.Fatalf("%+v", s.Status)
 	}
@@ -146,21 +146,21 @@ func TestSecondSnapshotWaitsWhileOneInFlight(t *testing.T) {
 	f := newFixture(t)
 	jm := f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
 	jm.SetCompletion(3, 0)
-	f.create(savepointSnap("a", "job"))
-	f.create(savepointSnap("b", "job"))
-	f.mustSync("a")
-	if d := f.mustSync("b"); d != waitForSlot {
+	f.Create(savepointSnap("a", "job"))
+	f.Create(savepointSnap("b", "job"))
+	f.MustSync("a")
+	if d := f.MustSync("b"); d != waitForSlot {
 		t.Errorf("waiting snapshot requeued after %v, want %v", d, waitForSlot)
 	}
-	if s := f.get("b"); s.Status.State != v1beta1.SnapshotTriggerPending || s.Status.Failures != 0 {
+	if s := f.Get("b"); s.Status.State != v1beta1.SnapshotTriggerPending || s.Status.Failures != 0 {
 		t.Fatalf("second snapshot %+v, want TRIGGER_PENDING without failure", s.Status)
 	}
 	if n := jm.StartedOperations(fakejm.OpSavepoint); n != 1 {
 		t.Fatalf("%d savepoints in flight, want 1", n)
 	}
 	f.drive("a", 10)
-	f.mustSync("b")
-	if s := f.get("b"); s.Status.State != v1beta1.SnapshotInProgress {
+	f.MustSync("b")
+	if s := f.Get("b"); s.Status.State != v1beta1.SnapshotInProgress {
 		t.Fatalf("after the first completed, second is %+v", s.Status)
 	}
 }
@@ -170,13 +170,13 @@ func TestSecondSnapshotWaitsWhileOneInFlight(t *testing.T) {
 func TestConcurrencyCapWithStaleCache(t *testing.T) {
 	f := newFixture(t)
 	jm := f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
-	f.create(savepointSnap("a", "job"))
-	f.create(savepointSnap("b", "job"))
-	f.refresh()
-	if _, err := f.ctrl.Sync(f.ctx, ns+"/a"); err != nil {
+	f.Create(savepointSnap("a", "job"))
+	f.Create(savepointSnap("b", "job"))
+	f.Refresh()
+	if _, err := f.ctrl.Sync(f.Ctx, ns+"/a"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.ctrl.Sync(f.ctx, ns+"/b"); err != nil { // cache still says "a" is new
+	if _, err := f.ctrl.Sync(f.Ctx, ns+"/b"); err != nil { // cache still says "a" is new
 		t.Fatal(err)
 	}
 	if n := jm.StartedOperations(fakejm.OpSavepoint); n != 1 {
@@ -190,13 +190,13 @@ func TestCrossNamespaceReferenceRefusedByDefault(t *testing.T) {
 	s := savepointSnap("sp", "job")
 	s.Namespace = ns
 	s.Spec.JobReference.Namespace = "other"
-	f.create(s)
-	f.mustSync("sp")
-	got := f.get("sp")
+	f.Create(s)
+	f.MustSync("sp")
+	got := f.Get("sp")
 	if got.Status.State != v1beta1.SnapshotTriggerPending || !strings.Contains(got.Status.Error, config.KeySnapshotCrossNamespaceReferencesEnabled) {
 		t.Fatalf("%+v", got.Status)
 	}
-	if countEvents(f.events(), ReasonValidationError) != 1 {
+	if countEvents(f.Events(), ReasonValidationError) != 1 {
 		t.Error("no ValidationError event")
 	}
 	if n := len(jm.Requests()); n != 0 {
@@ -207,7 +207,7 @@ func TestCrossNamespaceReferenceRefusedByDefault(t *testing.T) {
 // completedSavepoint drives a savepoint to COMPLETED and deletes it.
 func completedAndDeleted(t *testing.T, f *fixture, s *v1beta1.FlinkStateSnapshot) *v1beta1.FlinkStateSnapshot {
 	t.Helper()
-	f.create(s)
+	f.Create(s)
 	done := f.drive(s.Name, 10)
 	if done.Status.State != v1beta1.SnapshotCompleted {
 		t.Fatalf("not completed: %+v", done.Status)
@@ -220,22 +220,22 @@ func completedAndDeleted(t *testing.T, f *fixture, s *v1beta1.FlinkStateSnapshot
 // with finalizers (the fake clientset would delete it at once).
 func markDeleted(t *testing.T, f *fixture, name string) {
 	t.Helper()
-	s := f.get(name)
+	s := f.Get(name)
 	if len(s.Finalizers) == 0 {
-		if err := f.client.FlinkV1beta1().FlinkStateSnapshots(ns).Delete(f.ctx, name, metav1.DeleteOptions{}); err != nil {
+		if err := f.Client.FlinkV1beta1().FlinkStateSnapshots(ns).Delete(f.Ctx, name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		return
 	}
-	now := metav1.NewTime(f.clock.Now())
+	now := metav1.NewTime(f.Clock.Now())
 	s.DeletionTimestamp = &now
-	if _, err := f.client.FlinkV1beta1().FlinkStateSnapshots(ns).Update(f.ctx, s, metav1.UpdateOptions{}); err != nil {
+	if _, err := f.Client.FlinkV1beta1().FlinkStateSnapshots(ns).Update(f.Ctx, s, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func gone(f *fixture, name string) bool {
-	s, err := f.client.FlinkV1beta1().FlinkStateSnapshots(ns).Get(f.ctx, name, metav1.GetOptions{})
+	s, err := f.Client.FlinkV1beta1().FlinkStateSnapshots(ns).Get(f.Ctx, name, metav1.GetOptions{})
 	return err != nil || !containsString(s.Finalizers, v1beta1.SnapshotFinalizer)
 }
 
@@ -246,7 +246,7 @@ func TestReconcileSavepointCleanup(t *testing.T) {
 		s := completedAndDeleted(t, f, savepointSnap("sp", "job"))
 		path := s.Status.Path
 		for i := 0; i < 5 && !gone(f, "sp"); i++ {
-			f.clock.Step(f.mustSync("sp"))
+			f.Clock.Step(f.MustSync("sp"))
 		}
 		if !gone(f, "sp") {
 			t.Fatal("finalizer still present")
@@ -281,9 +281,9 @@ func TestReconcileSavepointCleanup(t *testing.T) {
 			s := savepointSnap("sp", "job")
 			s.Finalizers = []string{v1beta1.SnapshotFinalizer}
 			s.Status.State = state
-			f.create(s)
+			f.Create(s)
 			markDeleted(t, f, "sp")
-			f.mustSync("sp")
+			f.MustSync("sp")
 			if !gone(f, "sp") || jm.StartedOperations(fakejm.OpDisposal) != 0 {
 				t.Fatal("not released, or disposed")
 			}
@@ -295,7 +295,7 @@ func TestReconcileSavepointCleanup(t *testing.T) {
 		completedAndDeleted(t, f, savepointSnap("sp", "job"))
 		f.setJobState("job", v1beta1.JobStatusCanceled)
 		for i := 0; i < 5 && !gone(f, "sp"); i++ {
-			f.clock.Step(f.mustSync("sp"))
+			f.Clock.Step(f.MustSync("sp"))
 		}
 		if !gone(f, "sp") || jm.StartedOperations(fakejm.OpDisposal) != 1 {
 			t.Fatal("disposal on a reachable JobManager should not need a running job")
@@ -310,21 +310,21 @@ func TestDeletionWithJobManagerDownEndsWithinDisposeTimeout(t *testing.T) {
 	jm := f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
 	s := completedAndDeleted(t, f, savepointSnap("sp", "job"))
 	jm.InjectFault(fakejm.Fault{Status: 503})
-	f.events()
-	start := f.clock.Now()
+	f.Events()
+	start := f.Clock.Now()
 	syncs := 0
 	for !gone(f, "sp") {
-		d := f.mustSync("sp")
+		d := f.MustSync("sp")
 		syncs++
 		if syncs > 200 {
 			t.Fatal("deletion did not end")
 		}
-		f.clock.Step(max(d, time.Second))
+		f.Clock.Step(max(d, time.Second))
 	}
-	if took := f.clock.Since(start); took > 10*time.Minute+time.Minute {
+	if took := f.Clock.Since(start); took > 10*time.Minute+time.Minute {
 		t.Fatalf("deletion took %v, want about the 10 min dispose timeout", took)
 	}
-	events := f.events()
+	events := f.Events()
 	if countEvents(events, ReasonCleanupFailed) == 0 || countEvents(events, ReasonDisposeSkipped) != 1 {
 		t.Fatalf("events %v", events)
 	}
@@ -335,7 +335,7 @@ func TestDeletionWithJobManagerDownEndsWithinDisposeTimeout(t *testing.T) {
 	if !found {
 		t.Errorf("DisposeSkipped does not name the path %s", s.Status.Path)
 	}
-	t.Logf("deletion with the JobManager down ended after %v and %d syncs", f.clock.Since(start), syncs)
+	t.Logf("deletion with the JobManager down ended after %v and %d syncs", f.Clock.Since(start), syncs)
 }
 
 // An imported savepoint (alreadyExists) without disposeOnDelete is never
@@ -345,14 +345,14 @@ func TestAlreadyExistsWithoutDisposeOnDeleteNeverDisposes(t *testing.T) {
 	jm := f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
 	s := savepointSnap("sp", "job")
 	s.Spec.Savepoint = &v1beta1.SavepointSpec{AlreadyExists: ptr.To(true), Path: "file:///data/imported"}
-	f.create(s)
-	f.mustSync("sp")
-	got := f.get("sp")
+	f.Create(s)
+	f.MustSync("sp")
+	got := f.Get("sp")
 	if got.Status.State != v1beta1.SnapshotCompleted || containsString(got.Finalizers, v1beta1.SnapshotFinalizer) {
 		t.Fatalf("%+v finalizers %v", got.Status, got.Finalizers)
 	}
 	markDeleted(t, f, "sp")
-	f.mustSync("sp")
+	f.MustSync("sp")
 	if n := jm.StartedOperations(fakejm.OpDisposal); n != 0 {
 		t.Fatalf("%d disposals of an imported savepoint", n)
 	}
@@ -366,16 +366,16 @@ func TestRestorePointNeverDisposed(t *testing.T) {
 	f := newFixture(t)
 	jm := f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
 	s := completedAndDeleted(t, f, savepointSnap("sp", "job"))
-	dep, _ := f.client.FlinkV1beta1().FlinkDeployments(ns).Get(f.ctx, "job", metav1.GetOptions{})
+	dep, _ := f.Client.FlinkV1beta1().FlinkDeployments(ns).Get(f.Ctx, "job", metav1.GetOptions{})
 	dep.Status.JobStatus.UpgradeSavepointPath = s.Status.Path
-	if _, err := f.client.FlinkV1beta1().FlinkDeployments(ns).UpdateStatus(f.ctx, dep, metav1.UpdateOptions{}); err != nil {
+	if _, err := f.Client.FlinkV1beta1().FlinkDeployments(ns).UpdateStatus(f.Ctx, dep, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	f.mustSync("sp")
+	f.MustSync("sp")
 	if !gone(f, "sp") || jm.StartedOperations(fakejm.OpDisposal) != 0 || !metadataExists(s.Status.Path) {
 		t.Fatal("restore point was disposed or deletion blocked")
 	}
-	if countEvents(f.events(), ReasonDisposeDeferred) != 1 {
+	if countEvents(f.Events(), ReasonDisposeDeferred) != 1 {
 		t.Error("no DisposeDeferred event for the held restore point")
 	}
 	if took := f.settleDisposals(v1beta1.JobReferenceKindDeployment, "job"); took < 10*time.Minute || took > 11*time.Minute {
@@ -384,7 +384,7 @@ func TestRestorePointNeverDisposed(t *testing.T) {
 	if jm.StartedOperations(fakejm.OpDisposal) != 0 || !metadataExists(s.Status.Path) {
 		t.Fatal("restore point was disposed")
 	}
-	if countEvents(f.events(), ReasonDisposeSkipped) != 1 {
+	if countEvents(f.Events(), ReasonDisposeSkipped) != 1 {
 		t.Error("no DisposeSkipped event for the kept restore point")
 	}
 }
@@ -397,7 +397,7 @@ func TestCrossNamespaceReferenceNeedsTheWebhook(t *testing.T) {
 	for _, webhook := range []bool{false, true} {
 		t.Run(map[bool]string{false: "no webhook", true: "webhook registered"}[webhook], func(t *testing.T) {
 			f := newFixture(t)
-			f.cfg[config.KeySnapshotCrossNamespaceReferencesEnabled] = "true"
+			f.Config[config.KeySnapshotCrossNamespaceReferencesEnabled] = "true"
 			if webhook {
 				f.guard = func(context.Context, *v1beta1.FlinkStateSnapshot) error { return nil }
 			} else {
@@ -405,15 +405,15 @@ func TestCrossNamespaceReferenceNeedsTheWebhook(t *testing.T) {
 					return errors.New(`ValidatingWebhookConfiguration "flink-operator" not found`)
 				}
 			}
-			f.restart()
+			f.Restart()
 			jm := f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
 			s := savepointSnap("sp", "job")
 			s.Namespace = "team-a"
 			s.Spec.JobReference.Namespace = ns
-			f.create(s)
+			f.Create(s)
 			if !webhook {
 				f.mustSyncIn("team-a", "sp")
-				got := f.getIn("team-a", "sp")
+				got := f.GetIn("team-a", "sp")
 				if got.Status.State != v1beta1.SnapshotTriggerPending || !strings.Contains(got.Status.Error, "is not trusted") ||
 					!strings.Contains(got.Status.Error, "not found") {
 					t.Fatalf("status %+v, want a ValidationError naming the missing webhook", got.Status)
@@ -426,7 +426,7 @@ func TestCrossNamespaceReferenceNeedsTheWebhook(t *testing.T) {
 			var got *v1beta1.FlinkStateSnapshot
 			for range 5 {
 				f.mustSyncIn("team-a", "sp")
-				if got = f.getIn("team-a", "sp"); got.Status.State == v1beta1.SnapshotCompleted {
+				if got = f.GetIn("team-a", "sp"); got.Status.State == v1beta1.SnapshotCompleted {
 					break
 				}
 			}
@@ -450,11 +450,11 @@ func TestReferencedSnapshotNeverDisposed(t *testing.T) {
 			JarURI: "local:///opt/flink/usrlib/job.jar", InitialStateSnapshotRef: &v1beta1.SnapshotReference{Name: "sp"},
 		}},
 	}
-	if _, err := f.client.FlinkV1beta1().FlinkDeployments(ns).Create(f.ctx, clone, metav1.CreateOptions{}); err != nil {
+	if _, err := f.Client.FlinkV1beta1().FlinkDeployments(ns).Create(f.Ctx, clone, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	s := completedAndDeleted(t, f, savepointSnap("sp", "job"))
-	f.mustSync("sp")
+	f.MustSync("sp")
 	if !gone(f, "sp") || jm.StartedOperations(fakejm.OpDisposal) != 0 || !metadataExists(s.Status.Path) {
 		t.Fatal("referenced savepoint was disposed, or its deletion blocked")
 	}
@@ -464,7 +464,7 @@ func TestReferencedSnapshotNeverDisposed(t *testing.T) {
 		t.Fatal("referenced savepoint was disposed")
 	}
 	found := false
-	for _, e := range f.events() {
+	for _, e := range f.Events() {
 		found = found || (strings.Contains(e, ReasonDisposeSkipped) && strings.Contains(e, "FlinkDeployment default/clone"))
 	}
 	if !found {
@@ -479,9 +479,9 @@ func TestForgottenTriggerIDWithoutCheckpointHistory(t *testing.T) {
 	jm := f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
 	jm.RemoveJob(f.jobIDs["job"])
 	jm.MustAddJob(fakejm.JobSpec{ID: f.jobIDs["job"], CheckpointingDisabled: true})
-	f.create(savepointSnap("sp", "job"))
+	f.Create(savepointSnap("sp", "job"))
 	remove := jm.InjectFault(fakejm.Fault{Route: fakejm.RouteSavepointTrigger, Status: 503, Times: 1})
-	f.mustSync("sp")
+	f.MustSync("sp")
 	remove()
 	got := f.drive("sp", 10)
 	if got.Status.State != v1beta1.SnapshotCompleted || jm.StartedOperations(fakejm.OpSavepoint) != 1 {
@@ -499,28 +499,28 @@ func TestUnobservableInProgressEndsAtTimeout(t *testing.T) {
 		Spec:       v1beta1.FlinkSessionJobSpec{DeploymentName: "session"},
 		Status:     v1beta1.FlinkSessionJobStatus{JobStatus: v1beta1.JobStatus{JobID: f.jobIDs["session"], State: v1beta1.JobStatusRunning}},
 	}
-	if _, err := f.client.FlinkV1beta1().FlinkSessionJobs(ns).Create(f.ctx, job, metav1.CreateOptions{}); err != nil {
+	if _, err := f.Client.FlinkV1beta1().FlinkSessionJobs(ns).Create(f.Ctx, job, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	s := withBackoff(savepointSnap("sp", "sj"), 0)
 	s.Spec.JobReference.Kind = v1beta1.JobReferenceKindSessionJob
 	f.jms["session"].SetCompletion(1000, 0)
-	f.create(s)
-	f.mustSync("sp")
-	if got := f.get("sp"); got.Status.State != v1beta1.SnapshotInProgress {
+	f.Create(s)
+	f.MustSync("sp")
+	if got := f.Get("sp"); got.Status.State != v1beta1.SnapshotInProgress {
 		t.Fatalf("session job snapshot not triggered: %+v", got.Status)
 	}
-	if err := f.client.FlinkV1beta1().FlinkDeployments(ns).Delete(f.ctx, "session", metav1.DeleteOptions{}); err != nil {
+	if err := f.Client.FlinkV1beta1().FlinkDeployments(ns).Delete(f.Ctx, "session", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	f.clock.Step(time.Minute)
-	f.mustSync("sp")
-	if got := f.get("sp"); got.Status.State != v1beta1.SnapshotInProgress || !strings.Contains(got.Status.Error, "session cluster") {
+	f.Clock.Step(time.Minute)
+	f.MustSync("sp")
+	if got := f.Get("sp"); got.Status.State != v1beta1.SnapshotInProgress || !strings.Contains(got.Status.Error, "session cluster") {
 		t.Fatalf("before the timeout: %+v", got.Status)
 	}
-	f.clock.Step(11 * time.Minute)
-	f.mustSync("sp")
-	if got := f.get("sp"); got.Status.State != v1beta1.SnapshotFailed {
+	f.Clock.Step(11 * time.Minute)
+	f.MustSync("sp")
+	if got := f.Get("sp"); got.Status.State != v1beta1.SnapshotFailed {
 		t.Fatalf("after the timeout: %+v", got.Status)
 	}
 }
@@ -531,11 +531,11 @@ func TestUnobservableInProgressEndsAtTimeout(t *testing.T) {
 // cluster.
 func TestCrossNamespaceAlreadyExistsNeedsTheStamp(t *testing.T) {
 	f := newFixture(t)
-	f.cfg[config.KeySnapshotCrossNamespaceReferencesEnabled] = "true"
+	f.Config[config.KeySnapshotCrossNamespaceReferencesEnabled] = "true"
 	f.guard = func(context.Context, *v1beta1.FlinkStateSnapshot) error {
 		return errors.New("no review stamp")
 	}
-	f.restart()
+	f.Restart()
 	jm := f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
 	s := savepointSnap("sp", "job")
 	s.Namespace = "team-a"
@@ -543,9 +543,9 @@ func TestCrossNamespaceAlreadyExistsNeedsTheStamp(t *testing.T) {
 	s.Spec.Savepoint.AlreadyExists = ptr.To(true)
 	s.Spec.Savepoint.Path = "file:///data/savepoints/someone-elses"
 	s.Spec.Savepoint.DisposeOnDelete = ptr.To(true)
-	f.create(s)
+	f.Create(s)
 	f.mustSyncIn("team-a", "sp")
-	got := f.getIn("team-a", "sp")
+	got := f.GetIn("team-a", "sp")
 	if got.Status.State == v1beta1.SnapshotCompleted || !strings.Contains(got.Status.Error, "is not trusted") {
 		t.Fatalf("status %+v, want a ValidationError and not COMPLETED", got.Status)
 	}

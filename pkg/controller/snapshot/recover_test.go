@@ -50,15 +50,15 @@ func TestUnknownTriggerIDResentOnlyWhileYoungerThanStoreDuration(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
-			conf := map[string]string{config.FlinkSavepointDir: "file://" + f.dir + "/savepoints"}
+			conf := map[string]string{config.FlinkSavepointDir: "file://" + f.Dir + "/savepoints"}
 			if tc.conf != "" {
 				conf[config.FlinkRestAsyncStoreDuration] = tc.conf
 			}
 			jm := f.addCluster("job", v1beta1.FlinkVersion1_20, conf)
 			id := lostTrigger(t, f, jm, withBackoff(savepointSnap("sp", "job"), 0))
-			f.clock.SetTime(t0.Add(tc.age))
-			f.mustSync("sp")
-			got := f.get("sp")
+			f.Clock.SetTime(t0.Add(tc.age))
+			f.MustSync("sp")
+			got := f.Get("sp")
 			if !tc.resent {
 				if got.Status.State != v1beta1.SnapshotFailed || !strings.Contains(got.Status.Error, "does not know trigger id "+id) ||
 					len(jm.Operations()) != 0 {
@@ -85,11 +85,11 @@ func TestUnknownTriggerIDResendUnreachableIsNoFailure(t *testing.T) {
 	jm := f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
 	lostTrigger(t, f, jm, savepointSnap("sp", "job"))
 	jm.InjectFault(fakejm.Fault{Route: fakejm.RouteSavepointTrigger, Status: http.StatusServiceUnavailable})
-	f.clock.SetTime(t0.Add(10 * time.Second))
-	if d := f.mustSync("sp"); d != 5*time.Second {
+	f.Clock.SetTime(t0.Add(10 * time.Second))
+	if d := f.MustSync("sp"); d != 5*time.Second {
 		t.Errorf("requeue %v, want half the elapsed 10 s", d)
 	}
-	if got := f.get("sp"); got.Status.State != v1beta1.SnapshotInProgress || got.Status.Failures != 0 {
+	if got := f.Get("sp"); got.Status.State != v1beta1.SnapshotInProgress || got.Status.Failures != 0 {
 		t.Fatalf("status %+v, want still IN_PROGRESS without failure", got.Status)
 	}
 }
@@ -110,21 +110,21 @@ func TestForgottenTriggerIDNeverAdoptsAPathAnotherSnapshotNames(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
-			f.cfg[config.KeySnapshotCrossNamespaceReferencesEnabled] = "true"
+			f.Config[config.KeySnapshotCrossNamespaceReferencesEnabled] = "true"
 			f.guard = func(context.Context, *v1beta1.FlinkStateSnapshot) error { return nil }
-			f.restart()
+			f.Restart()
 			jm := f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
 			jm.SetCompletion(0, 0)
 
 			// The other snapshot takes a savepoint just before ours: it is
 			// in Flink's history within the clock-skew tolerance.
 			claimant := savepointSnap(tc.claimant.Name, "job")
-			f.create(claimant)
+			f.Create(claimant)
 			done := f.drive(claimant.Name, 5)
 			path := done.Status.Path
 			if !tc.claimed {
 				done.Status.Path = ""
-				if _, err := f.client.FlinkV1beta1().FlinkStateSnapshots(ns).UpdateStatus(f.ctx, done, metav1.UpdateOptions{}); err != nil {
+				if _, err := f.Client.FlinkV1beta1().FlinkStateSnapshots(ns).UpdateStatus(f.Ctx, done, metav1.UpdateOptions{}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -132,15 +132,15 @@ func TestForgottenTriggerIDNeverAdoptsAPathAnotherSnapshotNames(t *testing.T) {
 			ours := savepointSnap(tc.ours.Name, "job")
 			ours.Namespace = tc.ours.Namespace
 			ours.Spec.JobReference.Namespace = ns
-			f.create(withBackoff(ours, 0))
+			f.Create(withBackoff(ours, 0))
 			jm.InjectFault(fakejm.Fault{Route: fakejm.RouteSavepointTrigger, Status: http.StatusServiceUnavailable, Times: 1})
 			f.mustSyncIn(ours.Namespace, ours.Name)
-			if got := f.getIn(ours.Namespace, ours.Name); got.Status.State != v1beta1.SnapshotInProgress {
+			if got := f.GetIn(ours.Namespace, ours.Name); got.Status.State != v1beta1.SnapshotInProgress {
 				t.Fatalf("ours not triggered: %+v", got.Status)
 			}
-			f.clock.Step(6 * time.Minute) // too old to be sent again
+			f.Clock.Step(6 * time.Minute) // too old to be sent again
 			f.mustSyncIn(ours.Namespace, ours.Name)
-			got := f.getIn(ours.Namespace, ours.Name)
+			got := f.GetIn(ours.Namespace, ours.Name)
 			if !tc.claimed {
 				if got.Status.State != v1beta1.SnapshotCompleted || got.Status.Path != path {
 					t.Fatalf("status %+v, want the free entry %s adopted", got.Status, path)

@@ -34,7 +34,7 @@ func TestInitialSavepointPathOfUndeployedJobNeverDisposed(t *testing.T) {
 			f := newFixture(t)
 			jm := f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
 			// Real savepoint files to start from, taken from another job.
-			f.create(savepointSnap("source", "job"))
+			f.Create(savepointSnap("source", "job"))
 			path := f.drive("source", 10).Status.Path
 			if !metadataExists(path) {
 				t.Fatalf("no savepoint at %q", path)
@@ -55,14 +55,14 @@ func TestInitialSavepointPathOfUndeployedJobNeverDisposed(t *testing.T) {
 			case v1beta1.JobReferenceKindDeployment:
 				dep := &v1beta1.FlinkDeployment{ObjectMeta: meta, Spec: v1beta1.FlinkDeploymentSpec{FlinkVersion: v1beta1.FlinkVersion1_20, Job: job},
 					Status: v1beta1.FlinkDeploymentStatus{JobStatus: status}}
-				if _, err := f.client.FlinkV1beta1().FlinkDeployments(ns).Create(f.ctx, dep, metav1.CreateOptions{}); err != nil {
+				if _, err := f.Client.FlinkV1beta1().FlinkDeployments(ns).Create(f.Ctx, dep, metav1.CreateOptions{}); err != nil {
 					t.Fatal(err)
 				}
 				f.jms["fresh"] = jm // its JobManager would answer the disposal
 			case v1beta1.JobReferenceKindSessionJob:
 				sj := &v1beta1.FlinkSessionJob{ObjectMeta: meta, Spec: v1beta1.FlinkSessionJobSpec{DeploymentName: "job", Job: job},
 					Status: v1beta1.FlinkSessionJobStatus{JobStatus: status}}
-				if _, err := f.client.FlinkV1beta1().FlinkSessionJobs(ns).Create(f.ctx, sj, metav1.CreateOptions{}); err != nil {
+				if _, err := f.Client.FlinkV1beta1().FlinkSessionJobs(ns).Create(f.Ctx, sj, metav1.CreateOptions{}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -72,14 +72,14 @@ func TestInitialSavepointPathOfUndeployedJobNeverDisposed(t *testing.T) {
 			s := savepointSnap("start", "fresh")
 			s.Spec.JobReference.Kind = tc.kind
 			s.Spec.Savepoint = &v1beta1.SavepointSpec{AlreadyExists: ptr.To(true), Path: path, DisposeOnDelete: ptr.To(true)}
-			f.create(s)
+			f.Create(s)
 			if got := f.drive("start", 5); got.Status.State != v1beta1.SnapshotCompleted || got.Status.Path != path {
 				t.Fatalf("imported savepoint %+v", got.Status)
 			}
-			f.events()
+			f.Events()
 			markDeleted(t, f, "start")
 			for i := 0; i < 10 && !gone(f, "start"); i++ {
-				f.clock.Step(max(f.mustSync("start"), time.Second))
+				f.Clock.Step(max(f.MustSync("start"), time.Second))
 			}
 			if !gone(f, "start") {
 				t.Fatal("deletion blocked")
@@ -90,7 +90,7 @@ func TestInitialSavepointPathOfUndeployedJobNeverDisposed(t *testing.T) {
 
 			disposals := jm.StartedOperations(fakejm.OpDisposal)
 			skipped := false
-			for _, e := range f.events() {
+			for _, e := range f.Events() {
 				skipped = skipped || (strings.Contains(e, ReasonDisposeSkipped) && strings.Contains(e, "restore point"))
 			}
 			if !tc.deployed {

@@ -51,7 +51,7 @@ func TestSavepointFormatSentToFlink(t *testing.T) {
 func TestSavepointPathInSpecWinsOverConfiguredDirectory(t *testing.T) {
 	f := newFixture(t)
 	jm := f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
-	own := "file://" + f.dir + "/own"
+	own := "file://" + f.Dir + "/own"
 	s := savepointSnap("sp", "job")
 	s.Spec.Savepoint.Path = own
 	triggered(t, f, s)
@@ -78,15 +78,15 @@ func TestSnapshotTriggeredEventOnlyWhenFlinkAcceptedTheTrigger(t *testing.T) {
 			if tc.postFail {
 				jm.InjectFault(fakejm.Fault{Route: fakejm.RouteSavepointTrigger, Status: http.StatusServiceUnavailable})
 			}
-			f.create(savepointSnap("sp", "job"))
-			if d := f.mustSync("sp"); d != snapshotrules.MinPollDelay {
+			f.Create(savepointSnap("sp", "job"))
+			if d := f.MustSync("sp"); d != snapshotrules.MinPollDelay {
 				t.Errorf("requeue %v, want the first poll after %v", d, snapshotrules.MinPollDelay)
 			}
-			s := f.get("sp")
+			s := f.Get("sp")
 			if s.Status.State != v1beta1.SnapshotInProgress || s.Status.TriggerID == "" || s.Status.Failures != 0 {
 				t.Fatalf("status %+v, want IN_PROGRESS with a trigger id", s.Status)
 			}
-			events := f.events()
+			events := f.Events()
 			n := countEvents(events, ReasonSnapshotTriggered)
 			if tc.postFail {
 				if n != 0 {
@@ -126,10 +126,10 @@ func TestRetryWaitsForTheBackoffSinceTheLastFailure(t *testing.T) {
 			s := savepointSnap("sp", "job")
 			s.Status = v1beta1.FlinkStateSnapshotStatus{State: v1beta1.SnapshotTriggerPending, Failures: tc.failures,
 				ResultTimestamp: snapshotrules.FormatTime(t0), Error: "earlier failure"}
-			f.create(s)
-			f.clock.SetTime(t0.Add(tc.since))
-			d := f.mustSync("sp")
-			got := f.get("sp")
+			f.Create(s)
+			f.Clock.SetTime(t0.Add(tc.since))
+			d := f.MustSync("sp")
+			got := f.Get("sp")
 			if tc.wait > 0 {
 				if d != tc.wait || got.Status.State != v1beta1.SnapshotTriggerPending || len(jm.Operations()) != 0 {
 					t.Fatalf("requeue %v, status %+v, %d operations: want to wait %v without triggering", d, got.Status, len(jm.Operations()), tc.wait)
@@ -166,15 +166,15 @@ func TestValidationNeedsExactlyOneOfSavepointOrCheckpoint(t *testing.T) {
 			if tc.checkpoint {
 				s.Spec.Checkpoint = &v1beta1.CheckpointSpec{}
 			}
-			f.create(s)
-			if d := f.mustSync("sp"); d != waitForValidation {
+			f.Create(s)
+			if d := f.MustSync("sp"); d != waitForValidation {
 				t.Errorf("requeue %v, want %v", d, waitForValidation)
 			}
-			got := f.get("sp")
+			got := f.Get("sp")
 			if got.Status.State != v1beta1.SnapshotTriggerPending || !strings.Contains(got.Status.Error, "exactly one of checkpoint or savepoint") {
 				t.Fatalf("status %+v", got.Status)
 			}
-			if n := countEvents(f.events(), ReasonValidationError); n != 1 {
+			if n := countEvents(f.Events(), ReasonValidationError); n != 1 {
 				t.Errorf("%d ValidationError events, want 1", n)
 			}
 			if n := len(jm.Requests()); n != 0 {
@@ -189,9 +189,9 @@ func TestValidationNeedsExactlyOneOfSavepointOrCheckpoint(t *testing.T) {
 func TestValidationNeedsAJobReferenceName(t *testing.T) {
 	f := newFixture(t)
 	s := savepointSnap("sp", "")
-	f.create(s)
-	f.mustSync("sp")
-	if got := f.get("sp"); got.Status.State != v1beta1.SnapshotTriggerPending || got.Status.Error != "job reference must be supplied for this snapshot" {
+	f.Create(s)
+	f.MustSync("sp")
+	if got := f.Get("sp"); got.Status.State != v1beta1.SnapshotTriggerPending || got.Status.Error != "job reference must be supplied for this snapshot" {
 		t.Fatalf("status %+v", got.Status)
 	}
 }
@@ -201,18 +201,18 @@ func TestValidationNeedsAJobReferenceName(t *testing.T) {
 func TestTerminalSnapshotJobReferenceLabelsRestored(t *testing.T) {
 	f := newFixture(t)
 	f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
-	f.create(savepointSnap("sp", "job"))
+	f.Create(savepointSnap("sp", "job"))
 	s := f.drive("sp", 10)
 	delete(s.Labels, v1beta1.LabelJobReferenceName)
 	delete(s.Labels, v1beta1.LabelJobReferenceKind)
-	if _, err := f.client.FlinkV1beta1().FlinkStateSnapshots(ns).Update(f.ctx, s, metav1.UpdateOptions{}); err != nil {
+	if _, err := f.Client.FlinkV1beta1().FlinkStateSnapshots(ns).Update(f.Ctx, s, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	f.resetActions()
-	if d := f.mustSync("sp"); d != 0 {
+	if d := f.MustSync("sp"); d != 0 {
 		t.Errorf("terminal snapshot requeued after %v", d)
 	}
-	got := f.get("sp")
+	got := f.Get("sp")
 	if got.Labels[v1beta1.LabelJobReferenceName] != "job" || got.Labels[v1beta1.LabelJobReferenceKind] != "FlinkDeployment" {
 		t.Errorf("labels %v, want the job-reference labels back", got.Labels)
 	}
@@ -235,7 +235,7 @@ func TestFlinkCallsUseTheOperatorsHTTPClient(t *testing.T) {
 	f := newFixture(t)
 	rt := &roundTrips{}
 	f.httpClient = &http.Client{Transport: rt}
-	f.restart()
+	f.Restart()
 	jm := f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
 	triggered(t, f, savepointSnap("sp", "job"))
 	if sent, served := rt.n.Load(), len(jm.Requests()); sent == 0 || int(sent) != served {
@@ -248,9 +248,9 @@ func TestFlinkCallsUseTheOperatorsHTTPClient(t *testing.T) {
 func TestStateChangesAreLoggedFromNew(t *testing.T) {
 	f := newFixture(t)
 	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
-	f.ctx = klog.NewContext(context.Background(), logger)
+	f.Ctx = klog.NewContext(context.Background(), logger)
 	f.addCluster("job", v1beta1.FlinkVersion1_20, nil)
-	f.create(savepointSnap("sp", "job"))
+	f.Create(savepointSnap("sp", "job"))
 	f.drive("sp", 10)
 
 	var changes []string
@@ -294,7 +294,7 @@ func TestSnapshotWritesWithoutNormalEvents(t *testing.T) {
 	s := savepointSnap("sp", "job")
 	s.Labels = snapshotrules.DesiredLabels(s, "", true) // as admitted by the webhook
 	s.Finalizers = []string{v1beta1.SnapshotFinalizer}
-	f.create(s)
+	f.Create(s)
 	f.resetActions()
 	got := f.drive("sp", 10)
 	if got.Status.State != v1beta1.SnapshotCompleted {
@@ -303,7 +303,7 @@ func TestSnapshotWritesWithoutNormalEvents(t *testing.T) {
 	if metadata, status := f.writes(); metadata != 1 || status != 2 {
 		t.Errorf("%d metadata and %d status writes, want 1 (terminal labels) and 2 (intent, result)", metadata, status)
 	}
-	if events := f.events(); len(events) != 0 {
+	if events := f.Events(); len(events) != 0 {
 		t.Errorf("events %v, want none", events)
 	}
 }
