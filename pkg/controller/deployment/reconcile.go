@@ -109,11 +109,11 @@ func (k deploymentJob) CheckpointTrigger() bool {
 }
 
 // Steady keeps a deployed cluster as recorded: objects that went missing or
-// were changed are repaired (drift); the engine's KeepSteady does the rest.
-func (k deploymentJob) Steady(ctx context.Context) error {
+// were changed are repaired (drift); the engine does the rest.
+func (k deploymentJob) Steady(ctx context.Context) (jobengine.SteadyAnswer, error) {
 	c, sc := k.c, k.sc
 	if c.shutDownEnded(sc) { // jm-deployment.shutdown-ttl: shutdownttl.go
-		return nil
+		return jobengine.SteadyAnswer{}, nil
 	}
 	st := &sc.Obj.Status
 	spec := sc.Recorded.Spec
@@ -122,7 +122,7 @@ func (k deploymentJob) Steady(ctx context.Context) error {
 	if err != nil {
 		sc.Fail(ReasonDeploymentError, "Cannot build the Flink cluster: %v", err)
 		sc.RequeueWithin(jobengine.RetryFailed)
-		return nil
+		return jobengine.SteadyAnswer{}, nil
 	}
 	jm := keepJobManager
 	if sc.owned.jobManager == nil {
@@ -135,7 +135,7 @@ func (k deploymentJob) Steady(ctx context.Context) error {
 	healthy := st.JobManagerDeploymentStatus == v1beta1.JobManagerReady && (!app || st.JobStatus.State == v1beta1.JobStatusRunning)
 	// Snapshots are planned while the JobManager answers (history cleanup
 	// disposes through it).
-	return sc.KeepSteady(ctx, k, healthy, app && sc.Client != nil)
+	return jobengine.SteadyAnswer{Kept: true, Healthy: healthy, PlanSnapshots: app && sc.Client != nil}, nil
 }
 
 // build computes the cluster's objects with operator the operator

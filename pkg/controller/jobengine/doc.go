@@ -32,19 +32,19 @@
 //	DEPLOYED → UPGRADING  a restart of the recorded spec (a FAILED job with job.restart.failed,
 //	                      an unhealthy one): State.steady → restartIfNeeded → Restart (health.go)
 //	UPGRADING → DEPLOYED  the new spec is deployed or settled suspended: State.continueUpgrade
-//	                      → State.Deploy (Driver.Deploy makes the objects or the submission)
+//	                      → State.deploy (Driver.Deploy makes the objects or the submission)
 //	DEPLOYED → ROLLING_BACK  the deployed spec is not stable within deployment.readiness.timeout
 //	                      (deployment.rollback.enabled, FlinkDeployments): State.Reconcile →
 //	                      rollbackDue, beginRollback (rollback.go); the target is lastStableSpec,
 //	                      lastReconciledSpec stays the failed spec
 //	ROLLING_BACK → ROLLED_BACK  the failed job stopped keeping its state (stopForRollback),
-//	                      lastStableSpec deployed: State.continueRollback → State.Deploy
+//	                      lastStableSpec deployed: State.continueRollback → State.deploy
 //	ROLLED_BACK → UPGRADING  the spec changes again (compared with the failed spec: State.classify)
 //	ROLLED_BACK → DEPLOYED  the spec is set back to the stable one: acceptRollback (no redeploy)
 //
 // jobStatus.state:
 //
-//	→ RECONCILING          a deploy or submission is recorded: State.Deploy
+//	→ RECONCILING          a deploy or submission is recorded: State.deploy
 //	→ RUNNING, FAILED, ... what Flink reports: State.ObserveJob (called by both controllers' observe)
 //	                       (an ended job's last checkpoint is recorded in the same write)
 //	→ SUSPENDED            the old job's state is recorded and it may be torn down or cancelled:

@@ -40,9 +40,9 @@ type Driver[S Spec[S]] interface {
 	// writes after the status write that records it; false when it cannot
 	// (reported), and nothing is recorded.
 	Deploy(ctx context.Context, jobID, restore string) bool
-	// Steady keeps a deployed job as recorded (drift, submission) and ends
-	// with State.KeepSteady.
-	Steady(ctx context.Context) error
+	// Steady keeps a deployed job as recorded (drift, submission) and says
+	// how the engine ends the steady step.
+	Steady(ctx context.Context) (SteadyAnswer, error)
 	// CheckpointTrigger: the running Flink version can trigger checkpoints.
 	CheckpointTrigger() bool
 
@@ -236,17 +236,17 @@ func (s *State[T, S]) continueUpgrade(ctx context.Context, d Driver[S]) error {
 		}
 		return nil
 	}
-	s.Deploy(ctx, d)
+	s.deploy(ctx, d)
 	return nil
 }
 
-// Deploy records the recorded spec as deployed, with a new job (the id
+// deploy records the recorded spec as deployed, with a new job (the id
 // NextJobID gives) restoring from upgradeSavepointPath, which every path
 // here has set (initialSavepointPath, the upgrade savepoint, the last
 // checkpoint, or "" for stateless), and has the driver deploy it after the
 // record is written, so that a crash never leaves a job the status does
 // not name.
-func (s *State[T, S]) Deploy(ctx context.Context, d Driver[S]) {
+func (s *State[T, S]) deploy(ctx context.Context, d Driver[S]) {
 	st := s.Status()
 	hasJob := JobOf(&s.Recorded.Spec) != nil
 	jobID, restore := "", ""
@@ -284,13 +284,40 @@ func (s *State[T, S]) steady(ctx context.Context, d Driver[S]) error {
 	if restarted, err := s.restartIfNeeded(ctx, d); restarted || err != nil { // health.go
 		return err
 	}
-	return d.Steady(ctx)
+	answer, err := d.Steady(ctx)
+	switch {
+	case err != nil:
+		return err
+	case answer.Redeploy:
+		s.deploy(ctx, d)
+		return nil
+	case answer.Kept:
+		return s.keepSteady(ctx, d, answer.Healthy, answer.PlanSnapshots)
+	}
+	return nil
 }
 
-// KeepSteady ends a steady sync: the spec is marked stable once the job is
+// SteadyAnswer is what a Driver's Steady found of a deployed job.
+type SteadyAnswer struct {
+	// Kept: the job is kept as recorded, and the engine ends the steady
+	// step (keepSteady). Neither Kept nor Redeploy: the driver waits or
+	// reported why it cannot keep the job (and asked when to look again).
+	Kept bool
+	// Healthy (with Kept): the deployed spec is healthy; it becomes the
+	// stable one and the job is looked at again late, not soon.
+	Healthy bool
+	// PlanSnapshots (with Kept): the job's snapshots are planned (its
+	// JobManager answers).
+	PlanSnapshots bool
+	// Redeploy: the job is gone and is deployed again from the recorded
+	// spec (State.deploy), as a new job.
+	Redeploy bool
+}
+
+// keepSteady ends a steady sync: the spec is marked stable once the job is
 // healthy, the job's snapshots are planned (when plan: its JobManager
 // answers), and the job is looked at again soon or late.
-func (s *State[T, S]) KeepSteady(ctx context.Context, d Driver[S], healthy, plan bool) error {
+func (s *State[T, S]) keepSteady(ctx context.Context, d Driver[S], healthy, plan bool) error {
 	rs := s.Status().Reconciliation
 	// Not once rolled back: lastReconciledSpec is then the spec that
 	// never became stable (rollback.go).

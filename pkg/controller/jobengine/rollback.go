@@ -25,7 +25,7 @@ import (
 //	                          the state it was deployed from, the upgrade
 //	                          savepoint, or its newer latest checkpoint), its
 //	                          cluster torn down and lastStableSpec deployed
-//	                          (State.Deploy)
+//	                          (State.deploy)
 //	ROLLED_BACK → UPGRADING   the user changes the spec again (compared with
 //	                          the spec rolled back from: the failed spec is
 //	                          never retried on its own)
@@ -126,7 +126,7 @@ func (s *State[T, S]) rollbackDue(d Driver[S]) bool {
 }
 
 // readyNow: the spec deployed is healthy in this sync, the condition on
-// which KeepSteady marks it stable: the JobManager answers and the job (if
+// which keepSteady marks it stable: the JobManager answers and the job (if
 // any) runs, or finished on its own.
 func (s *State[T, S]) readyNow() bool {
 	if s.Client == nil {
@@ -190,7 +190,7 @@ func (s *State[T, S]) continueRollback(ctx context.Context, d Driver[S]) error {
 	if !d.Ended() {
 		return nil
 	}
-	s.Deploy(ctx, d)
+	s.deploy(ctx, d)
 	if st.Reconciliation.State == v1beta1.ReconciliationRolledBack {
 		from := "empty state"
 		if p := st.Job.UpgradeSavepointPath; p != "" {

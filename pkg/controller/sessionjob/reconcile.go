@@ -84,8 +84,8 @@ func (k sessionJob) HealthCheck() jobengine.HealthChecker { return nil }
 func (k sessionJob) RollbackSupported() bool              { return false }
 
 // Steady keeps a deployed job as recorded: the recorded submission is made
-// if Flink does not have it yet; the engine's KeepSteady does the rest.
-func (k sessionJob) Steady(ctx context.Context) error {
+// if Flink does not have it yet; the engine does the rest.
+func (k sessionJob) Steady(ctx context.Context) (jobengine.SteadyAnswer, error) {
 	c, sc := k.c, k.sc
 	spec := sc.Recorded.Spec
 	js := &sc.Obj.Status.JobStatus
@@ -93,7 +93,7 @@ func (k sessionJob) Steady(ctx context.Context) error {
 		sc.Log.V(2).Info("Waiting for the session cluster to be ready", "cluster", sc.cluster.Name,
 			"jobManager", sc.cluster.Status.JobManagerDeploymentStatus)
 		sc.RequeueWithin(sc.ProgressInterval())
-		return nil
+		return jobengine.SteadyAnswer{}, nil
 	}
 	if sc.Job == nil {
 		switch {
@@ -104,14 +104,14 @@ func (k sessionJob) Steady(ctx context.Context) error {
 			// job is simply submitted again, under a new id.
 			sc.Event(corev1.EventTypeWarning, jobengine.ReasonJobStatusChanged, "Job %s is not known to session cluster %s any more (last seen %s); submitting it again",
 				js.JobID, sc.cluster.Name, js.State)
-			sc.Deploy(ctx, k)
+			return jobengine.SteadyAnswer{Redeploy: true}, nil
 		default:
 			sc.FailManualRestore(jobengine.ReasonUpgradeFailed, "Job %s (last seen %s) is not known to session cluster %s any more, so its last checkpoint cannot be read. "+
 				"%s: set spec.job.initialSavepointPath to its latest checkpoint or savepoint and change spec.job.savepointRedeployNonce",
 				js.JobID, js.State, sc.cluster.Name, manualRestore)
 			sc.RequeueWithin(jobengine.RetryFailed)
 		}
-		return nil
+		return jobengine.SteadyAnswer{}, nil
 	}
-	return sc.KeepSteady(ctx, k, js.State == v1beta1.JobStatusRunning, true)
+	return jobengine.SteadyAnswer{Kept: true, Healthy: js.State == v1beta1.JobStatusRunning, PlanSnapshots: true}, nil
 }
