@@ -29,7 +29,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/cluster"
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	flinkclient "github.com/flinkops/flink-operator/pkg/generated/clientset/versioned"
-	"github.com/flinkops/flink-operator/pkg/webhook/review"
+	"github.com/flinkops/flink-operator/pkg/reviewstamp"
 )
 
 // TestCertManagerOverlayCrossNamespaceReview installs
@@ -226,8 +226,8 @@ subjects:
 	if err != nil {
 		t.Fatal(err)
 	}
-	stamp := clone.Annotations[review.Annotation]
-	if st, err := review.Parse(stamp); err != nil || st.User == "" {
+	stamp := clone.Annotations[reviewstamp.Annotation]
+	if st, err := reviewstamp.Parse(stamp); err != nil || st.User == "" {
 		t.Fatalf("clone's stamp %q: %v", stamp, err)
 	}
 	s.waitDeployment(teamA, "clone", time.Minute, "deployed from team-b/base", func(d *v1beta1.FlinkDeployment) bool {
@@ -243,7 +243,7 @@ subjects:
 	// FlinkDeployment with the same reference: rejected, nothing built.
 	s.kubectl("delete", "mutatingwebhookconfiguration", "flink-operator")
 	s.kubectl("delete", "validatingwebhookconfiguration", "flink-operator")
-	s.apply(strings.Replace(runningDeployment(teamA, "copycat", "base"), "metadata:\n", "metadata:\n  annotations:\n    "+review.Annotation+": '"+stamp+"'\n", 1))
+	s.apply(strings.Replace(runningDeployment(teamA, "copycat", "base"), "metadata:\n", "metadata:\n  annotations:\n    "+reviewstamp.Annotation+": '"+stamp+"'\n", 1))
 	s.waitDeployment(teamA, "copycat", time.Minute, "the copied stamp rejected", func(d *v1beta1.FlinkDeployment) bool {
 		return strings.Contains(jobengine.ErrorMessage(d.Status.Error), "does not vouch for this FlinkDeployment team-a/copycat")
 	})

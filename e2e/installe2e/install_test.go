@@ -17,7 +17,7 @@ import (
 	"github.com/flinkops/flink-operator/e2e/framework"
 	"github.com/flinkops/flink-operator/e2e/localcluster"
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
-	"github.com/flinkops/flink-operator/pkg/webhook/review"
+	"github.com/flinkops/flink-operator/pkg/reviewstamp"
 )
 
 const (
@@ -319,8 +319,8 @@ subjects:
 		t.Fatalf("bob's snapshot of team-b's job: %v", err)
 	}
 	snap := s.waitSnapshot(teamA, "from-b")
-	if st, err := review.Parse(snap.Annotations[review.Annotation]); err != nil || !strings.HasSuffix(st.User, ":bob") {
-		t.Errorf("bob's snapshot carries stamp %q (%v), want one reviewed for bob", snap.Annotations[review.Annotation], err)
+	if st, err := reviewstamp.Parse(snap.Annotations[reviewstamp.Annotation]); err != nil || !strings.HasSuffix(st.User, ":bob") {
+		t.Errorf("bob's snapshot carries stamp %q (%v), want one reviewed for bob", snap.Annotations[reviewstamp.Annotation], err)
 	}
 	checkMetadata(t, snap.Status.Path, true)
 	if snap.Labels[v1beta1.LabelJobReferenceNamespace] != teamB {

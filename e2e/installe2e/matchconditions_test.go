@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/flinkops/flink-operator/pkg/webhook/review"
+	"github.com/flinkops/flink-operator/pkg/reviewstamp"
 )
 
 // webhookMatchConditions: the API server sends the webhook only what it
@@ -37,7 +37,7 @@ func (s *suite) webhookMatchConditions() {
 		t.Errorf("a label change reached the webhook: validate %v, mutate %v", v, m)
 	}
 
-	s.kubectl("annotate", "flinkstatesnapshot", "match", "-n", teamB, review.Annotation+"=forged")
+	s.kubectl("annotate", "flinkstatesnapshot", "match", "-n", teamB, reviewstamp.Annotation+"=forged")
 	if got := strings.TrimSpace(s.kubectl("get", "flinkstatesnapshot", "match", "-n", teamB,
 		"-o", `jsonpath={.metadata.annotations.flinkops\.io/cross-namespace-review}`)); got != "" {
 		t.Errorf("a forged review stamp survived admission: %q", got)

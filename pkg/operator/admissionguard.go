@@ -11,14 +11,14 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/clients/kubernetes"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/reviewstamp"
 	"github.com/flinkops/flink-operator/pkg/validation"
 	"github.com/flinkops/flink-operator/pkg/webhook"
-	"github.com/flinkops/flink-operator/pkg/webhook/review"
 )
 
 // ReviewKeySecretName is the Secret, in the operator's namespace
 // (--webhook-namespace, else $POD_NAMESPACE), holding the HMAC key of
-// cross-namespace review stamps (pkg/webhook/review). manifests/ grants
+// cross-namespace review stamps (pkg/reviewstamp). manifests/ grants
 // access to this name only.
 const ReviewKeySecretName = "flink-operator-review-key"
 
@@ -29,7 +29,7 @@ const reviewKeyRefresh = time.Minute
 // A reference to another namespace is trusted only when the object itself
 // proves the webhook reviewed it: the webhook's mutating step stamps the
 // object after its SubjectAccessReview allowed the reference, and the
-// controllers verify that stamp (review.Verify) before acting. Whether a
+// controllers verify that stamp (reviewstamp.Verify) before acting. Whether a
 // webhook is registered now says nothing about an object admitted before
 // it was, while it failed open, or outside its selectors, so that is no
 // longer asked.
@@ -63,7 +63,7 @@ func newReviewKey(ctx context.Context, kube kubernetes.Interface, opts Options) 
 
 // reviewKeys is the key as the controllers and the webhook take it: a nil
 // *ReviewKey must become a nil interface.
-func reviewKeys(k *webhook.ReviewKey) review.Keys {
+func reviewKeys(k *webhook.ReviewKey) reviewstamp.Keys {
 	if k == nil {
 		return nil
 	}
@@ -73,14 +73,14 @@ func reviewKeys(k *webhook.ReviewKey) review.Keys {
 // snapshotGuard is the snapshot controller's AdmissionGuard: a snapshot's
 // reference to a job in another namespace is acted on only if the webhook
 // stamped this snapshot after reviewing that reference.
-func snapshotGuard(keys review.Keys) func(ctx context.Context, s *v1beta1.FlinkStateSnapshot) error {
+func snapshotGuard(keys reviewstamp.Keys) func(ctx context.Context, s *v1beta1.FlinkStateSnapshot) error {
 	return func(_ context.Context, s *v1beta1.FlinkStateSnapshot) error {
 		ns, cross := validation.CrossNamespaceReference(s)
 		if !cross || s.Spec.JobReference == nil {
 			return nil
 		}
-		ref := review.Reference{Kind: string(s.Spec.JobReference.Kind), Namespace: ns, Name: s.Spec.JobReference.Name}
-		if _, err := review.Verify(keys, "FlinkStateSnapshot", s, ref); err != nil {
+		ref := reviewstamp.Reference{Kind: string(s.Spec.JobReference.Kind), Namespace: ns, Name: s.Spec.JobReference.Name}
+		if _, err := reviewstamp.Verify(keys, "FlinkStateSnapshot", s, ref); err != nil {
 			return fmt.Errorf("no valid review by the operator's admission webhook: %w", err)
 		}
 		return nil

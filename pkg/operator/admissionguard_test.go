@@ -10,7 +10,7 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
 	kubefake "github.com/flinkops/flink-operator/pkg/generated/kube/kubernetes/fake"
-	"github.com/flinkops/flink-operator/pkg/webhook/review"
+	"github.com/flinkops/flink-operator/pkg/reviewstamp"
 )
 
 type staticKeys [][]byte
@@ -31,7 +31,7 @@ func TestSnapshotGuard(t *testing.T) {
 		}
 	}
 	stamp := func(s *v1beta1.FlinkStateSnapshot) string {
-		v, err := review.Sign(key, "FlinkStateSnapshot", s, review.Reference{Kind: "FlinkDeployment", Namespace: s.Spec.JobReference.Namespace, Name: "orders"}, "bob", now)
+		v, err := reviewstamp.Sign(key, "FlinkStateSnapshot", s, reviewstamp.Reference{Kind: "FlinkDeployment", Namespace: s.Spec.JobReference.Namespace, Name: "orders"}, "bob", now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -45,11 +45,11 @@ func TestSnapshotGuard(t *testing.T) {
 	if err := guard(t.Context(), cross); err == nil || !strings.Contains(err.Error(), "has no flinkops.io/cross-namespace-review annotation") {
 		t.Errorf("unstamped: %v", err)
 	}
-	cross.Annotations = map[string]string{review.Annotation: stamp(snap("reviewed", "team-b"))}
+	cross.Annotations = map[string]string{reviewstamp.Annotation: stamp(snap("reviewed", "team-b"))}
 	if err := guard(t.Context(), cross); err == nil || !strings.Contains(err.Error(), "does not vouch") {
 		t.Errorf("copied stamp: %v", err)
 	}
-	cross.Annotations[review.Annotation] = stamp(cross)
+	cross.Annotations[reviewstamp.Annotation] = stamp(cross)
 	if err := guard(t.Context(), cross); err != nil {
 		t.Errorf("valid stamp: %v", err)
 	}

@@ -12,8 +12,8 @@ import (
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/reviewstamp"
 	"github.com/flinkops/flink-operator/pkg/validation"
-	"github.com/flinkops/flink-operator/pkg/webhook/review"
 )
 
 // crossReference is a reference from the object under review to an
@@ -74,8 +74,8 @@ func initialSnapshotReference(kind, namespace string, job *v1beta1.JobSpec) *cro
 }
 
 // stamped is what a review stamp names of the reference.
-func (r *crossReference) stamped() review.Reference {
-	return review.Reference{Kind: r.kind, Namespace: r.namespace, Name: r.name}
+func (r *crossReference) stamped() reviewstamp.Reference {
+	return reviewstamp.Reference{Kind: r.kind, Namespace: r.namespace, Name: r.name}
 }
 
 // authorizeCrossNamespace admits a reference to another namespace only if

@@ -10,7 +10,7 @@
 // a snapshot that refers to a job in another namespace is also authorized
 // here, with a SubjectAccessReview for the requesting user. The mutating
 // step (MutatePath, stamp.go) then stamps the object with an HMAC
-// (pkg/webhook/review) that the controllers verify before acting on the
+// (pkg/reviewstamp) that the controllers verify before acting on the
 // reference, so an object the webhook never reviewed is never acted on
 // across namespaces; ReviewKey keeps the HMAC key in a Secret. It also
 // gives a new FlinkStateSnapshot its labels and finalizer

@@ -18,7 +18,7 @@ import (
 )
 
 // ReviewKeySecretKey is the key, in the review-key Secret, of the HMAC key
-// that signs and verifies cross-namespace review stamps (pkg/webhook/review).
+// that signs and verifies cross-namespace review stamps (pkg/reviewstamp).
 const ReviewKeySecretKey = "key"
 
 // reviewKeyBytes is the HMAC-SHA256 key size.

@@ -12,12 +12,12 @@ import (
 	"k8s.io/klog/v2"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
-	"github.com/flinkops/flink-operator/pkg/webhook/review"
+	"github.com/flinkops/flink-operator/pkg/reviewstamp"
 )
 
 // The mutating step (MutatePath) stamps an object whose reference to another
 // namespace its SubjectAccessReview allowed, with an HMAC the controllers
-// verify before acting on the reference (pkg/webhook/review). It runs
+// verify before acting on the reference (pkg/reviewstamp). It runs
 // before the validating step, which judges the final object; it denies only
 // what the validating step would deny anyway (the reference is not allowed),
 // so the user hears it once, first.
@@ -108,7 +108,7 @@ func stampObject[T object, P interface {
 // stamp decides the review annotation of obj (see the rules above); old is
 // nil on CREATE; specChanged says whether an UPDATE changes the spec.
 func (v *Validator) stamp(ctx context.Context, req *admissionv1.AdmissionRequest, kind string, obj, old metav1.Object, ref, oldRef *crossReference, specChanged bool) *admissionv1.AdmissionResponse {
-	value, has := obj.GetAnnotations()[review.Annotation]
+	value, has := obj.GetAnnotations()[reviewstamp.Annotation]
 	if ref == nil {
 		if has {
 			return annotationPatch(obj, nil)
@@ -122,12 +122,12 @@ func (v *Validator) stamp(ctx context.Context, req *admissionv1.AdmissionRequest
 			return allow(nil)
 		}
 		if has {
-			if _, err := review.VerifyValue(v.reviewKeys, value, kind, obj, ref.stamped()); err == nil {
+			if _, err := reviewstamp.VerifyValue(v.reviewKeys, value, kind, obj, ref.stamped()); err == nil {
 				return allow(nil)
 			}
 		}
-		if prev, ok := old.GetAnnotations()[review.Annotation]; ok && (!has || prev != value) {
-			if _, err := review.VerifyValue(v.reviewKeys, prev, kind, obj, ref.stamped()); err == nil {
+		if prev, ok := old.GetAnnotations()[reviewstamp.Annotation]; ok && (!has || prev != value) {
+			if _, err := reviewstamp.VerifyValue(v.reviewKeys, prev, kind, obj, ref.stamped()); err == nil {
 				return annotationPatch(obj, &prev)
 			}
 		}
@@ -168,7 +168,7 @@ func (v *Validator) sign(ctx context.Context, req *admissionv1.AdmissionRequest,
 	if len(keys) == 0 {
 		return deny(http.StatusServiceUnavailable, "the flink-operator webhook has not loaded its cross-namespace review key yet (a Secret in its namespace): retry in a few seconds")
 	}
-	stamp, err := review.Sign(keys[0], kind, obj, ref.stamped(), req.UserInfo.Username, v.clock.Now())
+	stamp, err := reviewstamp.Sign(keys[0], kind, obj, ref.stamped(), req.UserInfo.Username, v.clock.Now())
 	if err != nil {
 		return deny(http.StatusInternalServerError, "stamping the reviewed reference: "+err.Error())
 	}
@@ -178,13 +178,13 @@ func (v *Validator) sign(ctx context.Context, req *admissionv1.AdmissionRequest,
 
 // annotationPatch sets (value != nil) or removes the review annotation.
 func annotationPatch(obj metav1.Object, value *string) *admissionv1.AdmissionResponse {
-	path := "/metadata/annotations/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(review.Annotation)
+	path := "/metadata/annotations/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(reviewstamp.Annotation)
 	var ops []map[string]any
 	switch {
 	case value == nil:
 		ops = append(ops, map[string]any{"op": "remove", "path": path})
 	case obj.GetAnnotations() == nil:
-		ops = append(ops, map[string]any{"op": "add", "path": "/metadata/annotations", "value": map[string]string{review.Annotation: *value}})
+		ops = append(ops, map[string]any{"op": "add", "path": "/metadata/annotations", "value": map[string]string{reviewstamp.Annotation: *value}})
 	default:
 		ops = append(ops, map[string]any{"op": "add", "path": path, "value": *value})
 	}
@@ -199,14 +199,14 @@ func annotationPatch(obj metav1.Object, value *string) *admissionv1.AdmissionRes
 // reference); present but not vouching for this object means something
 // changed it after the mutating step (denied).
 func (v *Validator) checkStamp(kind string, obj metav1.Object, ref *crossReference) (string, *admissionv1.AdmissionResponse) {
-	if _, has := obj.GetAnnotations()[review.Annotation]; !has {
+	if _, has := obj.GetAnnotations()[reviewstamp.Annotation]; !has {
 		return fmt.Sprintf("%s: the operator will not act on this reference to namespace %q: it carries no %s stamp, which the flink-operator's MutatingWebhookConfiguration adds after reviewing it (is it registered?)",
-			ref.field, ref.namespace, review.Annotation), nil
+			ref.field, ref.namespace, reviewstamp.Annotation), nil
 	}
 	if v.reviewKeys == nil || len(v.reviewKeys.Keys()) == 0 {
 		return "", nil // the controllers verify it
 	}
-	if _, err := review.Verify(v.reviewKeys, kind, obj, ref.stamped()); err != nil {
+	if _, err := reviewstamp.Verify(v.reviewKeys, kind, obj, ref.stamped()); err != nil {
 		return "", deny(http.StatusForbidden, fmt.Sprintf("%s: %v (changed after the flink-operator's mutating webhook reviewed it?)", ref.field, err))
 	}
 	return "", nil

@@ -20,7 +20,7 @@ import (
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
-	"github.com/flinkops/flink-operator/pkg/webhook/review"
+	"github.com/flinkops/flink-operator/pkg/reviewstamp"
 )
 
 type testKeys [][]byte
@@ -33,7 +33,7 @@ var (
 )
 
 // stampSetup is crossNamespaceSetup with a review key and a fixed clock.
-func stampSetup(keys review.Keys, may ...string) (*Validator, *[]*authorizationv1.SubjectAccessReview) {
+func stampSetup(keys reviewstamp.Keys, may ...string) (*Validator, *[]*authorizationv1.SubjectAccessReview) {
 	client, seen := accessReviews(may...)
 	cfg := config.Defaults()
 	cfg[config.KeySnapshotCrossNamespaceReferencesEnabled] = "true"
@@ -75,7 +75,7 @@ func stampAfter(t *testing.T, resp *admissionv1.AdmissionResponse, obj metav1.Ob
 	}
 	ann := obj.GetAnnotations()
 	if resp.Patch == nil {
-		return ann[review.Annotation]
+		return ann[reviewstamp.Annotation]
 	}
 	if resp.PatchType == nil || *resp.PatchType != admissionv1.PatchTypeJSONPatch {
 		t.Fatalf("patch type %v", resp.PatchType)
@@ -94,7 +94,7 @@ func stampAfter(t *testing.T, resp *admissionv1.AdmissionResponse, obj metav1.Ob
 		return op.Path == "/metadata/labels" || op.Path == "/metadata/finalizers"
 	})
 	if len(ops) == 0 {
-		return ann[review.Annotation]
+		return ann[reviewstamp.Annotation]
 	}
 	if len(ops) != 1 {
 		t.Fatalf("patch %s: more than one change of the annotations", resp.Patch)
@@ -106,7 +106,7 @@ func stampAfter(t *testing.T, resp *admissionv1.AdmissionResponse, obj metav1.Ob
 	}
 	switch {
 	case op.Op == "remove" && op.Path == "/metadata/annotations/flinkops.io~1cross-namespace-review":
-		delete(out, review.Annotation)
+		delete(out, reviewstamp.Annotation)
 	case op.Op == "add" && op.Path == "/metadata/annotations" && len(ann) == 0: // JSON drops an empty map
 		if err := json.Unmarshal(op.Value, &out); err != nil {
 			t.Fatal(err)
@@ -116,12 +116,12 @@ func stampAfter(t *testing.T, resp *admissionv1.AdmissionResponse, obj metav1.Ob
 		if err := json.Unmarshal(op.Value, &s); err != nil {
 			t.Fatal(err)
 		}
-		out[review.Annotation] = s
+		out[reviewstamp.Annotation] = s
 	default:
 		t.Fatalf("unexpected patch %s (annotations %v)", resp.Patch, ann)
 	}
 	obj.SetAnnotations(out)
-	return out[review.Annotation]
+	return out[reviewstamp.Annotation]
 }
 
 // stored is obj as the API server stores it after a CREATE: uid and
@@ -131,7 +131,7 @@ func stored(obj metav1.Object) {
 	obj.SetCreationTimestamp(metav1.NewTime(stampT0.Add(time.Second)))
 }
 
-var jobTarget = review.Reference{Kind: "FlinkDeployment", Namespace: "team-b", Name: "job"}
+var jobTarget = reviewstamp.Reference{Kind: "FlinkDeployment", Namespace: "team-b", Name: "job"}
 
 func crossSnapshot(name string) *v1beta1.FlinkStateSnapshot {
 	return savepoint("team-a", name, crossRef(v1beta1.JobReferenceKindDeployment, "job"))
@@ -149,7 +149,7 @@ func TestMutateStampsAllowedReference(t *testing.T) {
 		t.Fatalf("stamp %q after %d reviews, want a stamp after 1", value, len(*seen))
 	}
 	stored(s)
-	st, err := review.Verify(testKeys{stampKey}, "FlinkStateSnapshot", s, jobTarget)
+	st, err := reviewstamp.Verify(testKeys{stampKey}, "FlinkStateSnapshot", s, jobTarget)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,25 +179,25 @@ func TestMutateReplacesCopiedStamp(t *testing.T) {
 	copied := stampAfter(t, mutate(t, v, request(admissionv1.Create, src, nil)), src)
 
 	s := crossSnapshot("copy")
-	s.Annotations = map[string]string{review.Annotation: copied, "keep": "me"}
+	s.Annotations = map[string]string{reviewstamp.Annotation: copied, "keep": "me"}
 	got := stampAfter(t, mutate(t, v, request(admissionv1.Create, s, nil)), s)
 	if got == copied || s.Annotations["keep"] != "me" {
 		t.Fatalf("copied stamp kept (%v) or other annotations lost: %v", got == copied, s.Annotations)
 	}
 	stored(s)
-	if _, err := review.Verify(testKeys{stampKey}, "FlinkStateSnapshot", s, jobTarget); err != nil {
+	if _, err := reviewstamp.Verify(testKeys{stampKey}, "FlinkStateSnapshot", s, jobTarget); err != nil {
 		t.Errorf("fresh stamp: %v", err)
 	}
 
 	local := savepoint("team-a", "local", deploymentRef("job"))
-	local.Annotations = map[string]string{review.Annotation: copied}
+	local.Annotations = map[string]string{reviewstamp.Annotation: copied}
 	if got := stampAfter(t, mutate(t, v, request(admissionv1.Create, local, nil)), local); got != "" {
 		t.Errorf("same-namespace reference kept a stamp")
 	}
 
 	denyAll, _ := stampSetup(testKeys{stampKey})
 	s = crossSnapshot("copy")
-	s.Annotations = map[string]string{review.Annotation: copied}
+	s.Annotations = map[string]string{reviewstamp.Annotation: copied}
 	if resp := mutate(t, denyAll, request(admissionv1.Create, s, nil)); resp.Allowed {
 		t.Errorf("user without the right admitted with a copied stamp")
 	}
@@ -244,9 +244,9 @@ func TestMutateUpdateKeepsReference(t *testing.T) {
 	for name, value := range map[string]*string{"replaced": &forged, "dropped": nil} {
 		cur := old.DeepCopy()
 		if value == nil {
-			delete(cur.Annotations, review.Annotation)
+			delete(cur.Annotations, reviewstamp.Annotation)
 		} else {
-			cur.Annotations[review.Annotation] = *value
+			cur.Annotations[reviewstamp.Annotation] = *value
 		}
 		if got := stampAfter(t, mutate(t, v, request(admissionv1.Update, cur, old)), cur); got != good {
 			t.Errorf("%s stamp: now %q, want the old one back", name, got)
@@ -257,7 +257,7 @@ func TestMutateUpdateKeepsReference(t *testing.T) {
 	stored(unreviewed)
 	cur = unreviewed.DeepCopy()
 	cur.Finalizers = []string{v1beta1.SnapshotFinalizer}
-	cur.Annotations = map[string]string{review.Annotation: forged}
+	cur.Annotations = map[string]string{reviewstamp.Annotation: forged}
 	req := request(admissionv1.Update, cur, unreviewed)
 	req.UserInfo.Username = "system:serviceaccount:flink-operator:flink-operator"
 	if got := stampAfter(t, mutate(t, v, req), cur); got != "" {
@@ -283,7 +283,7 @@ func TestMutateDeploymentReference(t *testing.T) {
 	old := withRef("clone", "base")
 	cur := withRef("clone", "newer")
 	got := stampAfter(t, mutate(t, v, request(admissionv1.Update, cur, old)), cur)
-	st, err := review.Verify(testKeys{stampKey}, "FlinkDeployment", cur, review.Reference{Kind: "FlinkStateSnapshot", Namespace: "team-b", Name: "newer"})
+	st, err := reviewstamp.Verify(testKeys{stampKey}, "FlinkDeployment", cur, reviewstamp.Reference{Kind: "FlinkStateSnapshot", Namespace: "team-b", Name: "newer"})
 	if got == "" || err != nil || st.UID != "uid-clone" {
 		t.Fatalf("changed reference: stamp %q, %v", got, err)
 	}
@@ -319,7 +319,7 @@ func TestValidateChecksStamp(t *testing.T) {
 	}
 	other := crossSnapshot("other")
 	copied := stampAfter(t, mutate(t, v, request(admissionv1.Create, other, nil)), other)
-	s.Annotations = map[string]string{review.Annotation: copied}
+	s.Annotations = map[string]string{reviewstamp.Annotation: copied}
 	resp = admit(t, v, request(admissionv1.Create, s, nil))
 	if resp.Allowed || !strings.Contains(resp.Result.Message, "does not vouch for this FlinkStateSnapshot team-a/sp") {
 		t.Errorf("copied stamp: %+v", resp.Result)

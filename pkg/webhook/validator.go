@@ -17,7 +17,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/canary"
 	"github.com/flinkops/flink-operator/pkg/config"
 	authorizationv1client "github.com/flinkops/flink-operator/pkg/generated/kube/kubernetes/typed/authorization/v1"
-	"github.com/flinkops/flink-operator/pkg/webhook/review"
+	"github.com/flinkops/flink-operator/pkg/reviewstamp"
 )
 
 // Options configure a Validator.
@@ -41,9 +41,9 @@ type Options struct {
 	AccessReviewTimeout time.Duration
 	// ReviewKeys sign the stamp the mutating step puts on an object whose
 	// cross-namespace reference its SubjectAccessReview allowed
-	// (pkg/webhook/review); nil or empty refuses such references, since
+	// (pkg/reviewstamp); nil or empty refuses such references, since
 	// the controllers would never act on them unstamped.
-	ReviewKeys review.Keys
+	ReviewKeys reviewstamp.Keys
 	// Clock dates stamps; the real clock when nil.
 	Clock clock.PassiveClock
 }
@@ -54,7 +54,7 @@ type Validator struct {
 	lookup        Lookup
 	reviews       authorizationv1client.SubjectAccessReviewInterface
 	reviewTimeout time.Duration
-	reviewKeys    review.Keys
+	reviewKeys    reviewstamp.Keys
 	clock         clock.PassiveClock
 }
 

@@ -20,8 +20,8 @@ import (
 	"github.com/flinkops/flink-operator/pkg/controller/jobmanager"
 	"github.com/flinkops/flink-operator/pkg/controller/workers"
 	"github.com/flinkops/flink-operator/pkg/endpoints"
+	"github.com/flinkops/flink-operator/pkg/reviewstamp"
 	"github.com/flinkops/flink-operator/pkg/snapshotrules"
-	"github.com/flinkops/flink-operator/pkg/webhook/review"
 )
 
 // Context is shared by the controllers of one operator process. Zero
@@ -60,9 +60,9 @@ type Context struct {
 	// kubernetes.operator.snapshot.resource.enabled).
 	SnapshotCRDMissing bool
 	// ReviewKeys verify the admission webhook's stamp on an object whose
-	// reference names another namespace (pkg/webhook/review); without a
+	// reference names another namespace (pkg/reviewstamp); without a
 	// valid stamp such a reference is never used.
-	ReviewKeys review.Keys
+	ReviewKeys reviewstamp.Keys
 }
 
 // WithDefaults fills what is unset.

@@ -10,7 +10,7 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
-	"github.com/flinkops/flink-operator/pkg/webhook/review"
+	"github.com/flinkops/flink-operator/pkg/reviewstamp"
 )
 
 type staticKeys [][]byte
@@ -35,18 +35,18 @@ func TestCrossNamespaceSnapshotRefNeedsReviewStamp(t *testing.T) {
 		{"stamp copied from another deployment", func(d *v1beta1.FlinkDeployment) string {
 			src := d.DeepCopy()
 			src.Name = "reviewed"
-			return sign(t, "FlinkDeployment", src, review.Reference{Kind: "FlinkStateSnapshot", Namespace: other, Name: "base"})
+			return sign(t, "FlinkDeployment", src, reviewstamp.Reference{Kind: "FlinkStateSnapshot", Namespace: other, Name: "base"})
 		}, "does not vouch for this FlinkDeployment"},
 		{"stamp for another snapshot", func(d *v1beta1.FlinkDeployment) string {
-			return sign(t, "FlinkDeployment", d, review.Reference{Kind: "FlinkStateSnapshot", Namespace: other, Name: "elsewhere"})
+			return sign(t, "FlinkDeployment", d, reviewstamp.Reference{Kind: "FlinkStateSnapshot", Namespace: other, Name: "elsewhere"})
 		}, "does not vouch for this FlinkDeployment"},
 		{"stamp signed with another key", func(d *v1beta1.FlinkDeployment) string {
-			v, _ := review.Sign([]byte("another key, held by nobody here"), "FlinkDeployment", d,
-				review.Reference{Kind: "FlinkStateSnapshot", Namespace: other, Name: "base"}, "alice", t0)
+			v, _ := reviewstamp.Sign([]byte("another key, held by nobody here"), "FlinkDeployment", d,
+				reviewstamp.Reference{Kind: "FlinkStateSnapshot", Namespace: other, Name: "base"}, "alice", t0)
 			return v
 		}, "does not vouch for this FlinkDeployment"},
 		{"valid stamp", func(d *v1beta1.FlinkDeployment) string {
-			return sign(t, "FlinkDeployment", d, review.Reference{Kind: "FlinkStateSnapshot", Namespace: other, Name: "base"})
+			return sign(t, "FlinkDeployment", d, reviewstamp.Reference{Kind: "FlinkStateSnapshot", Namespace: other, Name: "base"})
 		}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -60,7 +60,7 @@ func TestCrossNamespaceSnapshotRefNeedsReviewStamp(t *testing.T) {
 			d.CreationTimestamp = metav1.NewTime(t0)
 			d.UID = "" // as at CREATE: the stamp is bound to the time of admission
 			if tc.stamp != nil {
-				d.Annotations = map[string]string{review.Annotation: tc.stamp(d)}
+				d.Annotations = map[string]string{reviewstamp.Annotation: tc.stamp(d)}
 			}
 			d.UID = "uid-clone"
 			f.Create(d)
@@ -109,9 +109,9 @@ func TestCrossNamespaceSnapshotRefWithoutKeyOrOption(t *testing.T) {
 	}
 }
 
-func sign(t *testing.T, kind string, obj metav1.Object, ref review.Reference) string {
+func sign(t *testing.T, kind string, obj metav1.Object, ref reviewstamp.Reference) string {
 	t.Helper()
-	v, err := review.Sign(testReviewKey, kind, obj, ref, "bob", t0.Add(-time.Second))
+	v, err := reviewstamp.Sign(testReviewKey, kind, obj, ref, "bob", t0.Add(-time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

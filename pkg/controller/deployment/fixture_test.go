@@ -19,7 +19,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/controller/controllerctx"
 	"github.com/flinkops/flink-operator/pkg/controller/controllertest"
 	"github.com/flinkops/flink-operator/pkg/flink/fakejm"
-	"github.com/flinkops/flink-operator/pkg/webhook/review"
+	"github.com/flinkops/flink-operator/pkg/reviewstamp"
 )
 
 const ns = controllertest.Namespace
@@ -46,7 +46,7 @@ type fixture struct {
 	crdMissing bool
 
 	// reviewKeys verify cross-namespace review stamps (nil: none loaded).
-	reviewKeys review.Keys
+	reviewKeys reviewstamp.Keys
 
 	// live is the operator configuration in use, as the operator's
 	// dynamic configuration keeps it: each build starts it from Config;

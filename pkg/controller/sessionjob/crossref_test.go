@@ -9,7 +9,7 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
-	"github.com/flinkops/flink-operator/pkg/webhook/review"
+	"github.com/flinkops/flink-operator/pkg/reviewstamp"
 )
 
 type staticKeys [][]byte
@@ -23,7 +23,7 @@ var testReviewKey = []byte("0123456789abcdef0123456789abcdef")
 // reference: without one, or with one copied from another session job, it
 // gets a ValidationError and a Warning event, and nothing is submitted.
 func TestCrossNamespaceSnapshotRefNeedsReviewStamp(t *testing.T) {
-	target := review.Reference{Kind: "FlinkStateSnapshot", Namespace: "team-b", Name: "golden"}
+	target := reviewstamp.Reference{Kind: "FlinkStateSnapshot", Namespace: "team-b", Name: "golden"}
 	for _, tc := range []struct {
 		name  string
 		stamp func(j *v1beta1.FlinkSessionJob) string
@@ -36,7 +36,7 @@ func TestCrossNamespaceSnapshotRefNeedsReviewStamp(t *testing.T) {
 			return signJob(t, src, target)
 		}, "does not vouch for this FlinkSessionJob"},
 		{"stamped as a FlinkDeployment", func(j *v1beta1.FlinkSessionJob) string {
-			v, _ := review.Sign(testReviewKey, "FlinkDeployment", j, target, "bob", j.CreationTimestamp.Time)
+			v, _ := reviewstamp.Sign(testReviewKey, "FlinkDeployment", j, target, "bob", j.CreationTimestamp.Time)
 			return v
 		}, "does not vouch for this FlinkSessionJob"},
 		{"valid", func(j *v1beta1.FlinkSessionJob) string { return signJob(t, j, target) }, ""},
@@ -59,7 +59,7 @@ func TestCrossNamespaceSnapshotRefNeedsReviewStamp(t *testing.T) {
 			j.Spec.Job.InitialStateSnapshotRef = &v1beta1.SnapshotReference{Name: "golden", Namespace: "team-b"}
 			j.CreationTimestamp = metav1.NewTime(f.Clock.Now())
 			if tc.stamp != nil {
-				j.Annotations = map[string]string{review.Annotation: tc.stamp(j)}
+				j.Annotations = map[string]string{reviewstamp.Annotation: tc.stamp(j)}
 			}
 			f.Create(j)
 			if tc.want == "" {
@@ -84,9 +84,9 @@ func TestCrossNamespaceSnapshotRefNeedsReviewStamp(t *testing.T) {
 	}
 }
 
-func signJob(t *testing.T, j *v1beta1.FlinkSessionJob, ref review.Reference) string {
+func signJob(t *testing.T, j *v1beta1.FlinkSessionJob, ref reviewstamp.Reference) string {
 	t.Helper()
-	v, err := review.Sign(testReviewKey, "FlinkSessionJob", j, ref, "bob", j.CreationTimestamp.Time)
+	v, err := reviewstamp.Sign(testReviewKey, "FlinkSessionJob", j, ref, "bob", j.CreationTimestamp.Time)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/controller/controllertest"
 	"github.com/flinkops/flink-operator/pkg/flink"
 	"github.com/flinkops/flink-operator/pkg/flink/fakejm"
-	"github.com/flinkops/flink-operator/pkg/webhook/review"
+	"github.com/flinkops/flink-operator/pkg/reviewstamp"
 )
 
 const ns = controllertest.Namespace
@@ -40,7 +40,7 @@ type fixture struct {
 
 	crdMissing bool
 	// reviewKeys verify cross-namespace review stamps (nil: none loaded).
-	reviewKeys review.Keys
+	reviewKeys reviewstamp.Keys
 }
 
 func newFixture(t *testing.T) *fixture {

@@ -1,4 +1,4 @@
-package review
+package reviewstamp
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-// Package review is the proof, carried on an object, that the operator's
+// Package reviewstamp is the proof, carried on an object, that the operator's
 // admission webhook authorized that object's reference to another
 // namespace: a FlinkStateSnapshot's spec.jobReference, or a FlinkDeployment's
 // or FlinkSessionJob's spec.job.initialStateSnapshotRef.
@@ -25,7 +25,7 @@
 // The package is pure: keys come from a Keys (pkg/webhook.ReviewKey keeps
 // them in a Secret), and the same code signs (webhook) and verifies
 // (webhook and controllers).
-package review
+package reviewstamp
 
 import (
 	"crypto/hmac"
