@@ -36,7 +36,7 @@ func (s *State[T, S]) StopOnDeletion(ctx context.Context, k JobKind, savepoint b
 	}
 	done, err = s.stopOnDeletion(ctx, k, savepoint)
 	if err == nil && !done {
-		s.RequeueNoLaterThan(deadline.Sub(s.Now))
+		s.requeueNoLaterThan(deadline.Sub(s.Now))
 	}
 	return done, err
 }
@@ -44,11 +44,11 @@ func (s *State[T, S]) StopOnDeletion(ctx context.Context, k JobKind, savepoint b
 func (s *State[T, S]) stopOnDeletion(ctx context.Context, k JobKind, savepoint bool) (bool, error) {
 	js := s.JobStatus()
 	if info := js.SavepointInfo; info != nil && info.TriggerType == v1beta1.SnapshotTriggerUpgrade && info.TriggerID != "" {
-		o := s.CheckStop(ctx, k)
+		o := s.checkStop(ctx, k)
 		switch {
 		case o.Pending:
 			return false, nil
-		case o.Lost:
+		case o.lost:
 			s.Event(corev1.EventTypeWarning, ReasonSavepointError, "Job %s finished after stop-with-savepoint but its savepoint's path is unknown; %s",
 				js.JobID, k.EndOnDeletionDescription())
 			lifecycle.ClearStopTrigger(js)
@@ -58,7 +58,7 @@ func (s *State[T, S]) stopOnDeletion(ctx context.Context, k JobKind, savepoint b
 		default:
 			// Retried until recorded (bounded by the deadline): the
 			// savepoint exists, and nobody loses a savepoint.
-			if err := s.RecordSavepoint(k, o.Path); err != nil {
+			if err := s.recordSavepoint(k, o.Path); err != nil {
 				return false, err
 			}
 			js.UpgradeSavepointPath = o.Path
@@ -70,8 +70,8 @@ func (s *State[T, S]) stopOnDeletion(ctx context.Context, k JobKind, savepoint b
 	if !savepoint {
 		return k.EndOnDeletion(), nil
 	}
-	if js.State != v1beta1.JobStatusSuspended && s.JobHealthy() {
-		s.TriggerStop(k)
+	if js.State != v1beta1.JobStatusSuspended && s.jobHealthy() {
+		s.triggerStop(k)
 		return false, nil
 	}
 	if k.Starting() {

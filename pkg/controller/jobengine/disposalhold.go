@@ -33,7 +33,7 @@ func (s *State[T, S]) HoldForDisposals(via string, ready bool) (held bool, err e
 	if err != nil || len(pending) == 0 {
 		return false, err
 	}
-	timeout, err := s.Operator.Duration(config.KeySnapshotDisposeTimeout)
+	timeout, err := s.operator.Duration(config.KeySnapshotDisposeTimeout)
 	if err != nil {
 		return false, err
 	}
@@ -53,7 +53,7 @@ func (s *State[T, S]) HoldForDisposals(via string, ready bool) (held bool, err e
 	s.sayOnce(corev1.EventTypeNormal, fmt.Sprintf("Deletion waits (at most until %s) for savepoint disposals through %s: %s",
 		deadline.UTC().Format(time.RFC3339), via, list))
 	s.RequeueWithin(snapshotrules.PollDelay(s.Now.Sub(deletedAt)))
-	s.RequeueNoLaterThan(deadline.Sub(s.Now))
+	s.requeueNoLaterThan(deadline.Sub(s.Now))
 	return true, nil
 }
 

@@ -13,7 +13,7 @@
 // edit (the cached object is never written to); the controller
 // observes, and State.Reconcile decides with the controller's Driver,
 // recording errors (Fail), events (Event), idempotent
-// pre-writes (BeforeStatusWrite: snapshot resources the status will name),
+// pre-writes (beforeStatusWrite: snapshot resources the status will name),
 // the writes and Flink calls the new status announces (AfterStatusWrite)
 // and when to look again (RequeueWithin). Engine.Commit then runs the
 // pre-writes, writes the status at most once, emits the events (a Warning
@@ -27,8 +27,8 @@
 // reconciliationStatus.state (the write-ahead log of spec changes):
 //
 //	(none) → UPGRADING    first deploy recorded: State.firstDeploy (reconcile.go)
-//	DEPLOYED → UPGRADING  a spec change is recorded: State.Reconcile → RecordSpecChange,
-//	                      BeginUpgrade (upgrade.go; Classify says which change)
+//	DEPLOYED → UPGRADING  a spec change is recorded: State.Reconcile → recordSpecChange,
+//	                      beginUpgrade (upgrade.go; Classify says which change)
 //	DEPLOYED → UPGRADING  a restart of the recorded spec (a FAILED job with job.restart.failed,
 //	                      an unhealthy one): State.steady → restartIfNeeded → Restart (health.go)
 //	UPGRADING → DEPLOYED  the new spec is deployed or settled suspended: State.continueUpgrade
@@ -48,8 +48,8 @@
 //	→ RUNNING, FAILED, ... what Flink reports: State.ObserveJob (called by both controllers' observe)
 //	                       (an ended job's last checkpoint is recorded in the same write)
 //	→ SUSPENDED            the old job's state is recorded and it may be torn down or cancelled:
-//	                       State.StopJob → finishStop (savepoint and last-state upgrades);
-//	                       State.BeginUpgrade for stateless upgrades, resumes and savepoint redeploys;
+//	                       State.stopJob → finishStop (savepoint and last-state upgrades);
+//	                       State.beginUpgrade for stateless upgrades, resumes and savepoint redeploys;
 //	                       State.stopForRollback (rollback.go);
 //	                       State.firstDeploy of any job; State.continueUpgrade settling a
 //	                       suspended one; the controllers' syncDeletion after a
@@ -57,7 +57,7 @@
 //
 // jobStatus.savepointInfo, the stop in flight (stop.go):
 //
-//	{triggerId, UPGRADE}       State.TriggerStop, written before the POST /stop it announces
+//	{triggerId, UPGRADE}       State.triggerStop, written before the POST /stop it announces
 //	{UPGRADE, no triggerId}    a failed stop (lifecycle.MarkFailedStop): last-state follows, or a retry
 //	cleared                    finishStop (lifecycle.ClearStopTrigger)
 //

@@ -39,7 +39,7 @@ import (
 
 // Event reasons of restarts, upstream's.
 const (
-	ReasonRestartUnhealthyJob = "RestartUnhealthyJob"
+	reasonRestartUnhealthyJob = "RestartUnhealthyJob"
 	ReasonRecoverDeployment   = "RecoverDeployment"
 )
 
@@ -58,7 +58,7 @@ func (s *State[T, S]) restartIfNeeded(ctx context.Context, d Driver[S]) (restart
 	st := s.Status()
 	// ROLLED_BACK too: the stable spec it runs is restarted (restartRolledBack).
 	deployed := st.Reconciliation.State == v1beta1.ReconciliationDeployed || st.Reconciliation.State == v1beta1.ReconciliationRolledBack
-	if JobOf(&s.Recorded.Spec) == nil || !deployed || st.Job.JobID == "" {
+	if jobOf(&s.Recorded.Spec) == nil || !deployed || st.Job.JobID == "" {
 		return false, nil
 	}
 	if st.Job.State == v1beta1.JobStatusFailed {
@@ -84,7 +84,7 @@ func (s *State[T, S]) restartIfNeeded(ctx context.Context, d Driver[S]) (restart
 		return false, nil
 	}
 	s.Log.Info("Restarting the unhealthy job", "jobId", st.Job.JobID, "reason", why)
-	return true, s.Restart(ctx, d, corev1.EventTypeWarning, ReasonRestartUnhealthyJob, why)
+	return true, s.Restart(ctx, d, corev1.EventTypeWarning, reasonRestartUnhealthyJob, why)
 }
 
 // Restart records a restart of the deployed job with the recorded spec and
@@ -99,7 +99,7 @@ func (s *State[T, S]) Restart(ctx context.Context, d Driver[S], typ, reason, msg
 	st.Reconciliation.ReconciliationTimestamp = s.Now.UnixMilli()
 	js := st.Job
 	lifecycle.ClearStopTrigger(js)
-	s.ResetLegacyTriggers()
+	s.resetLegacyTriggers()
 	switch UpgradeMode(&s.Recorded.Spec) {
 	case v1beta1.UpgradeModeStateless:
 		js.UpgradeSavepointPath = ""
@@ -169,8 +169,8 @@ func HealthInfo(clusterInfo map[string]string) *ClusterHealthInfo {
 	return &h
 }
 
-// SetHealthInfo writes the health record into clusterInfo.
-func SetHealthInfo(clusterInfo map[string]string, h *ClusterHealthInfo) {
+// setHealthInfo writes the health record into clusterInfo.
+func setHealthInfo(clusterInfo map[string]string, h *ClusterHealthInfo) {
 	b, err := json.Marshal(h)
 	if err != nil {
 		panic(fmt.Sprintf("jobengine: encoding ClusterHealthInfo: %v", err))
@@ -204,7 +204,7 @@ func EvaluateHealth(cfg config.Config, clusterInfo map[string]string, obs Health
 			NumCompletedCheckpoints: obs.NumCompletedCheckpoints, NumCompletedCheckpointsIncreasedTimeStamp: now,
 			HealthResult: HealthResult{Healthy: true},
 		}
-		SetHealthInfo(clusterInfo, h)
+		setHealthInfo(clusterInfo, h)
 		return h, nil
 	}
 	restarts, err := evaluateRestarts(cfg, last, obs)
@@ -217,7 +217,7 @@ func EvaluateHealth(cfg config.Config, clusterInfo map[string]string, obs Health
 	}
 	last.TimeStamp = now
 	last.HealthResult = restarts.join(checkpoints)
-	SetHealthInfo(clusterInfo, last)
+	setHealthInfo(clusterInfo, last)
 	return last, nil
 }
 

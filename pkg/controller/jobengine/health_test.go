@@ -129,7 +129,7 @@ func TestClusterHealthInfoUpstreamJSON(t *testing.T) {
 		h.NumRestartsEvaluationTimeStamp != 1700000000000 || h.NumCompletedCheckpointsIncreasedTimeStamp != 1700000030000 {
 		t.Fatalf("read %+v", h)
 	}
-	SetHealthInfo(info, h)
+	setHealthInfo(info, h)
 	var a, b map[string]any
 	if err := json.Unmarshal([]byte(upstream), &a); err != nil {
 		t.Fatal(err)

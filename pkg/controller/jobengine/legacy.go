@@ -37,33 +37,33 @@ import (
 
 // ReasonSnapshotResourcesDisabled is the Warning each job gets, once per
 // operator process, while the FlinkStateSnapshot CRD is missing, with
-// CRDMissingMessage.
+// crdMissingMessage.
 const ReasonSnapshotResourcesDisabled = "SnapshotResourcesDisabled"
 
-// CRDMissingMessage says where the job's snapshots go and how to install
+// crdMissingMessage says where the job's snapshots go and how to install
 // the CRD.
-const CRDMissingMessage = "The FlinkStateSnapshot CRD is not installed, so snapshot resources are disabled: " +
+const crdMissingMessage = "The FlinkStateSnapshot CRD is not installed, so snapshot resources are disabled: " +
 	"savepoints and checkpoints of this job are kept in the legacy status fields status.jobStatus.savepointInfo/checkpointInfo. " +
 	"Install the CRD with `kubectl apply --server-side -f manifests/crds/flink.apache.org_flinkstatesnapshots.yaml`; " +
 	"the operator notices it within a minute and restarts into snapshot-resource mode"
 
-// DelayMessage is upstream's log line for an upgrade that waits for a
+// delayMessage is upstream's log line for an upgrade that waits for a
 // pending legacy savepoint.
-const DelayMessage = "Delaying job reconciliation until pending savepoint is completed."
+const delayMessage = "Delaying job reconciliation until pending savepoint is completed."
 
-// WarnCRDMissing emits SnapshotResourcesDisabled (CRDMissingMessage) for
+// WarnCRDMissing emits SnapshotResourcesDisabled (crdMissingMessage) for
 // the job with this UID, once per operator process.
 func (s *State[T, S]) warnCRDMissing() {
 	if _, seen := s.e.crdWarned.LoadOrStore(s.Obj.GetUID(), struct{}{}); !seen {
-		s.Event(corev1.EventTypeWarning, ReasonSnapshotResourcesDisabled, "%s", CRDMissingMessage)
+		s.Event(corev1.EventTypeWarning, ReasonSnapshotResourcesDisabled, "%s", crdMissingMessage)
 	}
 }
 
 // legacyNonces are the manual trigger nonces the caller records as handled.
 type legacyNonces struct {
 	Savepoint, Checkpoint *int64
-	// Record: the nonces are to be recorded (they were handled this sync).
-	Record bool
+	// record: the nonces are to be recorded (they were handled this sync).
+	record bool
 }
 
 // legacyReconcile observes legacy triggers in flight, cleans the legacy savepoint
@@ -113,7 +113,7 @@ func (s *State[T, S]) legacyReconcile(ctx context.Context, view snapshotrules.Jo
 		s.Event(corev1.EventTypeWarning, ReasonCheckpointError, "Checkpoint failed for checkpointTriggerNonce: %d: manual checkpoints need Flink 1.17+", *view.CheckpointNonce)
 		cp = view.CheckpointNonce
 	}
-	return legacyNonces{Savepoint: sp, Checkpoint: cp, Record: true}
+	return legacyNonces{Savepoint: sp, Checkpoint: cp, record: true}
 }
 
 // legacyTriggerIfDue triggers a snapshot of typ when its schedule or a
@@ -131,12 +131,12 @@ func (s *State[T, S]) legacyTriggerIfDue(typ string, job snapshotrules.LegacyJob
 	return due.Nonce, due.Type == v1beta1.SnapshotTriggerManual
 }
 
-// UpgradeBlocked reports whether a spec upgrade must wait: a legacy
+// upgradeBlocked reports whether a spec upgrade must wait: a legacy
 // savepoint is pending and kubernetes.operator.job.upgrade.ignore-pending-
 // savepoint is not set (upstream's rule; the savepoint belongs to the job
 // the upgrade would stop, and ends within Flink's checkpoint timeout or the
 // trigger grace period).
-func UpgradeBlocked(cfg config.Config, js *v1beta1.JobStatus) bool {
+func upgradeBlocked(cfg config.Config, js *v1beta1.JobStatus) bool {
 	if !snapshotrules.LegacySavepointPending(js.SavepointInfo) {
 		return false
 	}
@@ -144,11 +144,11 @@ func UpgradeBlocked(cfg config.Config, js *v1beta1.JobStatus) bool {
 	return err != nil || !ignore
 }
 
-// ResetLegacyTriggers drops the legacy savepoint/checkpoint in flight when the
+// resetLegacyTriggers drops the legacy savepoint/checkpoint in flight when the
 // job is about to be stopped (an upgrade that may proceed): its result
 // could only be polled on the old job. As upstream, a dropped one is a
 // failure event.
-func (s *State[T, S]) ResetLegacyTriggers() {
+func (s *State[T, S]) resetLegacyTriggers() {
 	js := s.JobStatus()
 	var spNonce, cpNonce *int64
 	if s.recordedJob() != nil {
@@ -463,7 +463,7 @@ func (s *State[T, S]) legacyDispose(ctx context.Context, path string) bool {
 			return false
 		case res.Failed() && !alreadyGone(res.Failure):
 			s.e.legacyDisposals.Delete(key)
-			s.Event(corev1.EventTypeWarning, ReasonCleanupFailed, "Disposing savepoint %s failed: %s; it stays in the savepoint history", path, failureMessage(res.Failure))
+			s.Event(corev1.EventTypeWarning, reasonCleanupFailed, "Disposing savepoint %s failed: %s; it stays in the savepoint history", path, failureMessage(res.Failure))
 			s.RequeueWithin(s.ReconcileInterval())
 			return false
 		}

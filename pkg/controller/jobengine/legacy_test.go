@@ -35,8 +35,8 @@ func TestUpgradeBlocked(t *testing.T) {
 			if tc.ignore != "" {
 				cfg[config.KeyJobUpgradeIgnorePendingSavepoint] = tc.ignore
 			}
-			if got := UpgradeBlocked(cfg, &tc.status); got != tc.want {
-				t.Errorf("UpgradeBlocked = %v, want %v", got, tc.want)
+			if got := upgradeBlocked(cfg, &tc.status); got != tc.want {
+				t.Errorf("upgradeBlocked = %v, want %v", got, tc.want)
 			}
 		})
 	}

@@ -37,7 +37,7 @@ func (s *State[T, S]) ObserveJob(ctx context.Context) {
 		return
 	}
 	if state.IsGloballyTerminal() && !js.State.IsGloballyTerminal() {
-		path, err := s.LatestState(ctx)
+		path, err := s.latestState(ctx)
 		switch {
 		case err != nil && flink.IsRetryable(err):
 			// Record the terminal state together with its last checkpoint
@@ -61,7 +61,7 @@ func (s *State[T, S]) ObserveJob(ctx context.Context) {
 	if state == v1beta1.JobStatusFailed {
 		typ = corev1.EventTypeWarning
 	}
-	s.Event(typ, ReasonJobStatusChanged, "Job status changed from %s to %s", StateOrNew(string(js.State)), state)
+	s.Event(typ, ReasonJobStatusChanged, "Job status changed from %s to %s", stateOrNew(string(js.State)), state)
 	js.State = state
 	js.UpdateTime = strconv.FormatInt(s.Now.UnixMilli(), 10)
 	if !state.IsGloballyTerminal() && state != v1beta1.JobStatusRunning {

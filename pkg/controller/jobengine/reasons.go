@@ -11,5 +11,5 @@ const (
 	ReasonUpgradeFailed    = "UpgradeFailed"
 	ReasonCleanup          = "Cleanup"
 	ReasonValidationError  = "ValidationError"
-	ReasonCleanupFailed    = "CleanupFailed"
+	reasonCleanupFailed    = "CleanupFailed"
 )

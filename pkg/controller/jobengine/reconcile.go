@@ -90,7 +90,7 @@ func (s *State[T, S]) Reconcile(ctx context.Context, d Driver[S]) error {
 	}
 	spec, cfg, err := d.Validate()
 	restore := ""
-	if ref := JobOf(&spec); err == nil && change == ChangeRedeploy && ref != nil && ref.InitialStateSnapshotRef != nil {
+	if ref := jobOf(&spec); err == nil && change == ChangeRedeploy && ref != nil && ref.InitialStateSnapshotRef != nil {
 		// The running job stays as it is until the snapshot will do.
 		restore, err = d.RestorePath(ref.InitialStateSnapshotRef)
 	}
@@ -121,11 +121,11 @@ func (s *State[T, S]) Reconcile(ctx context.Context, d Driver[S]) error {
 		// Rescaled without a restart and recorded as deployed (scale.go);
 		// the steady state keeps the new spec.
 	default:
-		if upgrading, err := s.RecordSpecChange(spec, change); err != nil || !upgrading {
+		if upgrading, err := s.recordSpecChange(spec, change); err != nil || !upgrading {
 			return err
 		}
 		s.Cfg = cfg
-		if err := s.BeginUpgrade(ctx, change, restore); err != nil {
+		if err := s.beginUpgrade(ctx, change, restore); err != nil {
 			return err
 		}
 		return s.continueUpgrade(ctx, d)
@@ -139,10 +139,10 @@ func (s *State[T, S]) Reconcile(ctx context.Context, d Driver[S]) error {
 // the new spec's configuration so that the change itself can say so.
 func (s *State[T, S]) upgradeWaitsForSavepoint(cfg config.Config, change Change) bool {
 	js := s.JobStatus()
-	if change == ChangeSuspended || !s.JobHealthy() || !UpgradeBlocked(cfg, js) {
+	if change == ChangeSuspended || !s.jobHealthy() || !upgradeBlocked(cfg, js) {
 		return false
 	}
-	s.Log.Info(DelayMessage, "triggerId", js.SavepointInfo.TriggerID)
+	s.Log.Info(delayMessage, "triggerId", js.SavepointInfo.TriggerID)
 	return true
 }
 
@@ -163,7 +163,7 @@ func (s *State[T, S]) firstDeploy(ctx context.Context, d Driver[S]) error {
 	if !d.CanRun() {
 		return nil // reported by the controller
 	}
-	job := JobOf(&spec)
+	job := jobOf(&spec)
 	var restore string
 	if job != nil {
 		restore = strings.TrimSpace(job.InitialSavepointPath)
@@ -213,8 +213,8 @@ func (s *State[T, S]) continueUpgrade(ctx context.Context, d Driver[S]) error {
 		return nil // reported; nothing can be stopped or deployed
 	}
 	st := s.Status()
-	if js := st.Job; JobOf(&s.Recorded.Spec) != nil && js.JobID != "" && js.State != v1beta1.JobStatusSuspended {
-		if stopped, err := s.StopJob(ctx, d); err != nil || !stopped {
+	if js := st.Job; jobOf(&s.Recorded.Spec) != nil && js.JobID != "" && js.State != v1beta1.JobStatusSuspended {
+		if stopped, err := s.stopJob(ctx, d); err != nil || !stopped {
 			return err
 		}
 	}
@@ -248,7 +248,7 @@ func (s *State[T, S]) continueUpgrade(ctx context.Context, d Driver[S]) error {
 // not name.
 func (s *State[T, S]) deploy(ctx context.Context, d Driver[S]) {
 	st := s.Status()
-	hasJob := JobOf(&s.Recorded.Spec) != nil
+	hasJob := jobOf(&s.Recorded.Spec) != nil
 	jobID, restore := "", ""
 	if hasJob {
 		jobID, restore = d.NextJobID(), st.Job.UpgradeSavepointPath
@@ -333,11 +333,11 @@ func (s *State[T, S]) keepSteady(ctx context.Context, d Driver[S], healthy, plan
 		if healthy && !recordedRunning {
 			s.RequeueWithin(time.Second)
 		}
-		err := s.ReconcileSnapshots(ctx, SnapshotInputs{
+		err := s.reconcileSnapshots(ctx, SnapshotInputs{
 			Running:     healthy && recordedRunning && (rs.State == v1beta1.ReconciliationDeployed || rs.State == v1beta1.ReconciliationRolledBack),
 			Checkpoints: d.CheckpointTrigger(),
-			SpecValid:   func() bool { _, _, err := d.Validate(); return err == nil },
-			Healthy:     s.JobHealthy(),
+			specValid:   func() bool { _, _, err := d.Validate(); return err == nil },
+			Healthy:     s.jobHealthy(),
 		})
 		if err != nil {
 			return err

@@ -29,16 +29,16 @@ const (
 // Upstream's exception classes a reason maps to.
 const (
 	exceptionPackage = "org.apache.flink.kubernetes.operator.exception."
-	// TypeValidation is what spec and configuration errors are.
-	TypeValidation = exceptionPackage + "ValidationException"
-	// TypeDeploymentFailed is what failing pods are (upstream's
+	// typeValidation is what spec and configuration errors are.
+	typeValidation = exceptionPackage + "ValidationException"
+	// typeDeploymentFailed is what failing pods are (upstream's
 	// DeploymentFailedException, with the Kubernetes reason in
 	// additionalMetadata.reason).
-	TypeDeploymentFailed = exceptionPackage + "DeploymentFailedException"
-	// TypeUpgradeFailure is what a job that cannot be upgraded is.
-	TypeUpgradeFailure = exceptionPackage + "UpgradeFailureException"
-	// TypeReconciliation is every other error.
-	TypeReconciliation = exceptionPackage + "ReconciliationException"
+	typeDeploymentFailed = exceptionPackage + "DeploymentFailedException"
+	// typeUpgradeFailure is what a job that cannot be upgraded is.
+	typeUpgradeFailure = exceptionPackage + "UpgradeFailureException"
+	// typeReconciliation is every other error.
+	typeReconciliation = exceptionPackage + "ReconciliationException"
 )
 
 // deploymentFailureReasons are the reasons of the errors upstream raises
@@ -53,13 +53,13 @@ var deploymentFailureReasons = map[string]bool{
 func exceptionType(reason string) string {
 	switch {
 	case reason == ReasonValidationError:
-		return TypeValidation
+		return typeValidation
 	case reason == ReasonUpgradeFailed:
-		return TypeUpgradeFailure
+		return typeUpgradeFailure
 	case deploymentFailureReasons[reason]:
-		return TypeDeploymentFailed
+		return typeDeploymentFailed
 	}
-	return TypeReconciliation
+	return typeReconciliation
 }
 
 // ResourceException is upstream's FlinkResourceException, the JSON in
@@ -174,7 +174,7 @@ func renderError(errs []syncError, o exceptionOptions) string {
 		top.StackTrace = truncate(first.stack, o.stackMax)
 	}
 	reason := first.metaReason
-	if reason == "" && typ == TypeDeploymentFailed {
+	if reason == "" && typ == typeDeploymentFailed {
 		reason = first.reason
 	}
 	if reason != "" {
@@ -255,11 +255,11 @@ func exceptionError(reason string, e ResourceException) syncError {
 	return se
 }
 
-// FailException records an error that has its own exception, such as
+// failException records an error that has its own exception, such as
 // Flink's cause of a job failure (upstream writes a FAILED job's
 // SerializedThrowable): its type, message, stack trace (shown with
 // exception.stacktrace.enabled) and causes (throwableList) go into
 // status.error as they are. Its Warning event is as Fail's.
-func (s *State[T, S]) FailException(reason string, e ResourceException) {
+func (s *State[T, S]) failException(reason string, e ResourceException) {
 	s.errs = append(s.errs, exceptionError(reason, e))
 }

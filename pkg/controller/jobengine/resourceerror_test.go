@@ -118,7 +118,7 @@ func TestErrorMessage(t *testing.T) {
 	}
 }
 
-// FailException keeps the exception's type, stack trace and causes.
+// failException keeps the exception's type, stack trace and causes.
 func TestFailException(t *testing.T) {
 	d := &v1beta1.FlinkDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}}
 	e := &Engine[*v1beta1.FlinkDeployment, v1beta1.FlinkDeploymentSpec]{Operator: func() config.Config { return config.Config{config.KeyExceptionStackTraceEnabled: "true"} }}
@@ -127,7 +127,7 @@ func TestFailException(t *testing.T) {
 		t.Fatal(err)
 	}
 	causes := []ResourceException{{Type: "java.io.IOException", Message: "disk full"}}
-	s.FailException("JobException", ResourceException{Type: "org.apache.flink.util.SerializedThrowable", Message: "Job failed",
+	s.failException("JobException", ResourceException{Type: "org.apache.flink.util.SerializedThrowable", Message: "Job failed",
 		StackTrace: "trace", ThrowableList: &causes})
 	s.SetError()
 	want := `{"type":"org.apache.flink.util.SerializedThrowable","message":"Job failed","stackTrace":"trace","additionalMetadata":{},` +
@@ -146,7 +146,7 @@ func TestErrorOptionsFromTheConfigurationInUse(t *testing.T) {
 	e := &Engine[*v1beta1.FlinkDeployment, v1beta1.FlinkDeploymentSpec]{Operator: func() config.Config { return inUse }}
 	render := func(s *State[*v1beta1.FlinkDeployment, v1beta1.FlinkDeploymentSpec]) string {
 		t.Helper()
-		s.FailException("JobException", ResourceException{Type: "org.apache.flink.util.SerializedThrowable", Message: "Job failed", StackTrace: "trace"})
+		s.failException("JobException", ResourceException{Type: "org.apache.flink.util.SerializedThrowable", Message: "Job failed", StackTrace: "trace"})
 		s.SetError()
 		return *s.Status().Error
 	}

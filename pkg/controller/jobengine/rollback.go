@@ -132,7 +132,7 @@ func (s *State[T, S]) readyNow() bool {
 	if s.Client == nil {
 		return false
 	}
-	if JobOf(&s.Recorded.Spec) == nil {
+	if jobOf(&s.Recorded.Spec) == nil {
 		return true
 	}
 	switch s.JobStatus().State {
@@ -160,8 +160,8 @@ func (s *State[T, S]) beginRollback(ctx context.Context, d Driver[S]) error {
 	s.rolledBackFrom, s.Recorded = failed, stable
 	js := st.Job
 	lifecycle.ClearStopTrigger(js)
-	s.ResetLegacyTriggers() // a legacy snapshot in flight belongs to the job being stopped
-	if JobOf(&failed.Spec) != nil && UpgradeMode(&failed.Spec) == v1beta1.UpgradeModeStateless {
+	s.resetLegacyTriggers() // a legacy snapshot in flight belongs to the job being stopped
+	if jobOf(&failed.Spec) != nil && UpgradeMode(&failed.Spec) == v1beta1.UpgradeModeStateless {
 		// Upstream: a stateless failed spec is rolled back statelessly;
 		// the teardown ends its job.
 		js.UpgradeSavepointPath = ""
@@ -182,7 +182,7 @@ func (s *State[T, S]) continueRollback(ctx context.Context, d Driver[S]) error {
 		return nil
 	}
 	st := s.Status()
-	if js := st.Job; JobOf(&s.Recorded.Spec) != nil && js.JobID != "" && js.State != v1beta1.JobStatusSuspended {
+	if js := st.Job; jobOf(&s.Recorded.Spec) != nil && js.JobID != "" && js.State != v1beta1.JobStatusSuspended {
 		if !s.stopForRollback(ctx, d) {
 			return nil
 		}
@@ -196,7 +196,7 @@ func (s *State[T, S]) continueRollback(ctx context.Context, d Driver[S]) error {
 		if p := st.Job.UpgradeSavepointPath; p != "" {
 			from = p
 		}
-		if JobOf(&s.Recorded.Spec) == nil {
+		if jobOf(&s.Recorded.Spec) == nil {
 			from = "a new session cluster"
 		}
 		s.Event(corev1.EventTypeNormal, ReasonRollback, "Rolled back to the last stable spec, from %s; the failed spec is not retried until the spec changes", from)
@@ -234,7 +234,7 @@ func (s *State[T, S]) restartRolledBack(ctx context.Context, d Driver[S], typ, r
 	st.Reconciliation.ReconciliationTimestamp = s.Now.UnixMilli()
 	js := st.Job
 	lifecycle.ClearStopTrigger(js)
-	s.ResetLegacyTriggers()
+	s.resetLegacyTriggers()
 	if UpgradeMode(&s.Recorded.Spec) == v1beta1.UpgradeModeStateless {
 		js.UpgradeSavepointPath = ""
 		js.State = v1beta1.JobStatusSuspended

@@ -116,7 +116,7 @@ func TestRolledBackState(t *testing.T) {
 	if c := s.classify(); c != ChangeNone {
 		t.Errorf("the failed spec itself: %s, want none (not retried)", c)
 	}
-	if err := s.RecordNonces(ptr.To[int64](3), nil); err != nil {
+	if err := s.recordNonces(ptr.To[int64](3), nil); err != nil {
 		t.Fatal(err)
 	}
 	st := s.Status().Reconciliation

@@ -27,10 +27,10 @@ import (
 // ReasonScaling is the event of an in-place rescale (upstream's).
 const ReasonScaling = "Scaling"
 
-// ScaleOnly reports whether current differs from recorded only in the
+// scaleOnly reports whether current differs from recorded only in the
 // parallelism overrides (and what never needs a redeploy: the nonces, the
 // operator-only keys).
-func ScaleOnly[S Spec[S]](recorded, current S) bool {
+func scaleOnly[S Spec[S]](recorded, current S) bool {
 	ro, rrest, err1 := splitOverrides(recorded.GetFlinkConfiguration())
 	co, crest, err2 := splitOverrides(current.GetFlinkConfiguration())
 	if err1 != nil || err2 != nil || maps.Equal(ro, co) || !maps.Equal(rrest, crest) {
@@ -52,7 +52,7 @@ func splitOverrides(c *v1beta1.Configuration) (overrides, rest map[string]string
 	if err != nil {
 		return nil, nil, err
 	}
-	overrides, err = ParallelismOverrides(flat)
+	overrides, err = parallelismOverrides(flat)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -61,11 +61,11 @@ func splitOverrides(c *v1beta1.Configuration) (overrides, rest map[string]string
 	return overrides, rest, nil
 }
 
-// ParallelismOverrides reads pipeline.jobvertex-parallelism-overrides from
+// parallelismOverrides reads pipeline.jobvertex-parallelism-overrides from
 // a flat configuration: Flink's map syntax "<id>:<n>,<id>:<n>", or one key
 // per vertex when it was written as a nested map. Values are the
 // parallelism in decimal.
-func ParallelismOverrides(flat map[string]string) (map[string]string, error) {
+func parallelismOverrides(flat map[string]string) (map[string]string, error) {
 	entries, err := config.Config(flat).Map(config.FlinkParallelismOverrides)
 	if err != nil {
 		return nil, err
@@ -106,8 +106,8 @@ func (s *State[T, S]) scaleInPlace(ctx context.Context, d Driver[S], spec S, cfg
 	switch {
 	case !d.InPlaceScaling(),
 		st.Reconciliation.State != v1beta1.ReconciliationDeployed,
-		JobOf(&s.Recorded.Spec) == nil || JobOf(&spec) == nil,
-		!ScaleOnly(s.Recorded.Spec, spec):
+		jobOf(&s.Recorded.Spec) == nil || jobOf(&spec) == nil,
+		!scaleOnly(s.Recorded.Spec, spec):
 		return false
 	}
 	log := s.Log.WithValues("jobId", js.JobID)
@@ -126,8 +126,8 @@ func (s *State[T, S]) scaleInPlace(ctx context.Context, d Driver[S], spec S, cfg
 		log.Info("A job that is terminal or being deployed cannot be scaled in place; upgrading", "jobState", js.State)
 		return false
 	}
-	oldOverrides, err1 := ParallelismOverrides(s.Cfg)
-	newOverrides, err2 := ParallelismOverrides(cfg)
+	oldOverrides, err1 := parallelismOverrides(s.Cfg)
+	newOverrides, err2 := parallelismOverrides(cfg)
 	if err1 != nil || err2 != nil || len(oldOverrides) == 0 && len(newOverrides) == 0 {
 		return false
 	}
@@ -148,7 +148,7 @@ func (s *State[T, S]) scaleInPlace(ctx context.Context, d Driver[S], spec S, cfg
 			target[vertex] = req
 			continue
 		}
-		upper, _ := strconv.Atoi(override) // checked by ParallelismOverrides
+		upper, _ := strconv.Atoi(override) // checked by parallelismOverrides
 		// Upper bound: the target (anything higher would undo a scale
 		// down). The lower bound only goes down with it: raising it could
 		// fail the job when the slots cannot be had (upstream's rule).
@@ -166,11 +166,11 @@ func (s *State[T, S]) scaleInPlace(ctx context.Context, d Driver[S], spec S, cfg
 		log.Info("In-place scaling triggered", "overrides", cfg.String(config.FlinkParallelismOverrides))
 	}
 
-	// Recorded as deployed, like RecordSpecChange keeping the manual
+	// Recorded as deployed, like recordSpecChange keeping the manual
 	// snapshot nonces as they were (a nonce changed with the overrides is
 	// honoured by the next sync).
 	spec = spec.Copy()
-	if job, rec := JobOf(&spec), JobOf(&s.Recorded.Spec); job != nil && rec != nil {
+	if job, rec := jobOf(&spec), jobOf(&s.Recorded.Spec); job != nil && rec != nil {
 		job.SavepointTriggerNonce, job.CheckpointTriggerNonce = rec.SavepointTriggerNonce, rec.CheckpointTriggerNonce
 	}
 	encoded, err := lifecycle.Encode(spec, false)

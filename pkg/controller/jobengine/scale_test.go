@@ -23,7 +23,7 @@ func TestParallelismOverrides(t *testing.T) {
 		{flat: map[string]string{config.FlinkParallelismOverrides: "aa:0"}, err: true},
 		{flat: map[string]string{config.FlinkParallelismOverrides: "aa:x"}, err: true},
 	} {
-		got, err := ParallelismOverrides(tc.flat)
+		got, err := parallelismOverrides(tc.flat)
 		if (err != nil) != tc.err || err == nil && !maps.Equal(got, tc.want) {
 			t.Errorf("%v: got %v, %v; want %v (error %v)", tc.flat, got, err, tc.want, tc.err)
 		}
@@ -65,11 +65,11 @@ func TestScaleOnly(t *testing.T) {
 		{"and suspended", spec(with(config.FlinkParallelismOverrides, "aa:3"), func(s *v1beta1.FlinkDeploymentSpec) { s.Job.State = v1beta1.JobStateSuspended }), false},
 		{"invalid", spec(with(config.FlinkParallelismOverrides, "aa")), false},
 	} {
-		if got := ScaleOnly(recorded, tc.current); got != tc.want {
-			t.Errorf("%s: ScaleOnly = %v, want %v", tc.name, got, tc.want)
+		if got := scaleOnly(recorded, tc.current); got != tc.want {
+			t.Errorf("%s: scaleOnly = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 	if recorded.FlinkConfiguration == nil {
-		t.Error("ScaleOnly changed its argument's configuration")
+		t.Error("scaleOnly changed its argument's configuration")
 	}
 }

@@ -30,21 +30,21 @@ import (
 //     job that turns terminal wakes the job (the controllers' snapshot
 //     handlers), so nothing ever lists or polls for snapshots.
 
-// SnapshotResources says whether this job records snapshots as
+// snapshotResources says whether this job records snapshots as
 // FlinkStateSnapshot resources (else in the legacy status fields).
-func (s *State[T, S]) SnapshotResources() bool {
+func (s *State[T, S]) snapshotResources() bool {
 	if s.e.SnapshotCRDMissing {
 		return false
 	}
-	on, err := config.SnapshotResourcesEnabled(s.Operator, s.Cfg)
+	on, err := config.SnapshotResourcesEnabled(s.operator, s.Cfg)
 	return err == nil && on
 }
 
-// JobView is what the snapshot rules need to know about the job, from the
+// jobView is what the snapshot rules need to know about the job, from the
 // sync (recorded spec, its effective configuration, status) and the
 // snapshot cache. checkpoints says whether the running Flink version can
 // trigger checkpoints.
-func (s *State[T, S]) JobView(running, checkpoints bool) (snapshotrules.JobView, error) {
+func (s *State[T, S]) jobView(running, checkpoints bool) (snapshotrules.JobView, error) {
 	obj := s.Obj
 	v := snapshotrules.JobView{
 		Kind:                 obj.JobReferenceKind(),
@@ -57,7 +57,7 @@ func (s *State[T, S]) JobView(running, checkpoints bool) (snapshotrules.JobView,
 		CheckpointsSupported: checkpoints,
 	}
 	if s.Recorded != nil {
-		if rec := JobOf(&s.Recorded.Spec); rec != nil {
+		if rec := jobOf(&s.Recorded.Spec); rec != nil {
 			v.ReconciledSavepointNonce, v.ReconciledCheckpointNonce = rec.SavepointTriggerNonce, rec.CheckpointTriggerNonce
 		}
 	}
@@ -90,7 +90,7 @@ func (s *State[T, S]) JobView(running, checkpoints bool) (snapshotrules.JobView,
 	// A snapshot in another namespace counts only where the operator allows
 	// cross-namespace references: otherwise anyone could block the job's
 	// periodic snapshots with a never-starting one, or feed its cleanup.
-	crossNamespace, _ := s.Operator.Bool(config.KeySnapshotCrossNamespaceReferencesEnabled)
+	crossNamespace, _ := s.operator.Bool(config.KeySnapshotCrossNamespaceReferencesEnabled)
 	for _, snap := range all {
 		if snap.Namespace == v.Namespace || crossNamespace {
 			v.Snapshots = append(v.Snapshots, snap)
@@ -103,45 +103,45 @@ func (s *State[T, S]) JobView(running, checkpoints bool) (snapshotrules.JobView,
 	return v, err
 }
 
-// SnapshotInputs is what ReconcileSnapshots needs beyond the sync state.
+// SnapshotInputs is what reconcileSnapshots needs beyond the sync state.
 type SnapshotInputs struct {
 	// Running: the deployed job is RUNNING and no upgrade is in progress.
 	Running bool
 	// Checkpoints: the running Flink version can trigger checkpoints.
 	Checkpoints bool
-	// SpecValid: the current spec passes validation (changed nonces wait
+	// specValid: the current spec passes validation (changed nonces wait
 	// for a valid spec).
-	SpecValid func() bool
+	specValid func() bool
 	// Healthy: the job may take a legacy snapshot now.
 	Healthy bool
 }
 
-// ReconcileSnapshots plans and applies the job's operator-made snapshots:
+// reconcileSnapshots plans and applies the job's operator-made snapshots:
 // manual nonces and periodic snapshots while the job runs, history cleanup
 // while its JobManager answers; legacy mode without snapshot resources.
-func (s *State[T, S]) ReconcileSnapshots(ctx context.Context, in SnapshotInputs) error {
-	if s.Recorded == nil || JobOf(&s.Recorded.Spec) == nil || s.Obj.CurrentSpec().GetJob() == nil {
+func (s *State[T, S]) reconcileSnapshots(ctx context.Context, in SnapshotInputs) error {
+	if s.Recorded == nil || jobOf(&s.Recorded.Spec) == nil || s.Obj.CurrentSpec().GetJob() == nil {
 		return nil
 	}
-	view, err := s.JobView(in.Running, in.Checkpoints)
+	view, err := s.jobView(in.Running, in.Checkpoints)
 	if err != nil {
 		return err
 	}
 	nonces := in.Running && (!lifecycle.EqualNonce(view.SavepointNonce, view.ReconciledSavepointNonce) ||
 		!lifecycle.EqualNonce(view.CheckpointNonce, view.ReconciledCheckpointNonce))
-	if nonces && !in.SpecValid() {
+	if nonces && !in.specValid() {
 		// Reported by reconcile; the nonces wait for a valid spec.
 		view.SavepointNonce, view.CheckpointNonce = view.ReconciledSavepointNonce, view.ReconciledCheckpointNonce
 		nonces = false
 	}
 	// Legacy triggers in flight are observed, and the legacy history
 	// cleaned, in both modes; new legacy snapshots only without resources.
-	resources := s.SnapshotResources()
+	resources := s.snapshotResources()
 	s.legacyHealthy = in.Healthy
 	handled := s.legacyReconcile(ctx, view, resources, nonces)
 	if !resources {
-		if handled.Record {
-			return s.RecordNonces(handled.Savepoint, handled.Checkpoint)
+		if handled.record {
+			return s.recordNonces(handled.Savepoint, handled.Checkpoint)
 		}
 		return nil
 	}
@@ -156,10 +156,10 @@ func (s *State[T, S]) ReconcileSnapshots(ctx context.Context, in SnapshotInputs)
 		s.Fail(ReasonValidationError, "spec.flinkConfiguration: %s", w)
 	}
 	for _, snap := range plan.Create {
-		s.CreateSnapshot(snap)
+		s.createSnapshot(snap)
 	}
 	for _, snap := range plan.Delete {
-		s.DeleteSnapshot(snap)
+		s.deleteSnapshot(snap)
 	}
 	s.RequeueWithin(plan.RequeueAfter)
 
@@ -173,15 +173,15 @@ func (s *State[T, S]) ReconcileSnapshots(ctx context.Context, in SnapshotInputs)
 	if unsupported {
 		s.Event(corev1.EventTypeWarning, ReasonCheckpointError, "Checkpoint failed for checkpointTriggerNonce: %d: manual checkpoints need Flink 1.17+", *view.CheckpointNonce)
 	}
-	return s.RecordNonces(sp, cp)
+	return s.recordNonces(sp, cp)
 }
 
-// CreateSnapshot creates a planned snapshot before the status write. A
+// createSnapshot creates a planned snapshot before the status write. A
 // snapshot of that name that exists already is the same one, made by an
 // earlier attempt of this sync.
-func (s *State[T, S]) CreateSnapshot(snap *v1beta1.FlinkStateSnapshot) {
+func (s *State[T, S]) createSnapshot(snap *v1beta1.FlinkStateSnapshot) {
 	client, log := s.e.Client, s.Log
-	s.BeforeStatusWrite("create snapshot "+snap.Name, func(ctx context.Context) error {
+	s.beforeStatusWrite("create snapshot "+snap.Name, func(ctx context.Context) error {
 		_, err := client.FlinkV1beta1().FlinkStateSnapshots(snap.Namespace).Create(ctx, snap, metav1.CreateOptions{})
 		switch {
 		case apierrors.IsAlreadyExists(err):
@@ -195,10 +195,10 @@ func (s *State[T, S]) CreateSnapshot(snap *v1beta1.FlinkStateSnapshot) {
 	})
 }
 
-// DeleteSnapshot removes a snapshot history cleanup selected, after the
+// deleteSnapshot removes a snapshot history cleanup selected, after the
 // status write. The UID precondition makes sure a newer snapshot of the same
 // name is never the one deleted; one already gone is fine.
-func (s *State[T, S]) DeleteSnapshot(snap *v1beta1.FlinkStateSnapshot) {
+func (s *State[T, S]) deleteSnapshot(snap *v1beta1.FlinkStateSnapshot) {
 	client, log, uid := s.e.Client, s.Log, snap.UID
 	namespace, name := snap.Namespace, snap.Name
 	s.AfterStatusWrite("delete snapshot "+name, func(ctx context.Context) error {
@@ -218,16 +218,16 @@ func (s *State[T, S]) DeleteSnapshot(snap *v1beta1.FlinkStateSnapshot) {
 	})
 }
 
-// RecordNonces records the handled nonces in lastReconciledSpec, and in the
+// recordNonces records the handled nonces in lastReconciledSpec, and in the
 // stable spec too if it was the reconciled one (a nonce is not a reason to
 // leave STABLE).
-func (s *State[T, S]) RecordNonces(sp, cp *int64) error {
-	rec := JobOf(&s.Recorded.Spec)
+func (s *State[T, S]) recordNonces(sp, cp *int64) error {
+	rec := jobOf(&s.Recorded.Spec)
 	if lifecycle.EqualNonce(sp, rec.SavepointTriggerNonce) && lifecycle.EqualNonce(cp, rec.CheckpointTriggerNonce) {
 		return nil
 	}
 	updated := s.Recorded.Spec.Copy()
-	job := JobOf(&updated)
+	job := jobOf(&updated)
 	job.SavepointTriggerNonce, job.CheckpointTriggerNonce = sp, cp
 	encoded, err := lifecycle.Encode(updated, s.Recorded.Meta.FirstDeployment)
 	if err != nil {
@@ -240,7 +240,7 @@ func (s *State[T, S]) RecordNonces(sp, cp *int64) error {
 		// rolled back from takes the nonces too, or it would differ from
 		// the resource's and be retried (rollback.go).
 		from := s.rolledBackFrom.Spec.Copy()
-		if job := JobOf(&from); job != nil {
+		if job := jobOf(&from); job != nil {
 			job.SavepointTriggerNonce, job.CheckpointTriggerNonce = sp, cp
 		}
 		fromEncoded, err := lifecycle.Encode(from, s.rolledBackFrom.Meta.FirstDeployment)
@@ -258,10 +258,10 @@ func (s *State[T, S]) RecordNonces(sp, cp *int64) error {
 	return nil
 }
 
-// UpgradeSnapshotName is the deterministic name of the UPGRADE snapshot of
+// upgradeSnapshotName is the deterministic name of the UPGRADE snapshot of
 // the stop-with-savepoint triggered at ts (epoch millis): a create repeated
 // after a crash finds it instead of making a second one.
-func UpgradeSnapshotName(resourceName string, ts int64) string {
+func upgradeSnapshotName(resourceName string, ts int64) string {
 	return snapshotrules.Name(resourceName, v1beta1.SnapshotTypeSavepoint, v1beta1.SnapshotTriggerUpgrade, ts)
 }
 
@@ -271,7 +271,7 @@ func UpgradeSnapshotName(resourceName string, ts int64) string {
 // created before the status that refers to it; false without snapshot
 // resources.
 func (s *State[T, S]) recordUpgradeSnapshot(path string, triggered int64) (bool, error) {
-	if !s.SnapshotResources() {
+	if !s.snapshotResources() {
 		return false, nil
 	}
 	view := snapshotrules.JobView{Kind: s.Obj.JobReferenceKind(), Namespace: s.Obj.GetNamespace(), Name: s.Obj.GetName(),
@@ -284,7 +284,7 @@ func (s *State[T, S]) recordUpgradeSnapshot(path string, triggered int64) (bool,
 	if err != nil {
 		return false, fmt.Errorf("recording the savepoint %s of job %s: %w", path, s.JobStatus().JobID, err)
 	}
-	s.CreateSnapshot(snap)
+	s.createSnapshot(snap)
 	return true, nil
 }
 
@@ -296,16 +296,16 @@ func (s *State[T, S]) upgradeSnapshotPath() string {
 	if info == nil || info.TriggerTimestamp == nil || s.e.Caches == nil {
 		return ""
 	}
-	snap, err := s.e.Caches.Snapshot(s.Obj.GetNamespace(), UpgradeSnapshotName(s.Obj.GetName(), *info.TriggerTimestamp))
+	snap, err := s.e.Caches.Snapshot(s.Obj.GetNamespace(), upgradeSnapshotName(s.Obj.GetName(), *info.TriggerTimestamp))
 	if err != nil || snap.Spec.Savepoint == nil {
 		return ""
 	}
 	return snap.Spec.Savepoint.Path
 }
 
-// WarnSnapshotCRDMissing emits SnapshotResourcesDisabled once per job (per
+// warnSnapshotCRDMissing emits SnapshotResourcesDisabled once per job (per
 // operator process) while the FlinkStateSnapshot CRD is missing.
-func (s *State[T, S]) WarnSnapshotCRDMissing() {
+func (s *State[T, S]) warnSnapshotCRDMissing() {
 	if s.e.SnapshotCRDMissing && s.Obj.CurrentSpec().GetJob() != nil {
 		s.warnCRDMissing()
 	}
@@ -316,5 +316,5 @@ func (s *State[T, S]) recordedJob() *v1beta1.JobSpec {
 	if s.Recorded == nil {
 		return nil
 	}
-	return JobOf(&s.Recorded.Spec)
+	return jobOf(&s.Recorded.Spec)
 }

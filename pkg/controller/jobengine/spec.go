@@ -25,8 +25,8 @@ type Spec[S any] interface {
 	Copy() S
 }
 
-// JobOf is the job part of a spec (nil for a session cluster).
-func JobOf[S Spec[S]](spec *S) *v1beta1.JobSpec {
+// jobOf is the job part of a spec (nil for a session cluster).
+func jobOf[S Spec[S]](spec *S) *v1beta1.JobSpec {
 	return (*spec).GetJob()
 }
 
@@ -65,7 +65,7 @@ func Classify[S Spec[S]](recorded, current S) Change {
 		return ChangeNonces
 	}
 	wasSuspended, suspended := JobSuspended(&recorded), JobSuspended(&current)
-	rec, cur := JobOf(&recorded), JobOf(&current)
+	rec, cur := jobOf(&recorded), jobOf(&current)
 	switch {
 	case wasSuspended && suspended:
 		return ChangeSuspended
@@ -81,19 +81,19 @@ func Classify[S Spec[S]](recorded, current S) Change {
 // withoutNonces drops the fields that never need a redeploy (the job spec
 // is copied; the rest of the spec is shared, and only compared).
 func withoutNonces[S Spec[S]](spec S) S {
-	return spec.WithJob(lifecycle.WithoutNonces(JobOf(&spec)))
+	return spec.WithJob(lifecycle.WithoutNonces(jobOf(&spec)))
 }
 
 // JobSuspended reports whether the spec asks for a suspended job.
 func JobSuspended[S Spec[S]](spec *S) bool {
-	job := JobOf(spec)
+	job := jobOf(spec)
 	return job != nil && job.State == v1beta1.JobStateSuspended
 }
 
 // UpgradeMode is the spec's upgrade mode (stateless when unset, as
 // upstream).
 func UpgradeMode[S Spec[S]](spec *S) v1beta1.UpgradeMode {
-	job := JobOf(spec)
+	job := jobOf(spec)
 	if job == nil || job.UpgradeMode == "" {
 		return v1beta1.UpgradeModeStateless
 	}

@@ -42,10 +42,6 @@ type Object[T any, S any] interface {
 	JobReferenceKind() v1beta1.JobReferenceKind
 }
 
-// Status points into the parts of a job resource's status the engine
-// keeps; both kinds have them under the same names.
-type Status = v1beta1.JobResourceStatus
-
 // State is one sync of one job resource: what was read, what the status
 // becomes, and the writes to make around the status write. A controller
 // embeds it in its own sync state with what is only its own.
@@ -59,16 +55,16 @@ type State[T Object[T, S], S Spec[S]] struct {
 	Log  klog.Logger
 	// Cfg is the job's effective configuration.
 	Cfg config.Config
-	// Operator is the operator configuration in use when this sync
+	// operator is the operator configuration in use when this sync
 	// started (Engine.Operator): what the engine reads of it (status.error's
 	// shape, snapshot resources, cross-namespace references) comes from
 	// this one snapshot, so a reload in the middle of a sync applies at the
 	// next.
-	Operator config.Config
+	operator config.Config
 	// Recorded is lastReconciledSpec: the spec the job runs, or during an
 	// upgrade the spec being deployed. nil before the first deploy.
 	Recorded *lifecycle.Reconciled[S]
-	// Of the spec recorded before this sync's RecordSpecChange.
+	// Of the spec recorded before this sync's recordSpecChange.
 	wasSuspended, firstDeployment bool
 	// legacyHealthy: the job may take a legacy snapshot now.
 	legacyHealthy bool
@@ -118,7 +114,7 @@ func (e *Engine[T, S]) NewState(ctx context.Context, key string, base T, now tim
 		return nil, err
 	}
 	s := &State[T, S]{e: e, Key: key, Base: base, Obj: base.DeepCopyObject().(T), Now: now, Log: klog.FromContext(ctx), Recorded: rec,
-		Operator: e.operatorConfig()}
+		operator: e.operatorConfig()}
 	if err := s.decodeRollback(); err != nil {
 		return nil, err
 	}
@@ -133,7 +129,7 @@ func (e *Engine[T, S]) Start(ctx context.Context, key string, cached T, finalize
 	base := cached
 	if !slices.Contains(base.GetFinalizers(), finalizer) {
 		var err error
-		if base, err = e.AddFinalizer(ctx, base, finalizer); err != nil {
+		if base, err = e.addFinalizer(ctx, base, finalizer); err != nil {
 			return nil, err
 		}
 	}
@@ -141,12 +137,12 @@ func (e *Engine[T, S]) Start(ctx context.Context, key string, cached T, finalize
 	if err != nil {
 		return nil, err
 	}
-	s.WarnSnapshotCRDMissing()
+	s.warnSnapshotCRDMissing()
 	return s, nil
 }
 
 // Status is the status this sync edits.
-func (s *State[T, S]) Status() Status { return s.Obj.JobResourceStatus() }
+func (s *State[T, S]) Status() v1beta1.JobResourceStatus { return s.Obj.JobResourceStatus() }
 
 // JobStatus is the job status this sync edits.
 func (s *State[T, S]) JobStatus() *v1beta1.JobStatus { return s.Obj.JobResourceStatus().Job }
@@ -184,9 +180,9 @@ func (s *State[T, S]) NeedsManualRestore() bool {
 	return false
 }
 
-// KeepError keeps status.error as the last sync wrote it (a failure being
+// keepError keeps status.error as the last sync wrote it (a failure being
 // waited out), without a new event.
-func (s *State[T, S]) KeepError(reason string) {
+func (s *State[T, S]) keepError(reason string) {
 	if prev := *s.Base.JobResourceStatus().Error; prev != "" {
 		s.errs = append(s.errs, keptError(reason, prev))
 	}
@@ -207,8 +203,8 @@ func (s *State[T, S]) RequeueWithin(d time.Duration) {
 	}
 }
 
-// RequeueNoLaterThan caps a requested requeue at d (a deadline coming).
-func (s *State[T, S]) RequeueNoLaterThan(d time.Duration) {
+// requeueNoLaterThan caps a requested requeue at d (a deadline coming).
+func (s *State[T, S]) requeueNoLaterThan(d time.Duration) {
 	if s.requeue > d {
 		s.requeue = d
 	}
@@ -227,9 +223,9 @@ func (s *State[T, S]) AfterStatusWrite(name string, run func(ctx context.Context
 	s.post = append(s.post, action{name, run})
 }
 
-// BeforeStatusWrite queues an idempotent write that the status refers to
+// beforeStatusWrite queues an idempotent write that the status refers to
 // (a snapshot resource): it runs before the status write.
-func (s *State[T, S]) BeforeStatusWrite(name string, run func(ctx context.Context) error) {
+func (s *State[T, S]) beforeStatusWrite(name string, run func(ctx context.Context) error) {
 	s.pre = append(s.pre, action{name, run})
 }
 
@@ -256,7 +252,7 @@ func (s *State[T, S]) ReconcileInterval() time.Duration {
 // operator's kubernetes.operator.exception.* options. The controller
 // calls it before deriving what depends on the error (lifecycle state).
 func (s *State[T, S]) SetError() {
-	*s.Status().Error = renderError(s.errs, readExceptionOptions(s.Operator))
+	*s.Status().Error = renderError(s.errs, readExceptionOptions(s.operator))
 }
 
 // KeepSuspendedStable: a job suspended by the user is stable in that state
@@ -329,7 +325,7 @@ func (w *Engine[T, S]) Commit(ctx context.Context, s *State[T, S]) (time.Duratio
 		}
 		if old, now := *before.Lifecycle, *written.JobResourceStatus().Lifecycle; old != now {
 			js := written.JobResourceStatus().Job
-			s.Log.Info("Lifecycle state changed", "from", StateOrNew(string(old)), "to", now,
+			s.Log.Info("Lifecycle state changed", "from", stateOrNew(string(old)), "to", now,
 				"jobId", js.JobID, "jobState", js.State, "restorePath", js.UpgradeSavepointPath)
 		}
 		s.Base = written
@@ -354,9 +350,9 @@ func (w *Engine[T, S]) Commit(ctx context.Context, s *State[T, S]) (time.Duratio
 	return s.requeue, nil
 }
 
-// AddFinalizer writes finalizer onto o (the cached object) and returns
+// addFinalizer writes finalizer onto o (the cached object) and returns
 // what was written.
-func (w *Engine[T, S]) AddFinalizer(ctx context.Context, o T, finalizer string) (T, error) {
+func (w *Engine[T, S]) addFinalizer(ctx context.Context, o T, finalizer string) (T, error) {
 	toWrite := o.DeepCopyObject().(T)
 	toWrite.SetFinalizers(append(toWrite.GetFinalizers(), finalizer))
 	written, err := w.update(ctx, toWrite)
@@ -389,9 +385,9 @@ func (w *Engine[T, S]) fault(key, point string) {
 // kindOf names o's kind in errors.
 func kindOf[T Object[T, S], S Spec[S]](o T) string { return string(o.JobReferenceKind()) }
 
-// StateOrNew names a state for logs and events; "" is a resource not yet
+// stateOrNew names a state for logs and events; "" is a resource not yet
 // reconciled.
-func StateOrNew(s string) string {
+func stateOrNew(s string) string {
 	if s == "" {
 		return "NEW"
 	}

@@ -46,14 +46,14 @@ type commitCase struct {
 // statusEditor is what a case may do to a sync of either kind.
 type statusEditor interface {
 	Fail(reason, format string, args ...any)
-	KeepError(reason string)
+	keepError(reason string)
 	Event(typ, reason, format string, args ...any)
 	RequeueWithin(d time.Duration)
-	RequeueNoLaterThan(d time.Duration)
+	requeueNoLaterThan(d time.Duration)
 	NoRequeue()
 	ClearErrors()
 	AfterStatusWrite(name string, run func(ctx context.Context) error)
-	BeforeStatusWrite(name string, run func(ctx context.Context) error)
+	beforeStatusWrite(name string, run func(ctx context.Context) error)
 	JobStatus() *v1beta1.JobStatus
 	FailManualRestore(reason, format string, args ...any)
 }
@@ -75,7 +75,7 @@ func commitCases(j *journal) []commitCase {
 		name: "pre-writes, one status write, events, then actions",
 		edit: func(s statusEditor) {
 			s.AfterStatusWrite("post", act("post"))
-			s.BeforeStatusWrite("pre", act("pre"))
+			s.beforeStatusWrite("pre", act("pre"))
 			s.Event("Normal", "Submit", "submitted %s", "job")
 			s.JobStatus().State = v1beta1.JobStatusRunning
 			s.RequeueWithin(time.Minute)
@@ -108,7 +108,7 @@ func commitCases(j *journal) []commitCase {
 	}, {
 		name:      "a kept error stays without an event",
 		prevError: keptWaiting,
-		edit:      func(s statusEditor) { s.KeepError("SavepointError") },
+		edit:      func(s statusEditor) { s.keepError("SavepointError") },
 		wantError: keptWaiting,
 	}, {
 		name:      "a plain error of an older operator is rewritten as JSON, without an event",
@@ -119,7 +119,7 @@ func commitCases(j *journal) []commitCase {
 	}, {
 		name:      "a kept plain error becomes JSON of its message",
 		prevError: "waiting",
-		edit:      func(s statusEditor) { s.KeepError("SavepointError") },
+		edit:      func(s statusEditor) { s.keepError("SavepointError") },
 		wantSteps: []string{"status", "fault status-written"},
 		wantError: `{"type":"org.apache.flink.kubernetes.operator.exception.ReconciliationException","message":"waiting","additionalMetadata":{},"throwableList":[]}`,
 	}, {
@@ -140,7 +140,7 @@ func commitCases(j *journal) []commitCase {
 	}, {
 		name: "a failed pre-write stops the commit before the status",
 		edit: func(s statusEditor) {
-			s.BeforeStatusWrite("pre", func(context.Context) error { j.add("pre"); return errors.New("no") })
+			s.beforeStatusWrite("pre", func(context.Context) error { j.add("pre"); return errors.New("no") })
 			s.JobStatus().State = v1beta1.JobStatusRunning
 		},
 		wantSteps: []string{"pre"},
@@ -149,7 +149,7 @@ func commitCases(j *journal) []commitCase {
 		name: "a requeue is capped by a deadline and dropped on request",
 		edit: func(s statusEditor) {
 			s.RequeueWithin(time.Minute)
-			s.RequeueNoLaterThan(5 * time.Second)
+			s.requeueNoLaterThan(5 * time.Second)
 		},
 		requeue: 5 * time.Second,
 	}, {
@@ -157,7 +157,7 @@ func commitCases(j *journal) []commitCase {
 		edit: func(s statusEditor) {
 			s.RequeueWithin(time.Minute)
 			s.NoRequeue()
-			s.RequeueNoLaterThan(5 * time.Second)
+			s.requeueNoLaterThan(5 * time.Second)
 		},
 	}}
 }

@@ -84,17 +84,17 @@ const (
 	NoLastStateStop
 )
 
-// ErrSavepointLost: the job finished after a stop-with-savepoint but Flink
+// errSavepointLost: the job finished after a stop-with-savepoint but Flink
 // no longer knows the savepoint's path.
-var ErrSavepointLost = errors.New("the job finished after stop-with-savepoint but Flink no longer knows the savepoint's path")
+var errSavepointLost = errors.New("the job finished after stop-with-savepoint but Flink no longer knows the savepoint's path")
 
 // RetryFailed is how soon a step blocked by an error is tried again.
 const RetryFailed = time.Minute
 
-// StopJob takes the next step in stopping the job with its state
+// stopJob takes the next step in stopping the job with its state
 // (upgrade modes savepoint and last-state). stopped reports that the
 // state is recorded and the job marked SUSPENDED.
-func (s *State[T, S]) StopJob(ctx context.Context, k JobKind) (stopped bool, err error) {
+func (s *State[T, S]) stopJob(ctx context.Context, k JobKind) (stopped bool, err error) {
 	js := s.JobStatus()
 	info := js.SavepointInfo
 	if info != nil && info.TriggerType == v1beta1.SnapshotTriggerUpgrade && info.TriggerID != "" {
@@ -108,7 +108,7 @@ func (s *State[T, S]) StopJob(ctx context.Context, k JobKind) (stopped bool, err
 	}
 	failedAttempt := info != nil && info.TriggerType == v1beta1.SnapshotTriggerUpgrade && info.TriggerID == ""
 	if UpgradeMode(&s.Recorded.Spec) != v1beta1.UpgradeModeSavepoint {
-		if how, why := s.lastStateStop(ctx, k); how != NoLastStateStop || !s.JobHealthy() {
+		if how, why := s.lastStateStop(ctx, k); how != NoLastStateStop || !s.jobHealthy() {
 			return s.stopLastState(ctx, k), nil
 		} else if !failedAttempt {
 			// Ending the job would delete its latest checkpoint: a
@@ -128,14 +128,14 @@ func (s *State[T, S]) StopJob(ctx context.Context, k JobKind) (stopped bool, err
 		// retry after a pause, keeping the error visible meanwhile.
 		failedAt := time.UnixMilli(deref(info.TriggerTimestamp))
 		if wait := failedAt.Add(s.ReconcileInterval()).Sub(s.Now); wait > 0 {
-			s.KeepError(ReasonSavepointError)
+			s.keepError(ReasonSavepointError)
 			s.RequeueWithin(wait)
 			return false, nil
 		}
 	}
 	switch {
-	case s.JobHealthy():
-		s.TriggerStop(k)
+	case s.jobHealthy():
+		s.triggerStop(k)
 	case s.Job != nil && lifecycle.EffectiveState(s.Job).IsGloballyTerminal(), s.Job == nil && js.State.IsGloballyTerminal():
 		// An ended job takes no savepoint; its last state is recorded.
 		return s.stopLastState(ctx, k), nil
@@ -177,17 +177,17 @@ func (s *State[T, S]) lastStateFallback(ctx context.Context, k JobKind) (ok bool
 	return true, "", nil
 }
 
-// JobHealthy: the JobManager answers and the job runs on all its tasks,
+// jobHealthy: the JobManager answers and the job runs on all its tasks,
 // the condition for a savepoint.
-func (s *State[T, S]) JobHealthy() bool {
+func (s *State[T, S]) jobHealthy() bool {
 	return s.Client != nil && s.Job != nil && lifecycle.EffectiveState(s.Job) == v1beta1.JobStatusRunning
 }
 
-// TriggerStop records a new stop-with-savepoint (trigger id chosen here)
+// triggerStop records a new stop-with-savepoint (trigger id chosen here)
 // and sends it once the record is written: Flink treats a repeated trigger
 // id as the same request, so a crash on either side of the POST resumes
 // this same operation.
-func (s *State[T, S]) TriggerStop(k JobKind) {
+func (s *State[T, S]) triggerStop(k JobKind) {
 	js := s.JobStatus()
 	ts := s.Now.UnixMilli()
 	if js.SavepointInfo == nil {
@@ -224,58 +224,58 @@ func (s *State[T, S]) postStop(jobID, triggerID string) {
 
 // pollStop follows the stop-with-savepoint recorded in status.
 func (s *State[T, S]) pollStop(ctx context.Context, k JobKind) (bool, error) {
-	o := s.CheckStop(ctx, k)
+	o := s.checkStop(ctx, k)
 	js := s.JobStatus()
 	switch {
 	case o.Pending:
 		return false, nil
-	case o.Lost:
+	case o.lost:
 		dir, _ := config.SavepointDir(s.Cfg)
 		s.FailManualRestore(ReasonUpgradeFailed, "Job %s finished after stop-with-savepoint (trigger id %s) but the savepoint's path is unknown (%v). "+
 			"%s: find the newest savepoint of job %s under %s, set spec.job.initialSavepointPath to it and change spec.job.savepointRedeployNonce",
-			js.JobID, js.SavepointInfo.TriggerID, ErrSavepointLost, lifecycle.ManualRestore, js.JobID, dir)
+			js.JobID, js.SavepointInfo.TriggerID, errSavepointLost, lifecycle.ManualRestore, js.JobID, dir)
 		s.RequeueWithin(RetryFailed)
 		return false, nil
 	case o.Failure != "":
 		return s.stopFailed(ctx, k, o.Failure), nil
 	}
-	if err := s.RecordSavepoint(k, o.Path); err != nil {
+	if err := s.recordSavepoint(k, o.Path); err != nil {
 		return false, err
 	}
 	s.finishStop(o.Path)
 	return true, nil
 }
 
-// CheckStop asks Flink about the stop-with-savepoint in flight, bounded by
+// checkStop asks Flink about the stop-with-savepoint in flight, bounded by
 // the job's checkpoint timeout; it schedules the next poll while pending
 // and re-sends the same stop when Flink forgot an id the running job never
 // acted on.
-func (s *State[T, S]) CheckStop(ctx context.Context, k JobKind) StopOutcome {
+func (s *State[T, S]) checkStop(ctx context.Context, k JobKind) StopOutcome {
 	js := s.JobStatus()
 	q := StopQuery{
 		Client: s.Client, JobID: js.JobID, TriggerID: js.SavepointInfo.TriggerID,
-		Triggered: time.UnixMilli(deref(js.SavepointInfo.TriggerTimestamp)), Now: s.Now,
+		triggered: time.UnixMilli(deref(js.SavepointInfo.TriggerTimestamp)), Now: s.Now,
 		Timeout: lifecycle.StopTimeout(s.Cfg), Recorded: s.upgradeSnapshotPath(),
 	}
 	if s.Job != nil {
 		q.JobState = lifecycle.EffectiveState(s.Job)
 	}
-	o := CheckStop(ctx, q)
-	if o.Resend {
+	o := checkStop(ctx, q)
+	if o.resend {
 		s.Log.Info("Flink does not know the stop trigger id, sending it again", "triggerId", q.TriggerID)
 		s.postStop(q.JobID, q.TriggerID)
 	}
 	if o.Pending {
-		s.RequeueWithin(o.PollAfter)
+		s.RequeueWithin(o.pollAfter)
 	}
 	return o
 }
 
-// RecordSavepoint records the savepoint of a stop: an UPGRADE
+// recordSavepoint records the savepoint of a stop: an UPGRADE
 // FlinkStateSnapshot (written before the status, adopted if it exists
 // already) or, in legacy mode, savepointInfo. The caller records
 // upgradeSavepointPath in the same status write.
-func (s *State[T, S]) RecordSavepoint(k JobKind, path string) error {
+func (s *State[T, S]) recordSavepoint(k JobKind, path string) error {
 	js := s.JobStatus()
 	info := js.SavepointInfo
 	recorded, err := s.recordUpgradeSnapshot(path, deref(info.TriggerTimestamp))
@@ -333,7 +333,7 @@ func (s *State[T, S]) stopLastState(ctx context.Context, k JobKind) bool {
 		}
 		// Ended, or a cancel would delete the checkpoints: the controller
 		// stops the job by a teardown once its latest one is recorded.
-		path, err := s.LatestState(ctx)
+		path, err := s.latestState(ctx)
 		switch {
 		case err != nil && flink.IsRetryable(err):
 			s.RequeueWithin(s.ProgressInterval())
@@ -358,12 +358,12 @@ func (s *State[T, S]) stopLastState(ctx context.Context, k JobKind) bool {
 	return false
 }
 
-// LatestState is the state to restart the job from: the newest restorable
+// latestState is the state to restart the job from: the newest restorable
 // checkpoint or savepoint Flink reports for it, else what the job itself
 // started from (upgradeSavepointPath, "" for empty state). Call it only
 // when the job cannot take another checkpoint (ended), or as a best-effort
 // early record.
-func (s *State[T, S]) LatestState(ctx context.Context) (string, error) {
+func (s *State[T, S]) latestState(ctx context.Context) (string, error) {
 	js := s.JobStatus()
 	stats, err := s.Client.Checkpoints(ctx, js.JobID)
 	switch {
@@ -405,7 +405,7 @@ func (s *State[T, S]) markCancelling() {
 	if js.State == v1beta1.JobStatusCancelling {
 		return
 	}
-	s.Event(corev1.EventTypeNormal, ReasonJobStatusChanged, "Job status changed from %s to %s", StateOrNew(string(js.State)), v1beta1.JobStatusCancelling)
+	s.Event(corev1.EventTypeNormal, ReasonJobStatusChanged, "Job status changed from %s to %s", stateOrNew(string(js.State)), v1beta1.JobStatusCancelling)
 	js.State = v1beta1.JobStatusCancelling
 	js.UpdateTime = strconv.FormatInt(s.Now.UnixMilli(), 10)
 }

@@ -1,4 +1,4 @@
-// CheckStop follows a stop-with-savepoint the operator recorded before
+// checkStop follows a stop-with-savepoint the operator recorded before
 // sending it (trigger id in status): ask Flink by trigger id, and when Flink
 // has forgotten it (rest.async.store-duration, a JobManager restart) or
 // never saw it (a crash right after the intent was written), find the
@@ -24,10 +24,10 @@ import (
 type StopQuery struct {
 	// Client reaches the JobManager; nil when it cannot be asked.
 	Client *flink.Client
-	// JobID and TriggerID identify the stop; Triggered is when it was
+	// JobID and TriggerID identify the stop; triggered is when it was
 	// recorded.
 	JobID, TriggerID string
-	Triggered, Now   time.Time
+	triggered, Now   time.Time
 	// Timeout bounds the whole stop (the job's checkpoint timeout).
 	Timeout time.Duration
 	// Recorded is the path of the UPGRADE snapshot already recorded for this
@@ -40,30 +40,30 @@ type StopQuery struct {
 
 // StopOutcome is what became of the stop.
 type StopOutcome struct {
-	// Pending: look again after PollAfter.
+	// Pending: look again after pollAfter.
 	Pending   bool
-	PollAfter time.Duration
-	// Resend: Flink does not know the trigger id and the job still runs, so
+	pollAfter time.Duration
+	// resend: Flink does not know the trigger id and the job still runs, so
 	// no stop can have completed: send the same stop (same id) again.
-	Resend bool
+	resend bool
 	// Path is the savepoint of a successful stop.
 	Path string
 	// Failure says why the stop failed (including a timeout).
 	Failure string
-	// Lost: the job FINISHED after the stop but its savepoint's path is
+	// lost: the job FINISHED after the stop but its savepoint's path is
 	// unknown (manual restore).
-	Lost bool
+	lost bool
 }
 
 // Check asks Flink about the stop in flight.
-func CheckStop(ctx context.Context, q StopQuery) StopOutcome {
-	elapsed := q.Now.Sub(q.Triggered)
+func checkStop(ctx context.Context, q StopQuery) StopOutcome {
+	elapsed := q.Now.Sub(q.triggered)
 	pending := func() StopOutcome {
 		if elapsed > q.Timeout {
 			return StopOutcome{Failure: fmt.Sprintf("Timed out stopping the job %s with savepoint, please configure a larger timeout via '%s'",
 				q.JobID, config.FlinkCheckpointTimeout)}
 		}
-		return StopOutcome{Pending: true, PollAfter: snapshotrules.PollDelay(elapsed)}
+		return StopOutcome{Pending: true, pollAfter: snapshotrules.PollDelay(elapsed)}
 	}
 	if q.Recorded != "" && q.Client == nil {
 		return StopOutcome{Path: q.Recorded}
@@ -107,7 +107,7 @@ func recoverStop(ctx context.Context, q StopQuery, pending func() StopOutcome) S
 	case err != nil && !flink.IsNotFound(err):
 		return StopOutcome{Failure: fmt.Sprintf("Stop-with-savepoint of job %s failed: %v", q.JobID, err)}
 	}
-	if path, found := lifecycle.SavepointSince(stats, q.Triggered); found {
+	if path, found := lifecycle.SavepointSince(stats, q.triggered); found {
 		if path == "" {
 			return pending()
 		}
@@ -116,10 +116,10 @@ func recoverStop(ctx context.Context, q StopQuery, pending func() StopOutcome) S
 	switch q.JobState {
 	case v1beta1.JobStatusRunning:
 		out := pending()
-		out.Resend = out.Pending
+		out.resend = out.Pending
 		return out
 	case v1beta1.JobStatusFinished:
-		return StopOutcome{Lost: true}
+		return StopOutcome{lost: true}
 	}
 	return StopOutcome{Failure: fmt.Sprintf("Stop-with-savepoint of job %s failed: Flink does not know trigger id %s (results are forgotten after %s and on JobManager restart) and no savepoint taken after it is in the job's checkpoint history",
 		q.JobID, q.TriggerID, config.FlinkRestAsyncStoreDuration)}

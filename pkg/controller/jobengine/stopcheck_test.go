@@ -36,18 +36,18 @@ func TestCheckStop(t *testing.T) {
 		if _, err := c.StopWithSavepoint(ctx, job, flink.StopRequest{TriggerID: trigger}); err != nil {
 			t.Fatal(err)
 		}
-		q := StopQuery{Client: c, JobID: job, TriggerID: trigger, Triggered: t0, Now: t0.Add(time.Second), Timeout: time.Minute, JobState: v1beta1.JobStatusRunning}
-		if o := CheckStop(ctx, q); !o.Pending || o.PollAfter <= 0 || o.Resend {
+		q := StopQuery{Client: c, JobID: job, TriggerID: trigger, triggered: t0, Now: t0.Add(time.Second), Timeout: time.Minute, JobState: v1beta1.JobStatusRunning}
+		if o := checkStop(ctx, q); !o.Pending || o.pollAfter <= 0 || o.resend {
 			t.Fatalf("first poll %+v, want pending", o)
 		}
-		if o := CheckStop(ctx, q); o.Path == "" || o.Pending || o.Failure != "" {
+		if o := checkStop(ctx, q); o.Path == "" || o.Pending || o.Failure != "" {
 			t.Fatalf("second poll %+v, want the savepoint", o)
 		}
 	})
 	t.Run("never sent, job running: send the same id again", func(t *testing.T) {
 		_, _, c, job := setup(t)
-		q := StopQuery{Client: c, JobID: job, TriggerID: trigger, Triggered: t0, Now: t0.Add(time.Second), Timeout: time.Minute, JobState: v1beta1.JobStatusRunning}
-		if o := CheckStop(ctx, q); !o.Pending || !o.Resend {
+		q := StopQuery{Client: c, JobID: job, TriggerID: trigger, triggered: t0, Now: t0.Add(time.Second), Timeout: time.Minute, JobState: v1beta1.JobStatusRunning}
+		if o := checkStop(ctx, q); !o.Pending || !o.resend {
 			t.Fatalf("%+v, want pending with a resend", o)
 		}
 	})
@@ -56,9 +56,9 @@ func TestCheckStop(t *testing.T) {
 		if _, err := c.StopWithSavepoint(ctx, job, flink.StopRequest{TriggerID: trigger}); err != nil {
 			t.Fatal(err)
 		}
-		q := StopQuery{Client: c, JobID: job, TriggerID: trigger, Triggered: t0, Now: t0.Add(time.Second), Timeout: time.Hour}
-		CheckStop(ctx, q)
-		done := CheckStop(ctx, q)
+		q := StopQuery{Client: c, JobID: job, TriggerID: trigger, triggered: t0, Now: t0.Add(time.Second), Timeout: time.Hour}
+		checkStop(ctx, q)
+		done := checkStop(ctx, q)
 		if done.Path == "" {
 			t.Fatalf("stop did not complete: %+v", done)
 		}
@@ -66,38 +66,38 @@ func TestCheckStop(t *testing.T) {
 		// rest.async.store-duration): its savepoint is in the history.
 		q.TriggerID = "fedcba9876543210fedcba9876543210"
 		q.JobState = v1beta1.JobStatusFinished
-		if o := CheckStop(ctx, q); o.Path != done.Path {
+		if o := checkStop(ctx, q); o.Path != done.Path {
 			t.Fatalf("forgotten id: %+v, want %s from the checkpoint history", o, done.Path)
 		}
 	})
 	t.Run("forgotten, job finished without a trace", func(t *testing.T) {
 		_, _, c, job := setup(t)
-		q := StopQuery{Client: c, JobID: job, TriggerID: trigger, Triggered: t0, Now: t0.Add(time.Second), Timeout: time.Minute, JobState: v1beta1.JobStatusFinished}
-		if o := CheckStop(ctx, q); !o.Lost {
+		q := StopQuery{Client: c, JobID: job, TriggerID: trigger, triggered: t0, Now: t0.Add(time.Second), Timeout: time.Minute, JobState: v1beta1.JobStatusFinished}
+		if o := checkStop(ctx, q); !o.lost {
 			t.Fatalf("%+v, want lost", o)
 		}
 	})
 	t.Run("forgotten, job failed", func(t *testing.T) {
 		_, _, c, job := setup(t)
-		q := StopQuery{Client: c, JobID: job, TriggerID: trigger, Triggered: t0, Now: t0.Add(time.Second), Timeout: time.Minute, JobState: v1beta1.JobStatusFailed}
-		if o := CheckStop(ctx, q); !strings.Contains(o.Failure, "does not know trigger id") {
+		q := StopQuery{Client: c, JobID: job, TriggerID: trigger, triggered: t0, Now: t0.Add(time.Second), Timeout: time.Minute, JobState: v1beta1.JobStatusFailed}
+		if o := checkStop(ctx, q); !strings.Contains(o.Failure, "does not know trigger id") {
 			t.Fatalf("%+v, want a failure", o)
 		}
 	})
 	t.Run("timeout", func(t *testing.T) {
 		_, _, c, job := setup(t)
-		q := StopQuery{Client: c, JobID: job, TriggerID: trigger, Triggered: t0, Now: t0.Add(2 * time.Minute), Timeout: time.Minute, JobState: v1beta1.JobStatusRunning}
-		if o := CheckStop(ctx, q); !strings.Contains(o.Failure, "Timed out") || o.Resend {
+		q := StopQuery{Client: c, JobID: job, TriggerID: trigger, triggered: t0, Now: t0.Add(2 * time.Minute), Timeout: time.Minute, JobState: v1beta1.JobStatusRunning}
+		if o := checkStop(ctx, q); !strings.Contains(o.Failure, "Timed out") || o.resend {
 			t.Fatalf("%+v, want a timeout and no resend", o)
 		}
 	})
 	t.Run("unreachable, recorded already", func(t *testing.T) {
-		q := StopQuery{JobID: "j", TriggerID: trigger, Triggered: t0, Now: t0.Add(time.Second), Timeout: time.Minute, Recorded: "s3://b/sp"}
-		if o := CheckStop(ctx, q); o.Path != "s3://b/sp" {
+		q := StopQuery{JobID: "j", TriggerID: trigger, triggered: t0, Now: t0.Add(time.Second), Timeout: time.Minute, Recorded: "s3://b/sp"}
+		if o := checkStop(ctx, q); o.Path != "s3://b/sp" {
 			t.Fatalf("%+v, want the recorded path", o)
 		}
 		q.Recorded = ""
-		if o := CheckStop(ctx, q); !o.Pending {
+		if o := checkStop(ctx, q); !o.Pending {
 			t.Fatalf("%+v, want pending", o)
 		}
 	})

@@ -12,16 +12,16 @@ import (
 	"github.com/flinkops/flink-operator/pkg/snapshotrules"
 )
 
-// RecordSpecChange makes spec the recorded spec (Recorded) for an upgrade,
+// recordSpecChange makes spec the recorded spec (Recorded) for an upgrade,
 // the first half of its write-ahead entry. The manual snapshot nonces stay
 // as they were recorded: a nonce that changed together with the rest is
 // honoured once the new job runs. A change while the job stays suspended is
 // only recorded (applied on resume): upgrading is then false and nothing
 // else is to be done.
-func (s *State[T, S]) RecordSpecChange(spec S, change Change) (upgrading bool, err error) {
+func (s *State[T, S]) recordSpecChange(spec S, change Change) (upgrading bool, err error) {
 	old := s.Recorded
 	spec = spec.Copy()
-	if job, rec := JobOf(&spec), JobOf(&old.Spec); job != nil && rec != nil {
+	if job, rec := jobOf(&spec), jobOf(&old.Spec); job != nil && rec != nil {
 		job.SavepointTriggerNonce, job.CheckpointTriggerNonce = rec.SavepointTriggerNonce, rec.CheckpointTriggerNonce
 	}
 	wasSuspended := JobSuspended(&old.Spec)
@@ -42,7 +42,7 @@ func (s *State[T, S]) RecordSpecChange(spec S, change Change) (upgrading bool, e
 	return true, nil
 }
 
-// BeginUpgrade writes the intent to apply the spec RecordSpecChange
+// beginUpgrade writes the intent to apply the spec recordSpecChange
 // recorded (reconciliationStatus UPGRADING with it) together with what the
 // stop of the old job needs: the state the new job restores from when it
 // is known now, and jobStatus SUSPENDED when there is nothing to stop.
@@ -50,7 +50,7 @@ func (s *State[T, S]) RecordSpecChange(spec S, change Change) (upgrading bool, e
 // savepointRedeployNonce change, or for a resume the state resumeFrom
 // chose. The controller's continueUpgrade then goes as far as one status
 // write allows.
-func (s *State[T, S]) BeginUpgrade(ctx context.Context, change Change, restore string) error {
+func (s *State[T, S]) beginUpgrade(ctx context.Context, change Change, restore string) error {
 	spec := &s.Recorded.Spec
 	encoded, err := lifecycle.Encode(*spec, s.Recorded.Meta.FirstDeployment)
 	if err != nil {
@@ -65,9 +65,9 @@ func (s *State[T, S]) BeginUpgrade(ctx context.Context, change Change, restore s
 	// A legacy savepoint/checkpoint in flight belongs to the job being
 	// stopped: drop it (with its failure event) before the stop reuses the
 	// trigger fields.
-	s.ResetLegacyTriggers()
+	s.resetLegacyTriggers()
 
-	job, mode := JobOf(spec), UpgradeMode(spec)
+	job, mode := jobOf(spec), UpgradeMode(spec)
 	switch {
 	case change == ChangeRedeploy:
 		// Upstream: cancel statelessly, restart from initialSavepointPath
@@ -95,7 +95,7 @@ func (s *State[T, S]) BeginUpgrade(ctx context.Context, change Change, restore s
 		// Best-effort early record of the last state, in the same write as
 		// the intent; the stop refines it once the job can no longer
 		// checkpoint.
-		if path, err := s.LatestState(ctx); err == nil {
+		if path, err := s.latestState(ctx); err == nil {
 			js.UpgradeSavepointPath = path
 		}
 	}
@@ -130,7 +130,7 @@ func (s *State[T, S]) resumeFrom(spec S) (restore string, ok bool) {
 		// Stopped before it had any state to keep.
 		return "", true
 	}
-	job := JobOf(&spec)
+	job := jobOf(&spec)
 	switch {
 	case strings.TrimSpace(job.InitialSavepointPath) != "":
 		p := strings.TrimSpace(job.InitialSavepointPath)
