@@ -12,6 +12,7 @@ import (
 	versioned "github.com/flinkops/flink-operator/pkg/clients/flink"
 	flinkinformers "github.com/flinkops/flink-operator/pkg/generated/informers/externalversions"
 	listers "github.com/flinkops/flink-operator/pkg/generated/listers/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/pernamespace"
 )
 
 // Lookup finds the objects a validation reads besides the object itself: a
@@ -40,11 +41,10 @@ type syncer interface {
 // (one kubectl apply) must not be refused because the watch event of the
 // first has not reached the cache when the second is admitted.
 type ListerLookup struct {
-	all         *namespaceListers
-	byNamespace map[string]*namespaceListers
-	synced      []cache.InformerSynced
-	live        versioned.Interface
-	liveTimeout time.Duration
+	perNamespace pernamespace.View[*namespaceListers]
+	synced       []cache.InformerSynced
+	live         versioned.Interface
+	liveTimeout  time.Duration
 }
 
 type namespaceListers struct {
@@ -56,17 +56,13 @@ type namespaceListers struct {
 // informers from the factories (keyed by namespace, "" = all namespaces),
 // which must not have been started yet, or must be started again after.
 func NewListerLookup(factories map[string]flinkinformers.SharedInformerFactory) *ListerLookup {
-	l := &ListerLookup{byNamespace: map[string]*namespaceListers{}}
+	l := &ListerLookup{}
 	for ns, f := range factories {
 		v := f.Flink().V1beta1()
 		deployments, sessionJobs := v.FlinkDeployments(), v.FlinkSessionJobs()
 		nl := &namespaceListers{deployments: deployments.Lister(), sessionJobs: sessionJobs.Lister()}
 		l.synced = append(l.synced, deployments.Informer().HasSynced, sessionJobs.Informer().HasSynced)
-		if ns == metav1.NamespaceAll {
-			l.all = nl
-		} else {
-			l.byNamespace[ns] = nl
-		}
+		l.perNamespace.Set(ns, nl)
 	}
 	return l
 }
@@ -79,10 +75,8 @@ func (l *ListerLookup) WithLiveFallback(client versioned.Interface, timeout time
 }
 
 func (l *ListerLookup) forNamespace(ns string) *namespaceListers {
-	if l.all != nil {
-		return l.all
-	}
-	return l.byNamespace[ns]
+	nl, _ := l.perNamespace.For(ns)
+	return nl
 }
 
 // Deployment returns the cached FlinkDeployment (read-only).
