@@ -106,6 +106,9 @@ func (p *plan) configMap() (*corev1.ConfigMap, error) {
 		},
 		Data: data,
 	}
+	if p.conf[keyExecutionTarget] == TargetApplication && p.in.EndedToken != "" {
+		cm.Data[EndedJobKey] = p.in.EndedToken
+	}
 	setSpecHash(&cm.ObjectMeta, cm.Data)
 	return cm, nil
 }

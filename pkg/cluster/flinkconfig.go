@@ -40,6 +40,16 @@ type Input struct {
 	// AllowNonRestoredState adds --allowNonRestoredState. It is ORed with
 	// Spec.Job.AllowNonRestoredState, so callers only set it to force it.
 	AllowNonRestoredState bool
+	// DeployToken identifies the JobManager Deployment of a native
+	// application (a new one for each the operator creates; lowercase
+	// letters, digits and dashes); its ended-job guard matches it
+	// (endedjob.go). "" builds no guard.
+	DeployToken string
+	// EndedToken is the DeployToken of the running JobManager once its job
+	// has ended (FINISHED, FAILED, CANCELED): the ConfigMap records it
+	// (EndedJobKey), so that the JobManager, restarted, does not run the
+	// job again. "" while the job runs, and with HA.
+	EndedToken string
 	// Native builds the JobManager side of a native-mode cluster (Flink's
 	// Kubernetes integration creates the TaskManager pods) instead of a
 	// standalone one; see the package doc. The caller decides how

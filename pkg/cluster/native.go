@@ -404,6 +404,9 @@ func (p *plan) podTemplateConfigMap() (*corev1.ConfigMap, error) {
 // entrypoint passes them through. The string is Flink's, trailing blank
 // included when there are no extra arguments.
 func (p *plan) nativeJobManagerArgs() []string {
+	if p.guardsEndedJob() {
+		return []string{"bash", "-c", endedJobGuard(p.in.DeployToken, p.conf[keyJMEntrypointArgs])}
+	}
 	return []string{"bash", "-c", KubernetesJobManagerScript + " " + p.conf[keyExecutionTarget] + " " + p.conf[keyJMEntrypointArgs]}
 }
 
@@ -443,6 +446,9 @@ func (p *plan) buildNative() (*Cluster, error) {
 // mount (PodTemplateMountDecorator).
 func (p *plan) nativeJobManagerDeployment(configHash string) (*appsv1.Deployment, error) {
 	main := p.jobManagerContainer()
+	if p.guardsEndedJob() {
+		main.Env = append(main.Env, endedJobEnvVar(p.name))
+	}
 	var tmpl *corev1.Pod
 	if p.spec.JobManager != nil {
 		tmpl = p.spec.JobManager.PodTemplate

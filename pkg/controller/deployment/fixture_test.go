@@ -183,6 +183,11 @@ func (f *fixture) jobOf(name string, jm *appsv1.Deployment) (jobID, restore stri
 		return "", ""
 	case cluster.TargetApplication:
 		jobID = conf["$internal.pipeline.job-id"]
+		if token := cluster.DeployTokenOf(jm); token != "" && cm.Data[cluster.EndedJobKey] == token {
+			// The guard of its command (pkg/cluster endedjob.go): a session
+			// JobManager, no job.
+			return "", ""
+		}
 		if f.haRestore != nil && conf["high-availability.type"] == "kubernetes" {
 			if p := f.haRestore(name, jobID); p != "" {
 				return jobID, p

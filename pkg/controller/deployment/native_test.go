@@ -254,7 +254,7 @@ func TestNativeApplicationDeploy(t *testing.T) {
 	if jm.Labels[cluster.LabelType] != cluster.TypeNative || !ownedBy(jm, got) {
 		t.Errorf("JobManager Deployment labels %v, owners %v", jm.Labels, jm.OwnerReferences)
 	}
-	if args := jmArgs(t, jm); len(args) != 3 || args[0] != "bash" || !strings.HasPrefix(args[2], cluster.KubernetesJobManagerScript+" "+cluster.TargetApplication) {
+	if args := jmArgs(t, jm); len(args) != 3 || args[0] != "bash" || !strings.HasSuffix(args[2], "exec "+cluster.KubernetesJobManagerScript+" "+cluster.TargetApplication+" ") {
 		t.Errorf("JobManager args %q", args)
 	}
 	for _, svc := range []string{cluster.RPCServiceName("job"), cluster.RESTServiceName("job")} {

@@ -71,7 +71,7 @@ func (k deploymentJob) NextJobID() string {
 // Deploy creates the new cluster's objects once the status records it.
 func (k deploymentJob) Deploy(ctx context.Context, jobID, restore string) bool {
 	sc, st := k.sc, &k.sc.Obj.Status
-	built, err := k.c.build(sc, sc.Recorded.Spec, jobID, restore, k.c.CurrentConfig())
+	built, err := k.c.build(sc, sc.Recorded.Spec, jobID, restore, k.c.CurrentConfig(), newDeployToken(jobID, sc.Now), "")
 	if err != nil {
 		sc.Fail(jobengine.ReasonUpgradeFailed, "Cannot build the Flink cluster: %v", err)
 		sc.RequeueWithin(jobengine.RetryFailed)
@@ -118,7 +118,8 @@ func (k deploymentJob) Steady(ctx context.Context) (jobengine.SteadyAnswer, erro
 	st := &sc.Obj.Status
 	spec := sc.Recorded.Spec
 	app := spec.Job != nil
-	built, err := c.build(sc, spec, st.JobStatus.JobID, st.JobStatus.UpgradeSavepointPath, c.deployedConfig(sc))
+	token, ended := c.steadyTokens(sc)
+	built, err := c.build(sc, spec, st.JobStatus.JobID, st.JobStatus.UpgradeSavepointPath, c.deployedConfig(sc), token, ended)
 	if err != nil {
 		sc.Fail(ReasonDeploymentError, "Cannot build the Flink cluster: %v", err)
 		sc.RequeueWithin(jobengine.RetryFailed)
@@ -141,10 +142,11 @@ func (k deploymentJob) Steady(ctx context.Context) (jobengine.SteadyAnswer, erro
 // build computes the cluster's objects with operator the operator
 // configuration; the JobManager also carries the Flink version it was built
 // for.
-func (c *Controller) build(sc *syncState, spec v1beta1.FlinkDeploymentSpec, jobID, restore string, operator config.Config) (*cluster.Cluster, error) {
+func (c *Controller) build(sc *syncState, spec v1beta1.FlinkDeploymentSpec, jobID, restore string, operator config.Config, token, ended string) (*cluster.Cluster, error) {
 	in := cluster.Input{Deployment: sc.Obj, Spec: spec, OperatorConfig: operator, Native: sc.nativeFor(&spec)}
 	if spec.Job != nil {
 		in.JobID, in.RestorePath = jobID, restore
+		in.DeployToken, in.EndedToken = token, ended
 	}
 	built, err := cluster.Build(in)
 	if err != nil {
