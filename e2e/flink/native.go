@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"regexp"
 	"strings"
 )
 
@@ -150,4 +151,40 @@ func splitShellWords(s string) ([]string, error) {
 	}
 	flush()
 	return words, nil
+}
+
+// EndedJobGuard is the operator's guard before a native application
+// JobManager's script (pkg/cluster endedjob.go):
+//
+//	if [ "${VAR:-}" = "<token>" ]; then echo "<message>"; exec <then>; fi; exec <else>
+//
+// bash runs <then> (the session entrypoint) when the variable holds the
+// JobManager Deployment's token, else <else> (the application).
+type EndedJobGuard struct {
+	Var, Token, Message string
+	// Then and Else are native invocations (NativeInvocation's args).
+	Then, Else []string
+}
+
+var endedJobGuard = regexp.MustCompile(`^if \[ "\$\{([A-Za-z_][A-Za-z0-9_]*):-\}" = "([0-9a-z-]+)" \]; then echo "([^"$` + "`" + `\\]*)"; exec ([^;]*); fi; exec ([^;]*)$`)
+
+// SplitEndedJobGuard recognizes args guarded so (nil when they are not).
+func SplitEndedJobGuard(args []string) *EndedJobGuard {
+	if len(args) != 3 || path.Base(args[0]) != "bash" || args[1] != "-c" {
+		return nil
+	}
+	m := endedJobGuard.FindStringSubmatch(args[2])
+	if m == nil {
+		return nil
+	}
+	return &EndedJobGuard{Var: m[1], Token: m[2], Message: m[3],
+		Then: []string{args[0], args[1], m[4]}, Else: []string{args[0], args[1], m[5]}}
+}
+
+// Choose is what bash runs given the container's variables.
+func (g *EndedJobGuard) Choose(env map[string]string) (args []string, ended bool) {
+	if env[g.Var] == g.Token {
+		return g.Then, true
+	}
+	return g.Else, false
 }

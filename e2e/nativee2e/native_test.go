@@ -95,6 +95,9 @@ func TestNativeMode(t *testing.T) {
 			r.step("basic-example", func() { r.basicExample(upstreamBasic) })
 			r.step("counting-ha", r.countingHA)
 			r.step("failed-job-redeployed", r.failedJobRedeployed)
+			if i == len(versions)-1 { // the guard is the same on every line
+				r.step("ended-job-not-rerun", r.endedJobNotRerun)
+			}
 			r.step("session-and-no-pods-serviceaccount", r.sessionAndUnderprivileged)
 		})
 	}

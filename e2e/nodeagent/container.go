@@ -92,6 +92,15 @@ func (w *podWorker) newContainer(spec *corev1.Container, volumes map[string]volu
 	lookup := func(n string) (string, bool) { v, ok := values[n]; return v, ok }
 	command := expandAll(spec.Command, lookup)
 	args := expandAll(spec.Args, lookup)
+	if g := flinkjvm.SplitEndedJobGuard(args); g != nil {
+		// The operator's ended-job guard, as bash would run it with the
+		// container's variables (read when the pod starts: a restart of
+		// the container in the same pod keeps them).
+		var ended bool
+		if args, ended = g.Choose(values); ended {
+			w.logf("container %s: %s", spec.Name, g.Message)
+		}
+	}
 	c.class = Classify(spec, command, args)
 	if w.a.cfg.HostCommands && spec.Image == HostCommandImage {
 		c.class = Classification{Kind: HostCommand}

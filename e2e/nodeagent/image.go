@@ -99,6 +99,9 @@ type Classification struct {
 // invocation it plays that role (a TaskManager is an idle process), otherwise
 // its args are fake-jobmanager flags.
 func Classify(c *corev1.Container, command, args []string) Classification {
+	if g := flinkjvm.SplitEndedJobGuard(args); g != nil {
+		args, _ = g.Choose(nil) // without the container's variables: unset
+	}
 	mode, rest, isFlinkInvocation, err := flinkInvocation(c.Image, command, args)
 	if err != nil {
 		return Classification{Kind: Unsupported, Message: fmt.Sprintf("image %q: %v", c.Image, err)}

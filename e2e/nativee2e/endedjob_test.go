@@ -1,0 +1,123 @@
+package nativee2e
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/cluster"
+)
+
+// endedJobNotRerun: a native application without HA whose job has ended
+// (FAILED: --fail-after, no restarts) keeps its JobManager for
+// jm-deployment.shutdown-ttl; when that JobManager's pod is deleted, the
+// pod its ReplicaSet starts must not run the ended job again (it would,
+// from the restore path in its configuration: issue 36). The operator
+// records the ended job in the cluster's ConfigMap and the new JobManager
+// comes up as a session JobManager: its REST API answers with no job, the
+// resource still reports the ended job, FAILED.
+func (r *run) endedJobNotRerun() {
+	t := r.t
+	const name = "ended"
+	y := r.testJobYAML(name, 1, "    restart-strategy.type: none\n", `    args: ["--rate", "20", "--keys", "2", "--fail-after", "20"]
+    parallelism: 1
+    upgradeMode: stateless
+`)
+	// Without HA, where nothing of Flink's own says the job has ended.
+	y = replaceOnce(t, y, "    high-availability.type: kubernetes\n", "")
+	y = replaceOnce(t, y, "    high-availability.storageDir: file://"+r.data+"/ha\n", "")
+	t0 := time.Now()
+	r.apply(y)
+	failed := r.waitDeployment(name, 3*time.Minute, "job FAILED (--fail-after, no restarts)", func(d *v1beta1.FlinkDeployment) bool {
+		return d.Status.JobStatus.JobID != "" && d.Status.JobStatus.State == v1beta1.JobStatusFailed
+	})
+	jobID := failed.Status.JobStatus.JobID
+	jm, err := r.Kube.AppsV1().Deployments(r.ns).Get(r.Ctx, cluster.JobManagerDeploymentName(name), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := cluster.DeployTokenOf(jm)
+	if token == "" {
+		t.Fatalf("JobManager Deployment %s without the ended-job guard: %q", jm.Name, jm.Spec.Template.Spec.Containers[0].Args)
+	}
+	r.WaitFor(t, time.Minute, "the ended job recorded in ConfigMap "+cluster.ConfigMapName(name), func() (bool, string) {
+		cm, err := r.Kube.CoreV1().ConfigMaps(r.ns).Get(r.Ctx, cluster.ConfigMapName(name), metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return cm.Data[cluster.EndedJobKey] == token, fmt.Sprintf("%s=%q, want %q", cluster.EndedJobKey, cm.Data[cluster.EndedJobKey], token)
+	})
+	t.Logf("%s: %s: job %s FAILED and recorded %s after the apply", r.version, name, jobID, time.Since(t0).Round(100*time.Millisecond))
+
+	sel := metav1.ListOptions{LabelSelector: cluster.LabelApp + "=" + name + "," + cluster.LabelComponent + "=" + cluster.ComponentJobManager}
+	pods, err := r.Kube.CoreV1().Pods(r.ns).List(r.Ctx, sel)
+	if err != nil || len(pods.Items) != 1 {
+		t.Fatalf("JobManager pods of %s: %v %v", name, podNames(pods), err)
+	}
+	old := pods.Items[0].Name
+	t0 = time.Now()
+	r.kubectl("delete", "pod", old, "-n", r.ns)
+	var jobs struct {
+		Jobs []struct {
+			ID    string `json:"jid"`
+			State string `json:"state"`
+		} `json:"jobs"`
+	}
+	r.WaitFor(t, 3*time.Minute, "a new JobManager pod answering", func() (bool, string) {
+		l, err := r.Kube.CoreV1().Pods(r.ns).List(r.Ctx, sel)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, p := range l.Items {
+			if p.Name != old && podReady(&p) {
+				return r.FlinkREST(t, r.ns, name).Get(r.Ctx, "/jobs/overview", &jobs) == nil, "REST not answering yet"
+			}
+		}
+		return false, podNames(l)
+	})
+	t.Logf("%s: %s: new JobManager answers %s after the pod's deletion", r.version, name, time.Since(t0).Round(100*time.Millisecond))
+	// The application would have submitted the job within seconds.
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Second) {
+		if err := r.FlinkREST(t, r.ns, name).Get(r.Ctx, "/jobs/overview", &jobs); err != nil {
+			t.Fatalf("new JobManager: %v", err)
+		}
+		if len(jobs.Jobs) > 0 {
+			t.Fatalf("the restarted JobManager runs %+v: the ended job %s ran again", jobs.Jobs, jobID)
+		}
+		d, err := r.Flink.FlinkV1beta1().FlinkDeployments(r.ns).Get(r.Ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if js := d.Status.JobStatus; js.JobID != jobID || js.State != v1beta1.JobStatusFailed {
+			t.Fatalf("after the JobManager's restart the resource reports job %s %s, want %s FAILED", js.JobID, js.State, jobID)
+		}
+	}
+
+	r.kubectl("delete", "flinkdeployment", name, "-n", r.ns, "--wait=false")
+	r.waitGone(name, 2*time.Minute)
+	r.waitClusterGone(name, 2*time.Minute)
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func podNames(l *corev1.PodList) string {
+	if l == nil {
+		return "none"
+	}
+	var out []string
+	for _, p := range l.Items {
+		out = append(out, p.Name+" "+string(p.Status.Phase))
+	}
+	return strings.Join(out, ", ")
+}
