@@ -10,6 +10,7 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 	"github.com/flinkops/flink-operator/pkg/reviewstamp"
 )
 
@@ -82,7 +83,7 @@ func TestCrossNamespaceSnapshotRefNeedsReviewStamp(t *testing.T) {
 			if deps, _ := f.Kube.AppsV1().Deployments(ns).List(f.Ctx, metav1.ListOptions{}); len(deps.Items) != 0 {
 				t.Errorf("%d Deployments created from an unreviewed reference", len(deps.Items))
 			}
-			if !hasEvent(f.Events(), "Warning", jobengine.ReasonValidationError) {
+			if !hasEvent(f.Events(), "Warning", reasons.ReasonValidationError) {
 				t.Error("no Warning ValidationError event")
 			}
 		})

@@ -14,8 +14,8 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/cluster"
 	"github.com/flinkops/flink-operator/pkg/config"
-	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/lifecycle"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -78,7 +78,7 @@ func (c *Controller) syncDeletion(ctx context.Context, key string, cached *v1bet
 	if orphaned {
 		// Orphan propagation left the cluster running: its HA metadata
 		// stays with it (upstream deletes it under the running JobManager).
-		sc.Event(corev1.EventTypeNormal, jobengine.ReasonCleanup, "The pods of %s are left running (%s: Orphan), with its HA ConfigMaps; delete them yourself",
+		sc.Event(corev1.EventTypeNormal, reasons.ReasonCleanup, "The pods of %s are left running (%s: Orphan), with its HA ConfigMaps; delete them yourself",
 			sc.Obj.Name, config.KeyResourceDeletionPropagation)
 	} else {
 		// Upstream deletes the HA metadata on deletion (deleteHaData true),
@@ -86,7 +86,7 @@ func (c *Controller) syncDeletion(ctx context.Context, key string, cached *v1bet
 		// a failed delete keeps the finalizer, and the next sync retries.
 		c.deleteHAConfigMaps(sc)
 	}
-	sc.Event(corev1.EventTypeNormal, jobengine.ReasonCleanup, "Cleaning up FlinkDeployment")
+	sc.Event(corev1.EventTypeNormal, reasons.ReasonCleanup, "Cleaning up FlinkDeployment")
 	c.engine.RemoveFinalizer(sc.State, Finalizer)
 	sc.ForgetDisposalHold()
 	return c.commit(ctx, sc)
@@ -132,7 +132,7 @@ func (c *Controller) shutdownOnDeletion(sc *syncState, savepointOnDeletion bool)
 		return false, orphaned
 	}
 	if !sc.Now.Before(deadline) {
-		sc.Event(corev1.EventTypeWarning, jobengine.ReasonCleanup, "%s of %s still there %s after the deletion (%s: %s); "+
+		sc.Event(corev1.EventTypeWarning, reasons.ReasonCleanup, "%s of %s still there %s after the deletion (%s: %s); "+
 			"removing the finalizer, the garbage collector deletes them through their owner references",
 			left.describe(), sc.Obj.Name, sc.Now.Sub(sc.Obj.DeletionTimestamp.Time).Round(time.Second), config.KeyResourceCleanupTimeout, timeout)
 		return false, orphaned
@@ -321,7 +321,7 @@ func (c *Controller) sessionJobsBlockDeletion(sc *syncState) (bool, error) {
 	slices.Sort(names)
 	msg := fmt.Sprintf("Session cluster %s is kept while FlinkSessionJobs run on it: %s; delete them first (their jobs are stopped through this cluster)",
 		sc.Obj.Name, strings.Join(names, ", "))
-	sc.Fail(jobengine.ReasonCleanup, "%s", msg) // one Warning event while it stays the same
+	sc.Fail(reasons.ReasonCleanup, "%s", msg) // one Warning event while it stays the same
 	sc.RequeueWithin(sc.ReconcileInterval())
 	return true, nil
 }
@@ -367,7 +367,7 @@ func (c *Controller) unmanagedJobsBlockDeletion(ctx context.Context, sc *syncSta
 		return false
 	}
 	slices.Sort(ids)
-	sc.Fail(jobengine.ReasonCleanup, "Session cluster %s is kept while it runs jobs no FlinkSessionJob manages: %s; cancel them first (%s: true)",
+	sc.Fail(reasons.ReasonCleanup, "Session cluster %s is kept while it runs jobs no FlinkSessionJob manages: %s; cancel them first (%s: true)",
 		sc.Obj.Name, strings.Join(ids, ", "), config.KeySessionDeletionBlockOnUnmanagedJobs)
 	sc.RequeueWithin(sc.ReconcileInterval())
 	return true

@@ -11,6 +11,7 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 )
 
 // markDeleted is what `kubectl delete` does to an object with finalizers.
@@ -38,7 +39,7 @@ func TestDeletionWithoutSavepoint(t *testing.T) {
 	if f.stops() != 0 {
 		t.Errorf("savepoint taken without savepoint-on-deletion")
 	}
-	if !hasEvent(f.Events(), "Normal", jobengine.ReasonCleanup) {
+	if !hasEvent(f.Events(), "Normal", reasons.ReasonCleanup) {
 		t.Errorf("no Cleanup event")
 	}
 }
@@ -81,7 +82,7 @@ func TestDeletionSavepointBoundedByTimeout(t *testing.T) {
 	}
 	ev := f.Events()
 	if !slices.ContainsFunc(ev, func(e string) bool {
-		return strings.HasPrefix(e, "Warning "+jobengine.ReasonSavepointError+" ") && strings.Contains(e, "execution.checkpointing.timeout")
+		return strings.HasPrefix(e, "Warning "+reasons.ReasonSavepointError+" ") && strings.Contains(e, "execution.checkpointing.timeout")
 	}) {
 		t.Errorf("no timeout event: %v", ev)
 	}

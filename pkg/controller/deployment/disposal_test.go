@@ -20,9 +20,9 @@ import (
 	"github.com/flinkops/flink-operator/pkg/cluster"
 	"github.com/flinkops/flink-operator/pkg/controller/controllerctx"
 	"github.com/flinkops/flink-operator/pkg/controller/controllertest"
-	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/controller/snapshot"
 	"github.com/flinkops/flink-operator/pkg/flink/fakejm"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 	"github.com/flinkops/flink-operator/pkg/snapshotrules"
 )
 
@@ -422,7 +422,7 @@ func TestDeletionKeepsTheJobManagerForDisposals(t *testing.T) {
 					t.Errorf("JobManager Deployment left after the deletion: %v", err)
 				}
 			}
-			if !hasEvent(events, "Normal", jobengine.ReasonCleanup) {
+			if !hasEvent(events, "Normal", reasons.ReasonCleanup) {
 				t.Errorf("no Cleanup event: %v", events)
 			}
 		})

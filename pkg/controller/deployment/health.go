@@ -10,6 +10,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/flink"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 )
 
 // The cluster health check of application clusters
@@ -136,7 +137,7 @@ func (c *Controller) recoverJobManager(sc *syncState) jobManagerCreate {
 		}
 		if !deploying {
 			sc.Log.Info("Recovering the lost JobManager Deployment", "jobId", js.JobID, "jobState", js.State)
-			sc.Event(corev1.EventTypeWarning, jobengine.ReasonRecoverDeployment, "Recovering lost deployment")
+			sc.Event(corev1.EventTypeWarning, reasons.ReasonRecoverDeployment, "Recovering lost deployment")
 		}
 		// DEPLOYING with a job seen running is a recovery's own Deployment,
 		// not yet in the cache (or the recovery repeated after a crash).

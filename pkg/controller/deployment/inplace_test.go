@@ -14,9 +14,9 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/cluster"
 	"github.com/flinkops/flink-operator/pkg/config"
-	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/flink"
 	"github.com/flinkops/flink-operator/pkg/flink/fakejm"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 )
 
 // In-place scaling (kubernetes.operator.job.upgrade.inplace-scaling.enabled,
@@ -78,7 +78,7 @@ func TestInPlaceScaling(t *testing.T) {
 	if src, sink := got[srcVertex].Parallelism, got[sinkVertex].Parallelism; src != (flink.Parallelism{LowerBound: 1, UpperBound: 3}) || sink != (flink.Parallelism{LowerBound: 1, UpperBound: 1}) {
 		t.Errorf("resource requirements: source %+v, sink %+v", src, sink)
 	}
-	if n := countEvents(f.Events(), "Normal "+jobengine.ReasonScaling+" In-place scaling triggered"); n != 1 {
+	if n := countEvents(f.Events(), "Normal "+reasons.ReasonScaling+" In-place scaling triggered"); n != 1 {
 		t.Errorf("%d Scaling events: %v", n, f.Events())
 	}
 
@@ -158,7 +158,7 @@ func TestInPlaceScalingFallsBackToUpgrade(t *testing.T) {
 			if n := len(jm.RequestsTo(fakejm.RouteResourceRequirementsUpdate)); n != tc.puts {
 				t.Errorf("%d PUTs, want %d", n, tc.puts)
 			}
-			if n := countEvents(f.Events(), "Normal "+jobengine.ReasonScaling+" "); n != 0 {
+			if n := countEvents(f.Events(), "Normal "+reasons.ReasonScaling+" "); n != 0 {
 				t.Errorf("%d Scaling events", n)
 			}
 		})

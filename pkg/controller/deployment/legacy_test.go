@@ -11,9 +11,9 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/controller/controllertest"
-	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/flink/fakejm"
 	"github.com/flinkops/flink-operator/pkg/lifecycle"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 )
 
 // legacyFixture deploys "job" with snapshot resources disabled
@@ -139,7 +139,7 @@ func TestLegacyNonceSavepoint(t *testing.T) {
 	if f.savepointOps() != 1 || len(f.Snapshots()) != 0 || savepointInfo(f.Get("job")).LastPeriodicSavepointTimestamp != 0 {
 		t.Errorf("%d savepoints, %d snapshot resources", f.savepointOps(), len(f.Snapshots()))
 	}
-	if ev := f.Events(); hasEvent(ev, "Warning", jobengine.ReasonSavepointError) {
+	if ev := f.Events(); hasEvent(ev, "Warning", reasons.ReasonSavepointError) {
 		t.Errorf("events %v", ev)
 	}
 }
@@ -275,7 +275,7 @@ func TestSnapshotCRDMissingWarnsOnce(t *testing.T) {
 		f.Step("job")
 	}
 	ev := f.Events()
-	if n := countEvents(ev, "Warning "+jobengine.ReasonSnapshotResourcesDisabled+" "); n != 1 {
+	if n := countEvents(ev, "Warning "+reasons.ReasonSnapshotResourcesDisabled+" "); n != 1 {
 		t.Fatalf("%d SnapshotResourcesDisabled events: %v", n, ev)
 	}
 	if !strings.Contains(strings.Join(ev, "\n"), "kubectl apply --server-side -f manifests/crds/flink.apache.org_flinkstatesnapshots.yaml") {

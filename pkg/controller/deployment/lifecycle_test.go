@@ -14,6 +14,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/flink"
 	"github.com/flinkops/flink-operator/pkg/lifecycle"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 )
 
 func TestFirstDeployFromInitialSavepoint(t *testing.T) {
@@ -81,7 +82,7 @@ func TestFirstDeployFromInitialSavepoint(t *testing.T) {
 		t.Errorf("JobManager runs job %s from %q", p.jobID, p.restore)
 	}
 	ev := f.Events()
-	if !hasEvent(ev, "Normal", jobengine.ReasonSubmit) || !hasEvent(ev, "Normal", jobengine.ReasonJobStatusChanged) {
+	if !hasEvent(ev, "Normal", reasons.ReasonSubmit) || !hasEvent(ev, "Normal", reasons.ReasonJobStatusChanged) {
 		t.Errorf("events %v", ev)
 	}
 }
@@ -231,7 +232,7 @@ func TestBadSpecKeepsLastGoodDeployment(t *testing.T) {
 			ev := f.Events()
 			n := 0
 			for _, e := range ev {
-				if strings.HasPrefix(e, "Warning "+jobengine.ReasonValidationError+" ") {
+				if strings.HasPrefix(e, "Warning "+reasons.ReasonValidationError+" ") {
 					n++
 				}
 			}

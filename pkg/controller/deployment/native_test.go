@@ -22,6 +22,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/flink"
 	"github.com/flinkops/flink-operator/pkg/flink/fakejm"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 )
 
 // nativeFixture is the pod fixture where Kubernetes also plays Flink's
@@ -426,7 +427,7 @@ func TestNativeDeletion(t *testing.T) {
 	if names := f.haConfigMapNames("job"); len(names) != 0 {
 		t.Errorf("HA ConfigMaps %v left", names)
 	}
-	if got.Status.LifecycleState != v1beta1.LifecycleDeleting || !hasEvent(f.Events(), "Normal", jobengine.ReasonCleanup) {
+	if got.Status.LifecycleState != v1beta1.LifecycleDeleting || !hasEvent(f.Events(), "Normal", reasons.ReasonCleanup) {
 		t.Errorf("%s", statusString(got))
 	}
 }
@@ -454,7 +455,7 @@ func TestNativeDeletionNeverHangs(t *testing.T) {
 	if f.Clock.Now().Sub(now.Time) > defaultCleanupTimeout+time.Minute {
 		t.Errorf("deletion took %s", f.Clock.Now().Sub(now.Time))
 	}
-	if !hasEvent(f.Events(), "Warning", jobengine.ReasonCleanup) {
+	if !hasEvent(f.Events(), "Warning", reasons.ReasonCleanup) {
 		t.Errorf("no Warning Cleanup event")
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/flink"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 )
 
 // deploymentDeletes are the propagation policies of the Deployment deletes
@@ -115,7 +116,7 @@ func TestTeardownWaitsForJobManagerPods(t *testing.T) {
 		!strings.Contains(jobengine.ErrorMessage(got.Status.Error), config.KeyResourceCleanupTimeout) || !strings.Contains(jobengine.ErrorMessage(got.Status.Error), old.Name) {
 		t.Fatalf("status %s", statusString(got))
 	}
-	if !hasEvent(f.Events(), "Warning", jobengine.ReasonCleanup) {
+	if !hasEvent(f.Events(), "Warning", reasons.ReasonCleanup) {
 		t.Errorf("no Warning Cleanup event: %v", f.Events())
 	}
 	if err := f.Kube.CoreV1().Pods(ns).Delete(f.Ctx, old.Name, metav1.DeleteOptions{}); err != nil {
@@ -198,7 +199,7 @@ func TestDeletionCleanupTimeout(t *testing.T) {
 			if took := f.Clock.Now().Sub(deletedAt); took > tc.gone {
 				t.Errorf("deletion took %s", took)
 			}
-			if !hasEvent(f.Events(), "Warning", jobengine.ReasonCleanup) {
+			if !hasEvent(f.Events(), "Warning", reasons.ReasonCleanup) {
 				t.Errorf("no Warning Cleanup event")
 			}
 			want := tc.propagation

@@ -16,6 +16,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/controller/snapshotref"
 	"github.com/flinkops/flink-operator/pkg/flink"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 )
 
 // The deployment's part of jobengine.Reconcile (the engine records the
@@ -73,7 +74,7 @@ func (k deploymentJob) Deploy(ctx context.Context, jobID, restore string) bool {
 	sc, st := k.sc, &k.sc.Obj.Status
 	built, err := k.c.build(sc, sc.Recorded.Spec, jobID, restore, k.c.CurrentConfig(), newDeployToken(jobID, sc.Now), "")
 	if err != nil {
-		sc.Fail(jobengine.ReasonUpgradeFailed, "Cannot build the Flink cluster: %v", err)
+		sc.Fail(reasons.ReasonUpgradeFailed, "Cannot build the Flink cluster: %v", err)
 		sc.RequeueWithin(jobengine.RetryFailed)
 		return false
 	}
@@ -93,9 +94,9 @@ func (k deploymentJob) Deploy(ctx context.Context, jobID, restore string) bool {
 		if restore != "" {
 			from = restore
 		}
-		sc.Event(corev1.EventTypeNormal, jobengine.ReasonSubmit, "Deploying job %s from %s", jobID, from)
+		sc.Event(corev1.EventTypeNormal, reasons.ReasonSubmit, "Deploying job %s from %s", jobID, from)
 	} else {
-		sc.Event(corev1.EventTypeNormal, jobengine.ReasonSubmit, "Deploying session cluster")
+		sc.Event(corev1.EventTypeNormal, reasons.ReasonSubmit, "Deploying session cluster")
 	}
 	k.c.ensureObjects(sc, built, deployJobManager)
 	sc.RequeueWithin(sc.ProgressInterval())

@@ -10,6 +10,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/lifecycle"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 )
 
 // suspendLegacy deploys a savepoint-mode job without snapshot resources (as
@@ -104,7 +105,7 @@ func TestResumeWithoutRestorePoint(t *testing.T) {
 				!strings.Contains(msg, lifecycle.ManualRestore) || !strings.Contains(msg, "savepointHistory") {
 				t.Fatalf("resumed with no restore point: %s", statusString(got))
 			}
-			if !hasEvent(f.Events(), "Warning", jobengine.ReasonUpgradeFailed) {
+			if !hasEvent(f.Events(), "Warning", reasons.ReasonUpgradeFailed) {
 				t.Errorf("no UpgradeFailed event: %v", f.Events())
 			}
 

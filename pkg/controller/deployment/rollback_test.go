@@ -16,6 +16,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/flink"
 	"github.com/flinkops/flink-operator/pkg/lifecycle"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 )
 
 // Rollbacks (jobengine/rollback.go) on the fake bench. A "broken" spec is
@@ -155,7 +156,7 @@ func TestRollbackToLastStableSpec(t *testing.T) {
 		t.Errorf("rolled-back job restored from %q (%+v), want the upgrade savepoint %s of job %s", restored, meta, upgradePath, oldJob)
 	}
 	events := f.Events()
-	if n := countEvents(events, "Normal "+jobengine.ReasonRollback+" "); n != 2 {
+	if n := countEvents(events, "Normal "+reasons.ReasonRollback+" "); n != 2 {
 		t.Errorf("%d Rollback events, want 2 (started, done): %v", n, events)
 	}
 
@@ -209,7 +210,7 @@ func TestRollbackOffByDefault(t *testing.T) {
 		!strings.Contains(jobengine.ErrorMessage(got.Status.Error), "not ready") || f.jmImage("job") != brokenImage {
 		t.Errorf("without rollbacks: %s", statusString(got))
 	}
-	if n := countEvents(f.Events(), "Normal "+jobengine.ReasonRollback+" "); n != 0 {
+	if n := countEvents(f.Events(), "Normal "+reasons.ReasonRollback+" "); n != 0 {
 		t.Errorf("%d Rollback events", n)
 	}
 }

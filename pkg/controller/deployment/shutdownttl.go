@@ -8,7 +8,7 @@ import (
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
-	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 )
 
 // shutDownEnded applies kubernetes.operator.jm-deployment.shutdown-ttl
@@ -61,7 +61,7 @@ func (c *Controller) shutDownEnded(sc *syncState) bool {
 		}
 		sc.Log.Info("Removing the JobManager deployment of the terminal application", "jobId", js.JobID, "jobState", js.State,
 			"ttl", ttl, "restorePath", js.UpgradeSavepointPath)
-		sc.Event(corev1.EventTypeNormal, jobengine.ReasonCleanup, "Job %s is %s since %s: shutting its cluster down (%s: %s); an upgrade restarts it from %s",
+		sc.Event(corev1.EventTypeNormal, reasons.ReasonCleanup, "Job %s is %s since %s: shutting its cluster down (%s: %s); an upgrade restarts it from %s",
 			js.JobID, js.State, time.UnixMilli(endedMs).UTC().Format(time.RFC3339), config.KeyJMDeploymentShutdownTTL, ttl, restore)
 	}
 	// Pods Orphan propagation leaves running are not waited for here:

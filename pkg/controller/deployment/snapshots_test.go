@@ -17,6 +17,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/flink"
 	"github.com/flinkops/flink-operator/pkg/lifecycle"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 	"github.com/flinkops/flink-operator/pkg/snapshotrules"
 )
 
@@ -187,7 +188,7 @@ func TestCheckpointsNeedFlink117(t *testing.T) {
 	if n := len(f.Snapshots()); n != 0 {
 		t.Errorf("%d snapshots on Flink 1.16", n)
 	}
-	if ev := f.Events(); !hasEvent(ev, "Warning", jobengine.ReasonCheckpointError) {
+	if ev := f.Events(); !hasEvent(ev, "Warning", reasons.ReasonCheckpointError) {
 		t.Errorf("events %v", ev)
 	}
 	rec, _ := lifecycle.Decode[v1beta1.FlinkDeploymentSpec](f.Get("job").Status.ReconciliationStatus.LastReconciledSpec)
@@ -387,7 +388,7 @@ func TestSnapshotResourcesDisabled(t *testing.T) {
 	if n := len(f.Snapshots()); n != 0 {
 		t.Errorf("%d snapshots created with snapshot resources disabled", n)
 	}
-	if ev := f.Events(); hasEvent(ev, "Warning", jobengine.ReasonSavepointError) {
+	if ev := f.Events(); hasEvent(ev, "Warning", reasons.ReasonSavepointError) {
 		t.Errorf("events %v", ev)
 	}
 	// Legacy mode: the savepoints are in the deprecated status fields.
@@ -541,7 +542,7 @@ func TestBadPeriodicInterval(t *testing.T) {
 	}
 	warnings := 0
 	for _, e := range f.Events() {
-		if strings.HasPrefix(e, "Warning "+jobengine.ReasonValidationError+" ") {
+		if strings.HasPrefix(e, "Warning "+reasons.ReasonValidationError+" ") {
 			warnings++
 		}
 	}

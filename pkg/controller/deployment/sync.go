@@ -10,6 +10,7 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/cluster"
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 )
 
 // Event reasons of this controller alone (the shared ones are jobengine's).
@@ -92,7 +93,7 @@ func (c *Controller) newSync(st *jobengine.State[*v1beta1.FlinkDeployment, v1bet
 	if sc.Cfg, err = c.effectiveConfig(spec); err != nil {
 		// Only the operator configuration can have changed since the spec
 		// was accepted: act on the operator's values and say so.
-		sc.Fail(jobengine.ReasonValidationError, "spec.flinkConfiguration: %v", err)
+		sc.Fail(reasons.ReasonValidationError, "spec.flinkConfiguration: %v", err)
 		sc.Cfg = c.CurrentConfig()
 	}
 	if sc.owned, err = c.owned.objectsOf(sc.Base); err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/cluster"
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/flink"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 )
 
 // Switching in place from the Apache Flink Kubernetes Operator (issue 38):
@@ -220,7 +221,7 @@ func (f *takeoverFixture) deletes() []string {
 func noTakeoverTrouble(t *testing.T, f *takeoverFixture, when string) {
 	t.Helper()
 	events := f.Events()
-	for _, reason := range []string{jobengine.ReasonSpecChanged, ReasonDeploymentError} {
+	for _, reason := range []string{reasons.ReasonSpecChanged, ReasonDeploymentError} {
 		for _, e := range events {
 			if strings.Contains(e, " "+reason+" ") {
 				t.Fatalf("%s: event %q", when, e)

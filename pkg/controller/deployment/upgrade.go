@@ -11,6 +11,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/lifecycle"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 )
 
 // jobKind binds the engine (its Reconcile and stop protocol) to this sync
@@ -146,12 +147,12 @@ func (c *Controller) teardown(sc *syncState) bool {
 	timeout := cleanupTimeout(sc.Cfg)
 	switch {
 	case !left.pending() && len(left.orphaned) > 0:
-		sc.Fail(jobengine.ReasonCleanup, "The new cluster of %s waits for pods of its old cluster that %s Orphan left running: %s; "+
+		sc.Fail(reasons.ReasonCleanup, "The new cluster of %s waits for pods of its old cluster that %s Orphan left running: %s; "+
 			"delete them (or their ReplicaSets): it is not started beside them", sc.Obj.Name, config.KeyResourceDeletionPropagation, strings.Join(left.orphaned, ", "))
 		sc.RequeueWithin(sc.ReconcileInterval()) // and at once when a pod goes
 		return true
 	case left.pending() && !left.since.IsZero() && sc.Now.Sub(left.since) >= timeout:
-		sc.Fail(jobengine.ReasonCleanup, "%s of the old cluster of %s still there more than %s (%s) after their deletion; the new cluster waits for them",
+		sc.Fail(reasons.ReasonCleanup, "%s of the old cluster of %s still there more than %s (%s) after their deletion; the new cluster waits for them",
 			left.describe(), sc.Obj.Name, timeout, config.KeyResourceCleanupTimeout)
 	}
 	sc.RequeueWithin(teardownPoll)

@@ -13,6 +13,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/flink"
 	"github.com/flinkops/flink-operator/pkg/flink/fakejm"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 )
 
 // newArgs is a spec change that needs a redeploy.
@@ -119,7 +120,7 @@ func TestSavepointUpgrade(t *testing.T) {
 		t.Errorf("%d stop-with-savepoint operations, want 1", n)
 	}
 	ev := f.Events()
-	if !hasEvent(ev, "Normal", jobengine.ReasonSpecChanged) || !hasEvent(ev, "Normal", jobengine.ReasonSubmit) {
+	if !hasEvent(ev, "Normal", reasons.ReasonSpecChanged) || !hasEvent(ev, "Normal", reasons.ReasonSubmit) {
 		t.Errorf("events %v", ev)
 	}
 }
@@ -162,7 +163,7 @@ func TestSavepointFailureFallsBackToLastState(t *testing.T) {
 	if n := f.stops(); n != 1 {
 		t.Errorf("%d stop-with-savepoint operations, want 1", n)
 	}
-	if !hasEvent(f.Events(), "Warning", jobengine.ReasonSavepointError) {
+	if !hasEvent(f.Events(), "Warning", reasons.ReasonSavepointError) {
 		t.Errorf("no SavepointError event")
 	}
 	if got := f.Get("job"); got.Status.Error != "" || got.Status.JobStatus.SavepointInfo != nil {
@@ -197,7 +198,7 @@ func TestSavepointFailureWithoutFallbackTearsNothingDown(t *testing.T) {
 	if st, _ := jm.JobState(before.Status.JobStatus.JobID); st != flink.JobRunning {
 		t.Fatalf("old job %s, want RUNNING", st)
 	}
-	if !hasEvent(f.Events(), "Warning", jobengine.ReasonSavepointError) {
+	if !hasEvent(f.Events(), "Warning", reasons.ReasonSavepointError) {
 		t.Errorf("no SavepointError event")
 	}
 
@@ -298,7 +299,7 @@ func TestLastStateUnknownNeedsManualRestore(t *testing.T) {
 	if f.jmDeployment("job").UID != jmUID {
 		t.Fatalf("the cluster was torn down without a known last state")
 	}
-	if !hasEvent(f.Events(), "Warning", jobengine.ReasonUpgradeFailed) {
+	if !hasEvent(f.Events(), "Warning", reasons.ReasonUpgradeFailed) {
 		t.Errorf("no UpgradeFailed event")
 	}
 	// The JobManager answers again: the upgrade goes on from the latest checkpoint.
@@ -323,7 +324,7 @@ func TestFailedJobUpgradedFromLatestCheckpoint(t *testing.T) {
 	if failed.Status.JobStatus.UpgradeSavepointPath != latest || failed.Status.LifecycleState != v1beta1.LifecycleFailed {
 		t.Fatalf("failed job: %s, want its latest checkpoint %s recorded", statusString(failed), latest)
 	}
-	if !hasEvent(f.Events(), "Warning", jobengine.ReasonJobStatusChanged) {
+	if !hasEvent(f.Events(), "Warning", reasons.ReasonJobStatusChanged) {
 		t.Errorf("no JobStatusChanged warning")
 	}
 	f.edit("job", newArgs)
@@ -363,7 +364,7 @@ func TestFailedJobWithUnaddressableCheckpoints(t *testing.T) {
 				return d.Status.JobStatus.State == v1beta1.JobStatusFailed
 			})
 			manual := strings.Contains(jobengine.ErrorMessage(failed.Status.Error), "Manual restore required")
-			event := hasEvent(f.Events(), "Warning", jobengine.ReasonUpgradeFailed)
+			event := hasEvent(f.Events(), "Warning", reasons.ReasonUpgradeFailed)
 			if manual != tc.wantManual || event != tc.wantManual {
 				t.Errorf("failed %s job: manual restore in status.error %v, UpgradeFailed event %v; want %v (%s)",
 					tc.mode, manual, event, tc.wantManual, statusString(failed))
@@ -405,7 +406,7 @@ func TestSuspendAndResume(t *testing.T) {
 	if snaps := f.Snapshots(); len(snaps) != 1 || snaps[0].Spec.Savepoint.Path != path {
 		t.Errorf("snapshots %+v, want the suspend savepoint", snaps)
 	}
-	if !hasEvent(f.Events(), "Normal", jobengine.ReasonSuspended) {
+	if !hasEvent(f.Events(), "Normal", reasons.ReasonSuspended) {
 		t.Errorf("no Suspended event")
 	}
 	// Nothing happens while suspended.

@@ -8,6 +8,7 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/lifecycle"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 )
 
 // StopOnDeletion takes one step of stopping the job of a deleted resource
@@ -25,10 +26,10 @@ func (s *State[T, S]) StopOnDeletion(ctx context.Context, k JobKind, savepoint b
 	deadline := s.Obj.GetDeletionTimestamp().Add(timeout)
 	if !s.Now.Before(deadline) {
 		if savepoint {
-			s.Event(corev1.EventTypeWarning, ReasonSavepointError, "No savepoint of job %s within %s of the deletion (%s); deleting without one",
+			s.Event(corev1.EventTypeWarning, reasons.ReasonSavepointError, "No savepoint of job %s within %s of the deletion (%s); deleting without one",
 				js.JobID, timeout, config.FlinkCheckpointTimeout)
 		} else {
-			s.Event(corev1.EventTypeWarning, ReasonCleanup, "Job %s could not be stopped within %s of the deletion (%s); deleting anyway",
+			s.Event(corev1.EventTypeWarning, reasons.ReasonCleanup, "Job %s could not be stopped within %s of the deletion (%s); deleting anyway",
 				js.JobID, timeout, config.FlinkCheckpointTimeout)
 		}
 		lifecycle.ClearStopTrigger(js)
@@ -49,11 +50,11 @@ func (s *State[T, S]) stopOnDeletion(ctx context.Context, k JobKind, savepoint b
 		case o.Pending:
 			return false, nil
 		case o.lost:
-			s.Event(corev1.EventTypeWarning, ReasonSavepointError, "Job %s finished after stop-with-savepoint but its savepoint's path is unknown; %s",
+			s.Event(corev1.EventTypeWarning, reasons.ReasonSavepointError, "Job %s finished after stop-with-savepoint but its savepoint's path is unknown; %s",
 				js.JobID, k.EndOnDeletionDescription())
 			lifecycle.ClearStopTrigger(js)
 		case o.Failure != "":
-			s.Event(corev1.EventTypeWarning, ReasonSavepointError, "%s; %s", o.Failure, k.EndOnDeletionDescription())
+			s.Event(corev1.EventTypeWarning, reasons.ReasonSavepointError, "%s; %s", o.Failure, k.EndOnDeletionDescription())
 			lifecycle.ClearStopTrigger(js)
 		default:
 			// Retried until recorded (bounded by the deadline): the
@@ -79,7 +80,7 @@ func (s *State[T, S]) stopOnDeletion(ctx context.Context, k JobKind, savepoint b
 		return false, nil
 	}
 	if js.State != v1beta1.JobStatusSuspended {
-		s.Event(corev1.EventTypeNormal, ReasonCleanup, "Job %s is %s: no savepoint taken on deletion", js.JobID, k.Describe())
+		s.Event(corev1.EventTypeNormal, reasons.ReasonCleanup, "Job %s is %s: no savepoint taken on deletion", js.JobID, k.Describe())
 	}
 	return k.EndOnDeletion(), nil
 }

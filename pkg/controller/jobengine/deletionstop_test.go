@@ -10,6 +10,7 @@ import (
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 )
 
 // deletionKind is a JobKind whose answers a case sets; it counts the
@@ -63,12 +64,12 @@ func testStopOnDeletion[T Object[T, S], S Spec[S]](t *testing.T, obj func(v1beta
 		{name: "no savepoint: the kind ends the job", kind: deletionKind{ended: true}, wantDone: true, wantEnds: 1},
 		{name: "no savepoint: the kind's end is pending", kind: deletionKind{}, wantEnds: 1},
 		{name: "savepoint, job unreachable: ended without one", savepoint: true, kind: deletionKind{ended: true},
-			wantDone: true, wantEnds: 1, wantEvent: ReasonCleanup + ": Job 0123456789abcdef0123456789abcdef is unreachable (test): no savepoint taken on deletion"},
+			wantDone: true, wantEnds: 1, wantEvent: reasons.ReasonCleanup + ": Job 0123456789abcdef0123456789abcdef is unreachable (test): no savepoint taken on deletion"},
 		{name: "savepoint, job starting: wait for it", savepoint: true, kind: deletionKind{starting: true, ended: true}, wantRequeue: true},
 		{name: "savepoint past the stop timeout", savepoint: true, cfg: config.Config{config.FlinkCheckpointTimeout: timeout}, kind: deletionKind{starting: true},
-			wantDone: true, wantEvent: ReasonSavepointError + ": No savepoint of job 0123456789abcdef0123456789abcdef within 30s of the deletion"},
+			wantDone: true, wantEvent: reasons.ReasonSavepointError + ": No savepoint of job 0123456789abcdef0123456789abcdef within 30s of the deletion"},
 		{name: "stop past the stop timeout", cfg: config.Config{config.FlinkCheckpointTimeout: timeout}, kind: deletionKind{},
-			wantDone: true, wantEvent: ReasonCleanup + ": Job 0123456789abcdef0123456789abcdef could not be stopped within 30s of the deletion"},
+			wantDone: true, wantEvent: reasons.ReasonCleanup + ": Job 0123456789abcdef0123456789abcdef could not be stopped within 30s of the deletion"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := &Engine[T, S]{}

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 	"github.com/flinkops/flink-operator/pkg/snapshotrules"
 )
 
@@ -65,7 +66,7 @@ func (s *State[T, S]) ForgetDisposalHold() { s.e.disposalHolds.Delete(s.Obj.GetU
 // last said of this resource: a wait of many syncs is one event.
 func (s *State[T, S]) sayOnce(typ, msg string) {
 	if said, _ := s.e.disposalHolds.Swap(s.Obj.GetUID(), msg); said != msg {
-		s.Event(typ, ReasonCleanup, "%s", msg)
+		s.Event(typ, reasons.ReasonCleanup, "%s", msg)
 	}
 }
 

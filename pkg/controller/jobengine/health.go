@@ -12,6 +12,7 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/lifecycle"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 )
 
 // Restarts of a deployed job with the same recorded spec, as upstream's
@@ -36,12 +37,6 @@ import (
 //     then it is stopped with a savepoint as an upgrade would be;
 //   - an ended (FAILED) job: the latest checkpoint or savepoint, which
 //     ObserveJob recorded in upgradeSavepointPath when it ended.
-
-// Event reasons of restarts, upstream's.
-const (
-	reasonRestartUnhealthyJob = "RestartUnhealthyJob"
-	ReasonRecoverDeployment   = "RecoverDeployment"
-)
 
 // HealthChecker is the health check of a running job that a Driver's kind
 // has (an application cluster: ClusterHealthInfo in status.clusterInfo;
@@ -71,7 +66,7 @@ func (s *State[T, S]) restartIfNeeded(ctx context.Context, d Driver[S]) (restart
 			from = "empty state"
 		}
 		s.Log.Info("Restarting the failed job", "jobId", st.Job.JobID, "restorePath", st.Job.UpgradeSavepointPath)
-		return true, s.Restart(ctx, d, corev1.EventTypeNormal, ReasonSubmit,
+		return true, s.Restart(ctx, d, corev1.EventTypeNormal, reasons.ReasonSubmit,
 			fmt.Sprintf("Job %s FAILED; restarting it from %s (%s)", st.Job.JobID, from, config.KeyJobRestartFailed))
 	}
 	hc := d.HealthCheck()
@@ -84,7 +79,7 @@ func (s *State[T, S]) restartIfNeeded(ctx context.Context, d Driver[S]) (restart
 		return false, nil
 	}
 	s.Log.Info("Restarting the unhealthy job", "jobId", st.Job.JobID, "reason", why)
-	return true, s.Restart(ctx, d, corev1.EventTypeWarning, reasonRestartUnhealthyJob, why)
+	return true, s.Restart(ctx, d, corev1.EventTypeWarning, reasons.ReasonRestartUnhealthyJob, why)
 }
 
 // Restart records a restart of the deployed job with the recorded spec and

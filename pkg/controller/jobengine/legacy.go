@@ -32,13 +32,9 @@ import (
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/flink"
 	"github.com/flinkops/flink-operator/pkg/lifecycle"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 	"github.com/flinkops/flink-operator/pkg/snapshotrules"
 )
-
-// ReasonSnapshotResourcesDisabled is the Warning each job gets, once per
-// operator process, while the FlinkStateSnapshot CRD is missing, with
-// crdMissingMessage.
-const ReasonSnapshotResourcesDisabled = "SnapshotResourcesDisabled"
 
 // crdMissingMessage says where the job's snapshots go and how to install
 // the CRD.
@@ -55,7 +51,7 @@ const delayMessage = "Delaying job reconciliation until pending savepoint is com
 // the job with this UID, once per operator process.
 func (s *State[T, S]) warnCRDMissing() {
 	if _, seen := s.e.crdWarned.LoadOrStore(s.Obj.GetUID(), struct{}{}); !seen {
-		s.Event(corev1.EventTypeWarning, ReasonSnapshotResourcesDisabled, "%s", crdMissingMessage)
+		s.Event(corev1.EventTypeWarning, reasons.ReasonSnapshotResourcesDisabled, "%s", crdMissingMessage)
 	}
 }
 
@@ -110,7 +106,7 @@ func (s *State[T, S]) legacyReconcile(ctx context.Context, view snapshotrules.Jo
 	case view.CheckpointNonce == nil:
 		cp = nil
 	case !view.CheckpointsSupported && !lifecycle.EqualNonce(view.CheckpointNonce, view.ReconciledCheckpointNonce):
-		s.Event(corev1.EventTypeWarning, ReasonCheckpointError, "Checkpoint failed for checkpointTriggerNonce: %d: manual checkpoints need Flink 1.17+", *view.CheckpointNonce)
+		s.Event(corev1.EventTypeWarning, reasons.ReasonCheckpointError, "Checkpoint failed for checkpointTriggerNonce: %d: manual checkpoints need Flink 1.17+", *view.CheckpointNonce)
 		cp = view.CheckpointNonce
 	}
 	return legacyNonces{Savepoint: sp, Checkpoint: cp, record: true}
@@ -121,7 +117,7 @@ func (s *State[T, S]) legacyReconcile(ctx context.Context, view snapshotrules.Jo
 func (s *State[T, S]) legacyTriggerIfDue(typ string, job snapshotrules.LegacyJob, trigger func(v1beta1.SnapshotTriggerType)) (nonce *int64, manual bool) {
 	due := snapshotrules.LegacyDue(typ, job, s.Now)
 	if due.Warning != "" {
-		s.Fail(ReasonValidationError, "spec.flinkConfiguration: %s", due.Warning)
+		s.Fail(reasons.ReasonValidationError, "spec.flinkConfiguration: %s", due.Warning)
 	}
 	s.RequeueWithin(due.RequeueAfter)
 	if due.Type == "" {
@@ -158,14 +154,14 @@ func (s *State[T, S]) resetLegacyTriggers() {
 		if info.TriggerType != v1beta1.SnapshotTriggerManual {
 			spNonce = nil
 		}
-		s.Event(corev1.EventTypeWarning, ReasonSavepointError, "%s", snapshotrules.LegacyFailureMessage(v1beta1.SnapshotTypeSavepoint, info.TriggerType, spNonce))
+		s.Event(corev1.EventTypeWarning, reasons.ReasonSavepointError, "%s", snapshotrules.LegacyFailureMessage(v1beta1.SnapshotTypeSavepoint, info.TriggerType, spNonce))
 		snapshotrules.ResetLegacySavepointTrigger(info)
 	}
 	if info := js.CheckpointInfo; snapshotrules.LegacyCheckpointPending(info) {
 		if info.TriggerType != v1beta1.SnapshotTriggerManual {
 			cpNonce = nil
 		}
-		s.Event(corev1.EventTypeWarning, ReasonCheckpointError, "%s", snapshotrules.LegacyFailureMessage(v1beta1.SnapshotTypeCheckpoint, info.TriggerType, cpNonce))
+		s.Event(corev1.EventTypeWarning, reasons.ReasonCheckpointError, "%s", snapshotrules.LegacyFailureMessage(v1beta1.SnapshotTypeCheckpoint, info.TriggerType, cpNonce))
 		snapshotrules.ResetLegacyCheckpointTrigger(info)
 	}
 }
@@ -299,7 +295,7 @@ func (s *State[T, S]) legacyObserveSavepoint(ctx context.Context) {
 	}
 	nonce := s.manualNonce(info.TriggerType, func(j *v1beta1.JobSpec) *int64 { return j.SavepointTriggerNonce })
 	s.legacyObserve(ctx, inFlight{
-		typ: v1beta1.SnapshotTypeSavepoint, reason: ReasonSavepointError, graceKey: config.KeySavepointTriggerGracePeriod,
+		typ: v1beta1.SnapshotTypeSavepoint, reason: reasons.ReasonSavepointError, graceKey: config.KeySavepointTriggerGracePeriod,
 		id: &info.TriggerID, triggerType: info.TriggerType, triggered: time.UnixMilli(deref(info.TriggerTimestamp)), nonce: nonce,
 		post: func(id string) { s.legacyPostSavepoint(jobID, id, info.FormatType) },
 		poll: func(ctx context.Context, id string) (outcome, string, any) {
@@ -320,7 +316,7 @@ func (s *State[T, S]) legacyObserveCheckpoint(ctx context.Context) {
 		return
 	}
 	nonce := s.manualNonce(info.TriggerType, func(j *v1beta1.JobSpec) *int64 { return j.CheckpointTriggerNonce })
-	t := inFlight{typ: v1beta1.SnapshotTypeCheckpoint, reason: ReasonCheckpointError, graceKey: config.KeyCheckpointTriggerGracePeriod,
+	t := inFlight{typ: v1beta1.SnapshotTypeCheckpoint, reason: reasons.ReasonCheckpointError, graceKey: config.KeyCheckpointTriggerGracePeriod,
 		id: &info.TriggerID, triggerType: info.TriggerType, triggered: time.UnixMilli(deref(info.TriggerTimestamp)), nonce: nonce}
 	t.post = func(id string) { s.legacyPostCheckpoint(jobID, id, info.FormatType) }
 	t.poll = func(ctx context.Context, id string) (outcome, string, any) {
@@ -424,7 +420,7 @@ func (s *State[T, S]) legacyCleanupHistory(ctx context.Context, view snapshotrul
 	}
 	policy, err := snapshotrules.LegacyHistoryPolicyOf(s.Cfg)
 	if err != nil {
-		s.Fail(ReasonValidationError, "spec.flinkConfiguration: %v", err)
+		s.Fail(reasons.ReasonValidationError, "spec.flinkConfiguration: %v", err)
 		return
 	}
 	completed := 0
@@ -463,7 +459,7 @@ func (s *State[T, S]) legacyDispose(ctx context.Context, path string) bool {
 			return false
 		case res.Failed() && !alreadyGone(res.Failure):
 			s.e.legacyDisposals.Delete(key)
-			s.Event(corev1.EventTypeWarning, reasonCleanupFailed, "Disposing savepoint %s failed: %s; it stays in the savepoint history", path, failureMessage(res.Failure))
+			s.Event(corev1.EventTypeWarning, reasons.ReasonCleanupFailed, "Disposing savepoint %s failed: %s; it stays in the savepoint history", path, failureMessage(res.Failure))
 			s.RequeueWithin(s.ReconcileInterval())
 			return false
 		}

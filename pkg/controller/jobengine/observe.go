@@ -9,6 +9,7 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/flink"
 	"github.com/flinkops/flink-operator/pkg/lifecycle"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 )
 
 // ObserveJob updates jobStatus from s.Job, the job as its JobManager
@@ -51,7 +52,7 @@ func (s *State[T, S]) ObserveJob(ctx context.Context) {
 			// required" for what nobody will ask of it.
 			s.Log.V(1).Info("The ended stateless job's last state cannot be used", "state", state, "err", err)
 		case err != nil:
-			s.Fail(ReasonUpgradeFailed, "Job %s is %s and its last state cannot be used: %v", js.JobID, state, err)
+			s.Fail(reasons.ReasonUpgradeFailed, "Job %s is %s and its last state cannot be used: %v", js.JobID, state, err)
 		case path != js.UpgradeSavepointPath:
 			s.Log.Info("Recorded the last state of the ended job", "state", state, "path", path)
 			js.UpgradeSavepointPath = path
@@ -61,7 +62,7 @@ func (s *State[T, S]) ObserveJob(ctx context.Context) {
 	if state == v1beta1.JobStatusFailed {
 		typ = corev1.EventTypeWarning
 	}
-	s.Event(typ, ReasonJobStatusChanged, "Job status changed from %s to %s", stateOrNew(string(js.State)), state)
+	s.Event(typ, reasons.ReasonJobStatusChanged, "Job status changed from %s to %s", stateOrNew(string(js.State)), state)
 	js.State = state
 	js.UpdateTime = strconv.FormatInt(s.Now.UnixMilli(), 10)
 	if !state.IsGloballyTerminal() && state != v1beta1.JobStatusRunning {

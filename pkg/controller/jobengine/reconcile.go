@@ -10,6 +10,7 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/lifecycle"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 )
 
 // Driver is what a job controller gives Reconcile, bound to one sync: the
@@ -112,7 +113,7 @@ func (s *State[T, S]) Reconcile(ctx context.Context, d Driver[S]) error {
 	switch {
 	case err != nil:
 		// A bad spec is reported; the last good job keeps running.
-		s.Fail(ReasonValidationError, "%v", err)
+		s.Fail(reasons.ReasonValidationError, "%v", err)
 		s.RequeueWithin(s.ProgressInterval())
 	case change == ChangeNonces, !d.CanRun(), waits:
 		// Steady creates manual snapshots once the job runs, and follows
@@ -157,7 +158,7 @@ func (s *State[T, S]) firstDeploy(ctx context.Context, d Driver[S]) error {
 	*st.ObservedGeneration = s.Obj.GetGeneration()
 	spec, cfg, err := d.Validate()
 	if err != nil {
-		s.Fail(ReasonValidationError, "%v", err)
+		s.Fail(reasons.ReasonValidationError, "%v", err)
 		return nil
 	}
 	if !d.CanRun() {
@@ -171,7 +172,7 @@ func (s *State[T, S]) firstDeploy(ctx context.Context, d Driver[S]) error {
 			// Resolved before anything is recorded: a reference that cannot
 			// be used deploys nothing, never a job from empty state.
 			if restore, err = d.RestorePath(job.InitialStateSnapshotRef); err != nil {
-				s.Fail(ReasonValidationError, "%v", err)
+				s.Fail(reasons.ReasonValidationError, "%v", err)
 				s.RequeueWithin(s.ProgressInterval())
 				return nil
 			}
@@ -232,7 +233,7 @@ func (s *State[T, S]) continueUpgrade(ctx context.Context, d Driver[S]) error {
 		if s.Base.JobResourceStatus().Reconciliation.LastReconciledSpec != "" {
 			// Not for a job created suspended: nothing was suspended, and
 			// its first status write is its only write (docs/performance.md).
-			s.Event(corev1.EventTypeNormal, ReasonSuspended, "%s; resuming restores from %s", suspended, what)
+			s.Event(corev1.EventTypeNormal, reasons.ReasonSuspended, "%s; resuming restores from %s", suspended, what)
 		}
 		return nil
 	}

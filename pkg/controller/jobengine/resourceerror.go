@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 )
 
 // status.error of a FlinkDeployment or a FlinkSessionJob is, as upstream
@@ -52,9 +53,9 @@ var deploymentFailureReasons = map[string]bool{
 // exceptionType is upstream's exception class for an error of reason.
 func exceptionType(reason string) string {
 	switch {
-	case reason == ReasonValidationError:
+	case reason == reasons.ReasonValidationError:
 		return typeValidation
-	case reason == ReasonUpgradeFailed:
+	case reason == reasons.ReasonUpgradeFailed:
 		return typeUpgradeFailure
 	case deploymentFailureReasons[reason]:
 		return typeDeploymentFailed

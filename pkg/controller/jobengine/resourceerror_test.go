@@ -9,6 +9,7 @@ import (
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 )
 
 // status.error is upstream's FlinkResourceException JSON, shaped by the
@@ -30,7 +31,7 @@ func TestRenderError(t *testing.T) {
 		name: "no error: empty",
 	}, {
 		name: "a validation error",
-		errs: []syncError{{reason: ReasonValidationError, msg: `spec.job.jarURI "x" <is> & bad`}},
+		errs: []syncError{{reason: reasons.ReasonValidationError, msg: `spec.job.jarURI "x" <is> & bad`}},
 		want: `{"type":"org.apache.flink.kubernetes.operator.exception.ValidationException","message":"spec.job.jarURI \"x\" <is> & bad","additionalMetadata":{},"throwableList":[]}`,
 	}, {
 		name: "a failing pod: DeploymentFailedException with its reason",
@@ -38,11 +39,11 @@ func TestRenderError(t *testing.T) {
 		want: `{"type":"org.apache.flink.kubernetes.operator.exception.DeploymentFailedException","message":"JobManager pod p: CrashLoop","additionalMetadata":{"reason":"CrashLoopBackOff"},"throwableList":[]}`,
 	}, {
 		name: "an upgrade failure",
-		errs: []syncError{{reason: ReasonUpgradeFailed, msg: "cannot"}},
+		errs: []syncError{{reason: reasons.ReasonUpgradeFailed, msg: "cannot"}},
 		want: `{"type":"org.apache.flink.kubernetes.operator.exception.UpgradeFailureException","message":"cannot","additionalMetadata":{},"throwableList":[]}`,
 	}, {
 		name: "several errors: the first's type, every message",
-		errs: []syncError{{reason: ReasonCleanup, msg: "one"}, {reason: ReasonValidationError, msg: "two"}},
+		errs: []syncError{{reason: reasons.ReasonCleanup, msg: "one"}, {reason: reasons.ReasonValidationError, msg: "two"}},
 		want: `{"type":"org.apache.flink.kubernetes.operator.exception.ReconciliationException","message":"one; two","additionalMetadata":{},"throwableList":[]}`,
 	}, {
 		name: "field.max.length cuts type and message",

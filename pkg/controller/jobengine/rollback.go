@@ -9,6 +9,7 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/lifecycle"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 )
 
 // Rollback of an upgrade that does not become stable in time
@@ -34,9 +35,6 @@ import (
 //
 // While the log says ROLLING_BACK or ROLLED_BACK, Recorded is lastStableSpec
 // (what is being deployed or runs) and rolledBackFrom lastReconciledSpec.
-
-// ReasonRollback is upstream's event reason for a rollback.
-const ReasonRollback = "Rollback"
 
 // decodeRollback makes Recorded the spec a rollback deploys or deployed
 // (lastStableSpec) and keeps lastReconciledSpec as rolledBackFrom.
@@ -169,7 +167,7 @@ func (s *State[T, S]) beginRollback(ctx context.Context, d Driver[S]) error {
 	}
 	s.Log.Info("Rolling back failed deployment", "deployedAt", deployedAt, "readinessTimeout", timeout,
 		"jobId", js.JobID, "jobState", js.State, "job", d.Describe())
-	s.Event(corev1.EventTypeNormal, ReasonRollback, "Rolling back failed deployment: the spec deployed at %s was not stable within %s (%s); "+
+	s.Event(corev1.EventTypeNormal, reasons.ReasonRollback, "Rolling back failed deployment: the spec deployed at %s was not stable within %s (%s); "+
 		"redeploying the last stable spec with the job's state", deployedAt.UTC().Format(time.RFC3339), timeout, config.KeyDeploymentReadinessTimeout)
 	return s.continueRollback(ctx, d)
 }
@@ -199,7 +197,7 @@ func (s *State[T, S]) continueRollback(ctx context.Context, d Driver[S]) error {
 		if jobOf(&s.Recorded.Spec) == nil {
 			from = "a new session cluster"
 		}
-		s.Event(corev1.EventTypeNormal, ReasonRollback, "Rolled back to the last stable spec, from %s; the failed spec is not retried until the spec changes", from)
+		s.Event(corev1.EventTypeNormal, reasons.ReasonRollback, "Rolled back to the last stable spec, from %s; the failed spec is not retried until the spec changes", from)
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/flink"
 	"github.com/flinkops/flink-operator/pkg/lifecycle"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 )
 
 // In-place scaling (kubernetes.operator.job.upgrade.inplace-scaling.enabled,
@@ -23,9 +24,6 @@ import (
 // job id. The new spec is then recorded as deployed, as upstream's
 // ReconciliationUtils.updateStatusForDeployedSpec does, in the sync's one
 // status write; whatever cannot be scaled so goes through the upgrade.
-
-// ReasonScaling is the event of an in-place rescale (upstream's).
-const ReasonScaling = "Scaling"
 
 // scaleOnly reports whether current differs from recorded only in the
 // parallelism overrides (and what never needs a redeploy: the nonces, the
@@ -182,6 +180,6 @@ func (s *State[T, S]) scaleInPlace(ctx context.Context, d Driver[S], spec S, cfg
 	st.Reconciliation.ReconciliationTimestamp = s.Now.UnixMilli()
 	s.Recorded = &lifecycle.Reconciled[S]{Spec: spec, Meta: lifecycle.Meta{APIVersion: s.Recorded.Meta.APIVersion}}
 	s.Cfg = cfg
-	s.Event(corev1.EventTypeNormal, ReasonScaling, "In-place scaling triggered")
+	s.Event(corev1.EventTypeNormal, reasons.ReasonScaling, "In-place scaling triggered")
 	return true
 }

@@ -13,6 +13,7 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/lifecycle"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 	"github.com/flinkops/flink-operator/pkg/snapshotrules"
 )
 
@@ -149,11 +150,11 @@ func (s *State[T, S]) reconcileSnapshots(ctx context.Context, in SnapshotInputs)
 	plan, err := snapshotrules.PlanSnapshots(view, s.Now)
 	if err != nil {
 		// Only a configuration that changed under a recorded spec gets here.
-		s.Fail(ReasonValidationError, "Snapshots of job %s/%s: %v", view.Namespace, view.Name, err)
+		s.Fail(reasons.ReasonValidationError, "Snapshots of job %s/%s: %v", view.Namespace, view.Name, err)
 		return nil
 	}
 	for _, w := range plan.Warnings {
-		s.Fail(ReasonValidationError, "spec.flinkConfiguration: %s", w)
+		s.Fail(reasons.ReasonValidationError, "spec.flinkConfiguration: %s", w)
 	}
 	for _, snap := range plan.Create {
 		s.createSnapshot(snap)
@@ -171,7 +172,7 @@ func (s *State[T, S]) reconcileSnapshots(ctx context.Context, in SnapshotInputs)
 	// (said once, then consumed, as upstream).
 	sp, cp, unsupported := snapshotrules.HandledNonces(view, plan)
 	if unsupported {
-		s.Event(corev1.EventTypeWarning, ReasonCheckpointError, "Checkpoint failed for checkpointTriggerNonce: %d: manual checkpoints need Flink 1.17+", *view.CheckpointNonce)
+		s.Event(corev1.EventTypeWarning, reasons.ReasonCheckpointError, "Checkpoint failed for checkpointTriggerNonce: %d: manual checkpoints need Flink 1.17+", *view.CheckpointNonce)
 	}
 	return s.recordNonces(sp, cp)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/flink"
 	"github.com/flinkops/flink-operator/pkg/lifecycle"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 	"github.com/flinkops/flink-operator/pkg/snapshotrules"
 )
 
@@ -128,7 +129,7 @@ func (s *State[T, S]) stopJob(ctx context.Context, k JobKind) (stopped bool, err
 		// retry after a pause, keeping the error visible meanwhile.
 		failedAt := time.UnixMilli(deref(info.TriggerTimestamp))
 		if wait := failedAt.Add(s.ReconcileInterval()).Sub(s.Now); wait > 0 {
-			s.keepError(ReasonSavepointError)
+			s.keepError(reasons.ReasonSavepointError)
 			s.RequeueWithin(wait)
 			return false, nil
 		}
@@ -151,7 +152,7 @@ func (s *State[T, S]) stopJob(ctx context.Context, k JobKind) (stopped bool, err
 		lifecycle.MarkFailedStop(js, s.Now)
 		return s.stopLastState(ctx, k), nil
 	default:
-		s.Fail(ReasonUpgradeFailed, "Job %s is %s and cannot be stopped with a savepoint; %s, "+
+		s.Fail(reasons.ReasonUpgradeFailed, "Job %s is %s and cannot be stopped with a savepoint; %s, "+
 			"so it keeps running and nothing was torn down. The upgrade continues once the job runs again.", js.JobID, k.Describe(), noFallback)
 		s.RequeueWithin(s.ProgressInterval())
 	}
@@ -231,7 +232,7 @@ func (s *State[T, S]) pollStop(ctx context.Context, k JobKind) (bool, error) {
 		return false, nil
 	case o.lost:
 		dir, _ := config.SavepointDir(s.Cfg)
-		s.FailManualRestore(ReasonUpgradeFailed, "Job %s finished after stop-with-savepoint (trigger id %s) but the savepoint's path is unknown (%v). "+
+		s.FailManualRestore(reasons.ReasonUpgradeFailed, "Job %s finished after stop-with-savepoint (trigger id %s) but the savepoint's path is unknown (%v). "+
 			"%s: find the newest savepoint of job %s under %s, set spec.job.initialSavepointPath to it and change spec.job.savepointRedeployNonce",
 			js.JobID, js.SavepointInfo.TriggerID, errSavepointLost, lifecycle.ManualRestore, js.JobID, dir)
 		s.RequeueWithin(RetryFailed)
@@ -286,7 +287,7 @@ func (s *State[T, S]) recordSavepoint(k JobKind, path string) error {
 		lifecycle.RecordLegacySavepoint(info, path, s.Now)
 	}
 	s.Log.Info("Job stopped with a savepoint", "jobId", js.JobID, "triggerId", info.TriggerID, "path", path)
-	s.Event(corev1.EventTypeNormal, ReasonSuspended, "Job %s stopped with savepoint %s", js.JobID, path)
+	s.Event(corev1.EventTypeNormal, reasons.ReasonSuspended, "Job %s stopped with savepoint %s", js.JobID, path)
 	return nil
 }
 
@@ -297,12 +298,12 @@ func (s *State[T, S]) stopFailed(ctx context.Context, k JobKind, msg string) boo
 	js := s.JobStatus()
 	s.Log.Info("Stop-with-savepoint failed", "jobId", js.JobID, "triggerId", js.SavepointInfo.TriggerID, "reason", msg)
 	lifecycle.MarkFailedStop(js, s.Now)
-	s.Event(corev1.EventTypeWarning, ReasonSavepointError, "%s", msg)
+	s.Event(corev1.EventTypeWarning, reasons.ReasonSavepointError, "%s", msg)
 	fallback, noFallback, _ := s.lastStateFallback(ctx, k)
 	if fallback {
 		return s.stopLastState(ctx, k)
 	}
-	s.Fail(ReasonSavepointError, "%s. The job keeps running and nothing was torn down, because %s; retrying in %s",
+	s.Fail(reasons.ReasonSavepointError, "%s. The job keeps running and nothing was torn down, because %s; retrying in %s",
 		msg, noFallback, s.ReconcileInterval())
 	s.RequeueWithin(s.ReconcileInterval())
 	return false
@@ -325,7 +326,7 @@ func (s *State[T, S]) stopLastState(ctx context.Context, k JobKind) bool {
 				s.Cancel()
 				return false
 			case NoLastStateStop:
-				s.Fail(ReasonUpgradeFailed, "Job %s cannot be stopped keeping its latest checkpoint: %s. It keeps running and nothing was stopped; retrying in %s",
+				s.Fail(reasons.ReasonUpgradeFailed, "Job %s cannot be stopped keeping its latest checkpoint: %s. It keeps running and nothing was stopped; retrying in %s",
 					js.JobID, why, s.ReconcileInterval())
 				s.RequeueWithin(s.ReconcileInterval())
 				return false
@@ -339,7 +340,7 @@ func (s *State[T, S]) stopLastState(ctx context.Context, k JobKind) bool {
 			s.RequeueWithin(s.ProgressInterval())
 			return false
 		case err != nil:
-			s.Fail(ReasonUpgradeFailed, "Cannot upgrade job %s: %v", js.JobID, err)
+			s.Fail(reasons.ReasonUpgradeFailed, "Cannot upgrade job %s: %v", js.JobID, err)
 			s.RequeueWithin(RetryFailed)
 			return false
 		}
@@ -351,7 +352,7 @@ func (s *State[T, S]) stopLastState(ctx context.Context, k JobKind) bool {
 		s.finishStop(js.UpgradeSavepointPath)
 		return true
 	}
-	s.FailManualRestore(ReasonUpgradeFailed, "Job %s (last seen %s) is %s, so its last checkpoint cannot be read and nothing was stopped. "+
+	s.FailManualRestore(reasons.ReasonUpgradeFailed, "Job %s (last seen %s) is %s, so its last checkpoint cannot be read and nothing was stopped. "+
 		"%s: set spec.job.initialSavepointPath to the latest checkpoint or savepoint and change spec.job.savepointRedeployNonce, "+
 		"or wait for the JobManager to answer again", js.JobID, js.State, k.Describe(), lifecycle.ManualRestore)
 	s.RequeueWithin(RetryFailed)
@@ -405,7 +406,7 @@ func (s *State[T, S]) markCancelling() {
 	if js.State == v1beta1.JobStatusCancelling {
 		return
 	}
-	s.Event(corev1.EventTypeNormal, ReasonJobStatusChanged, "Job status changed from %s to %s", stateOrNew(string(js.State)), v1beta1.JobStatusCancelling)
+	s.Event(corev1.EventTypeNormal, reasons.ReasonJobStatusChanged, "Job status changed from %s to %s", stateOrNew(string(js.State)), v1beta1.JobStatusCancelling)
 	js.State = v1beta1.JobStatusCancelling
 	js.UpdateTime = strconv.FormatInt(s.Now.UnixMilli(), 10)
 }

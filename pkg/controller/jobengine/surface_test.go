@@ -105,12 +105,11 @@ func receiverType(e ast.Expr) string {
 }
 
 // usedByTests are exported only for the controllers' tests, which assert
-// on what a sync wrote: the message inside status.error and the event
-// reasons. Each must still be used by some test outside the package.
+// on what a sync wrote: the message inside status.error. Each must still
+// be used by some test outside the package. (The event reasons are
+// pkg/reasons'.)
 var usedByTests = map[string]bool{
 	"ErrorMessage": true, "ParseError": true,
-	"ReasonCheckpointError": true, "ReasonSavepointError": true, "ReasonSpecChanged": true, "ReasonSuspended": true,
-	"ReasonRollback": true, "ReasonScaling": true, "ReasonSnapshotResourcesDisabled": true,
 	// deployment's TestClassify.
 	"ChangeSuspended": true, "ChangeSuspend": true, "ChangeRedeploy": true, "ChangeUpgrade": true,
 }

@@ -9,6 +9,7 @@ import (
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/lifecycle"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 	"github.com/flinkops/flink-operator/pkg/snapshotrules"
 )
 
@@ -33,7 +34,7 @@ func (s *State[T, S]) recordSpecChange(spec S, change Change) (upgrading bool, e
 		rs := s.Status().Reconciliation
 		rs.LastReconciledSpec = encoded
 		rs.ReconciliationTimestamp = s.Now.UnixMilli()
-		s.Event(corev1.EventTypeNormal, ReasonSpecChanged, "Spec changed while the job is suspended; it is applied when the job resumes")
+		s.Event(corev1.EventTypeNormal, reasons.ReasonSpecChanged, "Spec changed while the job is suspended; it is applied when the job resumes")
 		s.Recorded = &lifecycle.Reconciled[S]{Spec: spec, Meta: old.Meta}
 		return false, nil
 	}
@@ -77,13 +78,13 @@ func (s *State[T, S]) beginUpgrade(ctx context.Context, change Change, restore s
 			js.UpgradeSavepointPath = restore
 		}
 		js.State = v1beta1.JobStatusSuspended
-		s.Event(corev1.EventTypeNormal, ReasonSpecChanged, "savepointRedeployNonce changed: redeploying from %s", js.UpgradeSavepointPath)
+		s.Event(corev1.EventTypeNormal, reasons.ReasonSpecChanged, "savepointRedeployNonce changed: redeploying from %s", js.UpgradeSavepointPath)
 		return nil
 	case s.wasSuspended:
 		// Resume: the job was stopped and its state recorded at suspend.
 		js.UpgradeSavepointPath = restore
 		js.State = v1beta1.JobStatusSuspended
-		s.Event(corev1.EventTypeNormal, ReasonSpecChanged, "Resuming job (upgradeMode %s)", mode)
+		s.Event(corev1.EventTypeNormal, reasons.ReasonSpecChanged, "Resuming job (upgradeMode %s)", mode)
 		return nil
 	case job == nil || mode == v1beta1.UpgradeModeStateless:
 		// Nothing to keep: the teardown or a cancel ends the job.
@@ -100,9 +101,9 @@ func (s *State[T, S]) beginUpgrade(ctx context.Context, change Change, restore s
 		}
 	}
 	if change == ChangeSuspend {
-		s.Event(corev1.EventTypeNormal, ReasonSuspended, "Suspending the job (upgradeMode %s)", mode)
+		s.Event(corev1.EventTypeNormal, reasons.ReasonSuspended, "Suspending the job (upgradeMode %s)", mode)
 	} else {
-		s.Event(corev1.EventTypeNormal, ReasonSpecChanged, "Spec changed, upgrading (upgradeMode %s)", mode)
+		s.Event(corev1.EventTypeNormal, reasons.ReasonSpecChanged, "Spec changed, upgrading (upgradeMode %s)", mode)
 	}
 	return nil
 }
@@ -134,13 +135,13 @@ func (s *State[T, S]) resumeFrom(spec S) (restore string, ok bool) {
 	switch {
 	case strings.TrimSpace(job.InitialSavepointPath) != "":
 		p := strings.TrimSpace(job.InitialSavepointPath)
-		s.Event(corev1.EventTypeWarning, ReasonUpgradeFailed, "No restore point is recorded for job %s although %s; resuming from spec.job.initialSavepointPath %s", js.JobID, had, p)
+		s.Event(corev1.EventTypeWarning, reasons.ReasonUpgradeFailed, "No restore point is recorded for job %s although %s; resuming from spec.job.initialSavepointPath %s", js.JobID, had, p)
 		return p, true
 	case job.AllowNonRestoredState != nil && *job.AllowNonRestoredState:
-		s.Event(corev1.EventTypeWarning, ReasonUpgradeFailed, "No restore point is recorded for job %s although %s; resuming from empty state as spec.job.allowNonRestoredState allows", js.JobID, had)
+		s.Event(corev1.EventTypeWarning, reasons.ReasonUpgradeFailed, "No restore point is recorded for job %s although %s; resuming from empty state as spec.job.allowNonRestoredState allows", js.JobID, had)
 		return "", true
 	}
-	s.FailManualRestore(ReasonUpgradeFailed, "Cannot resume job %s: %s, but neither status.jobStatus.upgradeSavepointPath nor savepointInfo.lastSavepoint names a state to restore, "+
+	s.FailManualRestore(reasons.ReasonUpgradeFailed, "Cannot resume job %s: %s, but neither status.jobStatus.upgradeSavepointPath nor savepointInfo.lastSavepoint names a state to restore, "+
 		"and it is never started from empty state unasked. %s: set spec.job.initialSavepointPath to the state to resume from, "+
 		"or set spec.job.allowNonRestoredState: true to start from empty state", js.JobID, had, lifecycle.ManualRestore)
 	return "", false

@@ -9,6 +9,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/controller/jobmanager"
 	"github.com/flinkops/flink-operator/pkg/flink"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 )
 
 // Retry pacing while the session cluster is missing or unusable: the
@@ -51,7 +52,7 @@ func (sc *syncState) specForConfig() *v1beta1.FlinkSessionJobSpec {
 func (c *Controller) resolveCluster(sc *syncState) bool {
 	ns, name := sc.Obj.Namespace, sc.deploymentName()
 	if name == "" {
-		sc.Fail(jobengine.ReasonValidationError, "spec.deploymentName is required: the name of a session FlinkDeployment in namespace %s", ns)
+		sc.Fail(reasons.ReasonValidationError, "spec.deploymentName is required: the name of a session FlinkDeployment in namespace %s", ns)
 		return false
 	}
 	dep, err := c.Caches.Deployment(ns, name)
@@ -74,7 +75,7 @@ func (c *Controller) resolveCluster(sc *syncState) bool {
 		cfg, err = jobmanager.EffectiveConfig(cfg, sc.specForConfig().FlinkConfiguration)
 	}
 	if err != nil {
-		sc.Fail(jobengine.ReasonValidationError, "spec.flinkConfiguration: %v", err)
+		sc.Fail(reasons.ReasonValidationError, "spec.flinkConfiguration: %v", err)
 		return false
 	}
 	objs, err := c.JobManagers.Objects(dep)

@@ -9,6 +9,7 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 	"github.com/flinkops/flink-operator/pkg/reviewstamp"
 )
 
@@ -77,7 +78,7 @@ func TestCrossNamespaceSnapshotRefNeedsReviewStamp(t *testing.T) {
 				got.Status.JobStatus.JobID != "" || len(f.runs()) != 0 {
 				t.Errorf("status %s, %d runs; want a ValidationError containing %q and no submission", statusString(got), len(f.runs()), tc.want)
 			}
-			if !hasWarning(f.Events(), jobengine.ReasonValidationError) {
+			if !hasWarning(f.Events(), reasons.ReasonValidationError) {
 				t.Error("no Warning ValidationError event")
 			}
 		})

@@ -9,7 +9,7 @@ import (
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
-	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 )
 
 // syncDeletion handles a deleted FlinkSessionJob: its job is stopped on the
@@ -52,7 +52,7 @@ func (c *Controller) syncDeletion(ctx context.Context, key string, cached *v1bet
 		done = !held
 	}
 	if done {
-		sc.Event(corev1.EventTypeNormal, jobengine.ReasonCleanup, "Cleaning up FlinkSessionJob")
+		sc.Event(corev1.EventTypeNormal, reasons.ReasonCleanup, "Cleaning up FlinkSessionJob")
 		c.engine.RemoveFinalizer(sc.State, Finalizer)
 		sc.ForgetDisposalHold()
 	}

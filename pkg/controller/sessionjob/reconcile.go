@@ -10,6 +10,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/controller/snapshotref"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 	"github.com/flinkops/flink-operator/pkg/validation"
 )
 
@@ -102,11 +103,11 @@ func (k sessionJob) Steady(ctx context.Context) (jobengine.SteadyAnswer, error) 
 		case jobengine.UpgradeMode(&spec) == v1beta1.UpgradeModeStateless:
 			// The cluster lost the job (a restart without HA): a stateless
 			// job is simply submitted again, under a new id.
-			sc.Event(corev1.EventTypeWarning, jobengine.ReasonJobStatusChanged, "Job %s is not known to session cluster %s any more (last seen %s); submitting it again",
+			sc.Event(corev1.EventTypeWarning, reasons.ReasonJobStatusChanged, "Job %s is not known to session cluster %s any more (last seen %s); submitting it again",
 				js.JobID, sc.cluster.Name, js.State)
 			return jobengine.SteadyAnswer{Redeploy: true}, nil
 		default:
-			sc.FailManualRestore(jobengine.ReasonUpgradeFailed, "Job %s (last seen %s) is not known to session cluster %s any more, so its last checkpoint cannot be read. "+
+			sc.FailManualRestore(reasons.ReasonUpgradeFailed, "Job %s (last seen %s) is not known to session cluster %s any more, so its last checkpoint cannot be read. "+
 				"%s: set spec.job.initialSavepointPath to its latest checkpoint or savepoint and change spec.job.savepointRedeployNonce",
 				js.JobID, js.State, sc.cluster.Name, manualRestore)
 			sc.RequeueWithin(jobengine.RetryFailed)

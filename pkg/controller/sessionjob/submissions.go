@@ -17,6 +17,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/flink"
 	"github.com/flinkops/flink-operator/pkg/lifecycle"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 )
 
 // Submissions run in the background. Fetching a jar (up to the artifact
@@ -249,7 +250,7 @@ func (c *Controller) gateSubmission(ctx context.Context, key string, sj *v1beta1
 			from = t.restore
 		}
 		log.Info("Submitted job", "cluster", t.cluster, "restorePath", t.restore)
-		c.Recorder.Eventf(sj, corev1.EventTypeNormal, jobengine.ReasonSubmit, "Submitted job %s to session cluster %s from %s", t.id.jobID, t.cluster, from)
+		c.Recorder.Eventf(sj, corev1.EventTypeNormal, reasons.ReasonSubmit, "Submitted job %s to session cluster %s from %s", t.id.jobID, t.cluster, from)
 	case abandoned:
 		// Its outcome no longer matters (a cut-short attempt is no failure
 		// to report or back off from): the sync decides afresh, and if the

@@ -14,8 +14,8 @@ import (
 
 	"github.com/flinkops/flink-operator/pkg/cluster"
 	"github.com/flinkops/flink-operator/pkg/config"
-	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/flink"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 	"github.com/flinkops/flink-operator/pkg/validation"
 )
 
@@ -45,11 +45,11 @@ func (c *Controller) submit(ctx context.Context, sc *syncState) {
 	}
 	conf, err := jobFlinkConfiguration(sc)
 	if err != nil {
-		sc.Fail(jobengine.ReasonValidationError, "spec.flinkConfiguration: %v", err)
+		sc.Fail(reasons.ReasonValidationError, "spec.flinkConfiguration: %v", err)
 		return
 	}
 	if len(conf) > 0 && !sc.version.SupportsJarRunFlinkConfiguration() {
-		sc.Fail(jobengine.ReasonValidationError, "spec.flinkConfiguration of a session job is sent with the submission, which needs Flink 1.17 or newer; session cluster %s runs %s",
+		sc.Fail(reasons.ReasonValidationError, "spec.flinkConfiguration of a session job is sent with the submission, which needs Flink 1.17 or newer; session cluster %s runs %s",
 			sc.deploymentName(), sc.version)
 		return
 	}
@@ -66,7 +66,7 @@ func (c *Controller) submit(ctx context.Context, sc *syncState) {
 	req.FlinkConfiguration = conf
 	policy, err := artifactPolicyFrom(sc.Cfg)
 	if err != nil {
-		sc.Fail(jobengine.ReasonValidationError, "%v", err)
+		sc.Fail(reasons.ReasonValidationError, "%v", err)
 		return
 	}
 

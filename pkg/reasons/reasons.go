@@ -1,0 +1,62 @@
+// Package reasons declares the reason of every Kubernetes Event the
+// operator records, once for the whole operator (issue 32).
+//
+// The names and values are API: users and upstream's e2e scripts select
+// events by reason (kubectl get events --field-selector reason=...), so a
+// value never changes. Where upstream (apache/flink-kubernetes-operator)
+// records the same reason, each group says where; most are its
+// EventRecorder.Reason.
+//
+// The package imports nothing, so every package of the operator can use
+// it without a cycle; pkg/apis does not. reasons_test.go checks that no
+// other production file declares a Reason constant and that no two
+// reasons share a value.
+package reasons
+
+// The job lifecycle of FlinkDeployments and FlinkSessionJobs
+// (pkg/controller/jobengine, and the job controllers' own steps). All are
+// upstream's EventRecorder.Reason: Submit (ApplicationReconciler,
+// SessionJobReconciler), SpecChanged and Rollback
+// (AbstractFlinkResourceReconciler), Suspended (AbstractJobReconciler),
+// JobStatusChanged (JobStatusObserver), Cleanup (FlinkDeploymentController,
+// FlinkSessionJobController), RestartUnhealthyJob and RecoverDeployment
+// (ApplicationReconciler), Scaling (NativeFlinkService's in-place
+// rescale); UpgradeFailed is upstream's as a plain string
+// (AbstractJobReconciler, ApplicationReconciler).
+const (
+	ReasonSubmit           = "Submit"
+	ReasonSpecChanged      = "SpecChanged"
+	ReasonSuspended        = "Suspended"
+	ReasonJobStatusChanged = "JobStatusChanged"
+	ReasonUpgradeFailed    = "UpgradeFailed"
+	ReasonCleanup          = "Cleanup"
+	// ReasonRollback: a rollback started or ended.
+	ReasonRollback = "Rollback"
+	// ReasonRestartUnhealthyJob: a running job found unhealthy is
+	// restarted (kubernetes.operator.cluster.health-check.enabled).
+	ReasonRestartUnhealthyJob = "RestartUnhealthyJob"
+	// ReasonRecoverDeployment: a lost JobManager Deployment is recreated.
+	ReasonRecoverDeployment = "RecoverDeployment"
+	// ReasonScaling is the event of an in-place rescale.
+	ReasonScaling = "Scaling"
+)
+
+// Snapshots and validation, recorded by the job controllers and by the
+// FlinkStateSnapshot controller (pkg/controller/snapshot) alike. All are
+// upstream's EventRecorder.Reason: SavepointError and CheckpointError
+// (SnapshotObserver, FlinkStateSnapshotController), ValidationError (the
+// three controllers' validation), CleanupFailed (FlinkStateSnapshotController,
+// SessionReconciler, AbstractFlinkService; here a savepoint's disposal
+// failed: a deleted snapshot's, or one of the legacy savepoint history).
+const (
+	ReasonSavepointError  = "SavepointError"
+	ReasonCheckpointError = "CheckpointError"
+	ReasonValidationError = "ValidationError"
+	ReasonCleanupFailed   = "CleanupFailed"
+)
+
+// ReasonSnapshotResourcesDisabled is the Warning each job gets, once per
+// operator process, while the FlinkStateSnapshot CRD is missing
+// (pkg/controller/jobengine legacy.go). This operator's own: upstream has
+// no such event.
+const ReasonSnapshotResourcesDisabled = "SnapshotResourcesDisabled"
