@@ -55,6 +55,22 @@ const (
 	ReasonCleanupFailed   = "CleanupFailed"
 )
 
+// The FlinkStateSnapshot controller's own (pkg/controller/snapshot; its
+// events are listed in docs/snapshots.md, "Events and metrics"; it also
+// records SavepointError, CheckpointError, ValidationError and
+// CleanupFailed above). SnapshotAbandoned is upstream's
+// EventRecorder.Reason (FlinkStateSnapshotUtils); the others are this
+// operator's own.
+const (
+	ReasonSnapshotAbandoned = "SnapshotAbandoned"
+	ReasonSnapshotTriggered = "SnapshotTriggered"
+	ReasonSnapshotCompleted = "SnapshotCompleted"
+	ReasonDisposeSkipped    = "DisposeSkipped"
+	// ReasonDisposeDeferred (Normal): a deleted snapshot's savepoint is
+	// still held; its disposal was handed to its job.
+	ReasonDisposeDeferred = "DisposeDeferred"
+)
+
 // ReasonSnapshotResourcesDisabled is the Warning each job gets, once per
 // operator process, while the FlinkStateSnapshot CRD is missing
 // (pkg/controller/jobengine legacy.go). This operator's own: upstream has

@@ -10,6 +10,7 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/flink/fakejm"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 )
 
 // readStats reads the job's checkpoint statistics as any other client of
@@ -137,7 +138,7 @@ func TestCheckpointPathFromLaggingStatistics(t *testing.T) {
 				t.Errorf("path %q, want it to contain %q", got.Status.Path, w.pathHas)
 			}
 			events := f.Events()
-			if n := countEvents(events, ReasonCheckpointError); n != int(w.failures) {
+			if n := countEvents(events, reasons.ReasonCheckpointError); n != int(w.failures) {
 				t.Errorf("%d CheckpointError events, want one per failure (%d): %v", n, w.failures, events)
 			}
 			for _, want := range w.errorHas {

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 	corev1 "k8s.io/api/core/v1"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -63,9 +64,9 @@ func (c *Controller) write(ctx context.Context, base, s *v1beta1.FlinkStateSnaps
 	// write is refused (conflict), so an event emitted before the write
 	// would count one failure twice.
 	if s.Status.Failures > base.Status.Failures {
-		reason := ReasonCheckpointError
+		reason := reasons.ReasonCheckpointError
 		if kindOf(s) == savepoint {
-			reason = ReasonSavepointError
+			reason = reasons.ReasonSavepointError
 		}
 		c.Recorder.Event(s, corev1.EventTypeWarning, reason, s.Status.Error)
 		metrics.SnapshotFailures.WithLabelValues(s.Namespace, string(kindOf(s))).Inc()
@@ -118,10 +119,10 @@ func (c *Controller) stateChanged(_ context.Context, logger klog.Logger, old, s 
 			metrics.SnapshotDuration.WithLabelValues(typ, string(snapshotrules.TriggerType(s))).Observe(c.Clock.Since(triggered).Seconds())
 		}
 		if !snapshotrules.AlreadyExists(s) && c.normalEvents() {
-			c.Recorder.Eventf(s, corev1.EventTypeNormal, ReasonSnapshotCompleted, "%s completed: %s", snapshotrules.Type(s), s.Status.Path)
+			c.Recorder.Eventf(s, corev1.EventTypeNormal, reasons.ReasonSnapshotCompleted, "%s completed: %s", snapshotrules.Type(s), s.Status.Path)
 		}
 	case v1beta1.SnapshotAbandoned:
-		c.Recorder.Event(s, corev1.EventTypeWarning, ReasonSnapshotAbandoned, s.Status.Error)
+		c.Recorder.Event(s, corev1.EventTypeWarning, reasons.ReasonSnapshotAbandoned, s.Status.Error)
 		metrics.SnapshotAbandoned.WithLabelValues(s.Namespace, typ).Inc()
 	}
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/controller/controllerctx"
 	"github.com/flinkops/flink-operator/pkg/controller/jobmanager"
 	"github.com/flinkops/flink-operator/pkg/metrics"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 	"github.com/flinkops/flink-operator/pkg/snapshotrules"
 )
 
@@ -160,7 +161,7 @@ func (c *Controller) snapshotDeleted(obj any) {
 	c.release(key)
 	c.disposals.Delete(key)
 	if s.Status.State == v1beta1.SnapshotInProgress && snapshotrules.DisposeOnDelete(s) {
-		c.Recorder.Eventf(s, corev1.EventTypeWarning, ReasonDisposeSkipped,
+		c.Recorder.Eventf(s, corev1.EventTypeWarning, reasons.ReasonDisposeSkipped,
 			"Snapshot deleted while in progress (trigger id %s); if Flink completes it, its files stay in the savepoint directory", s.Status.TriggerID)
 	}
 	c.enqueueJob(snapshotrules.JobKey(s))

@@ -11,6 +11,7 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/flink"
 	"github.com/flinkops/flink-operator/pkg/flink/fakejm"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 	"github.com/flinkops/flink-operator/pkg/snapshotrules"
 )
 
@@ -198,11 +199,11 @@ func TestReconcileSnapshotDeploymentDoesNotExist(t *testing.T) {
 		t.Fatalf("status %+v", s.Status)
 	}
 	events := f.Events()
-	if countEvents(events, ReasonValidationError) != 1 {
+	if countEvents(events, reasons.ReasonValidationError) != 1 {
 		t.Fatalf("events %v, want one ValidationError", events)
 	}
 	f.MustSync("sp") // same error again: no second event, no write
-	if n := countEvents(f.Events(), ReasonValidationError); n != 0 {
+	if n := countEvents(f.Events(), reasons.ReasonValidationError); n != 0 {
 		t.Errorf("repeated ValidationError event")
 	}
 }
@@ -241,7 +242,7 @@ func TestReconcileJobNotFound(t *testing.T) {
 	if s.Status.State != v1beta1.SnapshotAbandoned || s.Status.Error != want {
 		t.Fatalf("status %+v, want ABANDONED with %q", s.Status, want)
 	}
-	if n := countEvents(f.Events(), ReasonSnapshotAbandoned); n != 1 {
+	if n := countEvents(f.Events(), reasons.ReasonSnapshotAbandoned); n != 1 {
 		t.Errorf("%d SnapshotAbandoned events, want 1", n)
 	}
 }
@@ -256,7 +257,7 @@ func TestReconcileJobNotRunning(t *testing.T) {
 	if s.Status.State != v1beta1.SnapshotAbandoned || s.Status.TriggerID != "" || !strings.HasSuffix(s.Status.Error, "is not running") {
 		t.Fatalf("status %+v", s.Status)
 	}
-	if n := countEvents(f.Events(), ReasonSnapshotAbandoned); n != 1 {
+	if n := countEvents(f.Events(), reasons.ReasonSnapshotAbandoned); n != 1 {
 		t.Errorf("%d SnapshotAbandoned events, want 1", n)
 	}
 	if n := len(jm.RequestsTo(fakejm.RouteSavepointTrigger)); n != 0 {
@@ -287,7 +288,7 @@ func TestReconcileBackoff(t *testing.T) {
 			}
 			break
 		}
-		if n := countEvents(f.Events(), ReasonSavepointError); n != int(limit)+1 {
+		if n := countEvents(f.Events(), reasons.ReasonSavepointError); n != int(limit)+1 {
 			t.Errorf("limit %d: %d SavepointError events, want %d", limit, n, limit+1)
 		}
 	}
@@ -332,7 +333,7 @@ func TestReconcileNewSavepointNoPath(t *testing.T) {
 		t.Fatalf("status %+v", s.Status)
 	}
 	events := f.Events()
-	if countEvents(events, ReasonSavepointError) != 1 || !strings.Contains(events[0], s.Status.Error) {
+	if countEvents(events, reasons.ReasonSavepointError) != 1 || !strings.Contains(events[0], s.Status.Error) {
 		t.Fatalf("events %v", events)
 	}
 	// The job gets a savepoint dir: the retry triggers.
@@ -382,11 +383,11 @@ func TestReconcileNewCheckpointUnsupportedFlinkVersion(t *testing.T) {
 }
 
 func TestReconcileSavepointError(t *testing.T) {
-	testSnapshotFetchError(t, savepointSnap("s", "job"), ReasonSavepointError)
+	testSnapshotFetchError(t, savepointSnap("s", "job"), reasons.ReasonSavepointError)
 }
 
 func TestReconcileCheckpointError(t *testing.T) {
-	testSnapshotFetchError(t, checkpointSnap("s", "job"), ReasonCheckpointError)
+	testSnapshotFetchError(t, checkpointSnap("s", "job"), reasons.ReasonCheckpointError)
 }
 
 // testSnapshotFetchError: with backoffLimit 1 the first error retries with a

@@ -17,6 +17,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/flink"
 	"github.com/flinkops/flink-operator/pkg/metrics"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 	"github.com/flinkops/flink-operator/pkg/snapshotrules"
 )
 
@@ -49,7 +50,7 @@ func (c *Controller) syncDeletion(ctx context.Context, cached *v1beta1.FlinkStat
 	case !snapshotrules.DisposeOnDelete(s):
 		if endedAfterDeletion(s) {
 			// Whoever deleted it saw no path yet: say where the kept files are.
-			c.Recorder.Eventf(s, corev1.EventTypeWarning, ReasonDisposeSkipped,
+			c.Recorder.Eventf(s, corev1.EventTypeWarning, reasons.ReasonDisposeSkipped,
 				"Savepoint deleted while in progress completed at %s; disposeOnDelete is false, so its data is kept", s.Status.Path)
 		}
 		return 0, c.removeFinalizer(ctx, s)
@@ -76,12 +77,12 @@ func (c *Controller) syncDeletion(ctx context.Context, cached *v1beta1.FlinkStat
 	case len(holders) > 0 && now.Before(deadline):
 		return 0, c.handOver(ctx, s, t, terr, holders, start, timeout)
 	case len(holders) > 0:
-		c.Recorder.Eventf(s, corev1.EventTypeWarning, ReasonDisposeSkipped,
+		c.Recorder.Eventf(s, corev1.EventTypeWarning, reasons.ReasonDisposeSkipped,
 			"Savepoint %s is held by %s; its data is kept", path, strings.Join(holders, ", "))
 		c.disposals.Delete(key)
 		return 0, c.removeFinalizer(ctx, s)
 	case !now.Before(deadline):
-		c.Recorder.Eventf(s, corev1.EventTypeWarning, ReasonDisposeSkipped,
+		c.Recorder.Eventf(s, corev1.EventTypeWarning, reasons.ReasonDisposeSkipped,
 			"Could not dispose savepoint within %s (%s); its data is left at %s", timeout, config.KeySnapshotDisposeTimeout, path)
 		metrics.SnapshotDisposeSkipped.WithLabelValues(s.Namespace).Inc()
 		c.disposals.Delete(key)
@@ -142,7 +143,7 @@ func (c *Controller) dispose(ctx context.Context, d disposal) (done bool, retry 
 	retry = min(snapshotrules.PollDelay(now.Sub(d.start)), d.deadline.Sub(now))
 	cleanupFailed := func(format string, args ...any) (bool, time.Duration) {
 		msg := fmt.Sprintf(format, args...)
-		c.Recorder.Event(d.about, corev1.EventTypeWarning, ReasonCleanupFailed, msg)
+		c.Recorder.Event(d.about, corev1.EventTypeWarning, reasons.ReasonCleanupFailed, msg)
 		klog.FromContext(ctx).Info("Disposing savepoint failed, will retry", "path", d.path, "reason", msg, "retryIn", retry)
 		return false, retry
 	}
@@ -192,7 +193,7 @@ func (c *Controller) dispose(ctx context.Context, d disposal) (done bool, retry 
 func (c *Controller) awaitAttempt(ctx context.Context, cached, s *v1beta1.FlinkStateSnapshot) (time.Duration, error) {
 	t, err := c.resolveTarget(s)
 	if err != nil {
-		c.Recorder.Eventf(s, corev1.EventTypeWarning, ReasonDisposeSkipped,
+		c.Recorder.Eventf(s, corev1.EventTypeWarning, reasons.ReasonDisposeSkipped,
 			"Snapshot deleted while in progress (trigger id %s) cannot be followed (%v); if Flink completes it, its files stay in the savepoint directory %s",
 			s.Status.TriggerID, err, requestOf(s, nil).dir)
 		return 0, c.removeFinalizer(ctx, s)

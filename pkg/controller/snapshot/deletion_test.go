@@ -11,6 +11,7 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/flink"
 	"github.com/flinkops/flink-operator/pkg/flink/fakejm"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 )
 
 // Rules of deletion (deletion.go: syncDeletion, awaitAttempt, alreadyGone,
@@ -120,13 +121,13 @@ func TestDisposalSteps(t *testing.T) {
 			}
 			events := f.Events()
 			if tc.want.cleanup == "" {
-				if n := countEvents(events, ReasonCleanupFailed); n != 0 {
+				if n := countEvents(events, reasons.ReasonCleanupFailed); n != 0 {
 					t.Errorf("events %v, want no CleanupFailed", events)
 				}
 			} else if !strings.Contains(strings.Join(events, "\n"), tc.want.cleanup) {
 				t.Errorf("events %v, want a CleanupFailed with %q", events, tc.want.cleanup)
 			}
-			if n := countEvents(events, ReasonDisposeSkipped); n != 0 {
+			if n := countEvents(events, reasons.ReasonDisposeSkipped); n != 0 {
 				t.Errorf("events %v: DisposeSkipped before the dispose timeout", events)
 			}
 			if n := acceptedDisposals(jm); n != tc.want.accepted {
@@ -240,7 +241,7 @@ func TestDeletedInProgressSavepointThatCannotBeFollowed(t *testing.T) {
 		t.Fatalf("requeue %v, released %v: want released at once", d, gone(f, "sp"))
 	}
 	events := f.Events()
-	if countEvents(events, ReasonDisposeSkipped) != 1 || !strings.Contains(events[0], got.Status.TriggerID) ||
+	if countEvents(events, reasons.ReasonDisposeSkipped) != 1 || !strings.Contains(events[0], got.Status.TriggerID) ||
 		!strings.Contains(events[0], "file:///own/dir") {
 		t.Errorf("events %v, want one DisposeSkipped naming trigger id %s and file:///own/dir", events, got.Status.TriggerID)
 	}
@@ -281,7 +282,7 @@ func TestDisposeTimeoutCountsFromTheLaterOfDeletionAndAttemptEnd(t *testing.T) {
 			if !gone(f, "sp") {
 				t.Fatal("not released at the dispose timeout")
 			}
-			if n := countEvents(f.Events(), ReasonDisposeSkipped); n != 1 {
+			if n := countEvents(f.Events(), reasons.ReasonDisposeSkipped); n != 1 {
 				t.Errorf("%d DisposeSkipped events, want 1", n)
 			}
 		})

@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 	"github.com/flinkops/flink-operator/pkg/snapshotrules"
 )
 
@@ -148,7 +149,7 @@ func TestSnapshotDeletedWhileInProgressWarnsAndWakesItsJob(t *testing.T) {
 			f.ctrl.snapshotDeleted(tc.obj)
 
 			events := f.Events()
-			if got := countEvents(events, ReasonDisposeSkipped); got != map[bool]int{true: 1, false: 0}[tc.event] {
+			if got := countEvents(events, reasons.ReasonDisposeSkipped); got != map[bool]int{true: 1, false: 0}[tc.event] {
 				t.Fatalf("events %v, want DisposeSkipped: %v", events, tc.event)
 			}
 			if tc.event && !strings.Contains(events[0], "0123456789abcdef0123456789abcdef") {

@@ -17,6 +17,7 @@ import (
 	flinkcache "github.com/flinkops/flink-operator/pkg/cache"
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/metrics"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 	"github.com/flinkops/flink-operator/pkg/snapshotrules"
 )
 
@@ -39,10 +40,6 @@ import (
 // that long again from when the last of them began its deletion. Crash
 // safe: the record is written before the finalizer goes, and writing it
 // again is a no-op.
-
-// ReasonDisposeDeferred (Normal): a deleted snapshot's savepoint is still
-// held; its disposal was handed to its job.
-const ReasonDisposeDeferred = "DisposeDeferred"
 
 // disposalsKeyPrefix marks, in the queue beside the snapshots' keys, the
 // disposals handed to a job: "disposals:" + its snapshotrules.JobKey.
@@ -71,14 +68,14 @@ func (c *Controller) job(kind v1beta1.JobReferenceKind, ns, name string) (jobObj
 func (c *Controller) handOver(ctx context.Context, s *v1beta1.FlinkStateSnapshot, t *target, terr error, holders []string, start time.Time, timeout time.Duration) error {
 	path, held := s.Status.Path, strings.Join(holders, ", ")
 	if terr != nil || !t.found {
-		c.Recorder.Eventf(s, corev1.EventTypeWarning, ReasonDisposeSkipped, "Savepoint %s is held by %s; its data is kept", path, held)
+		c.Recorder.Eventf(s, corev1.EventTypeWarning, reasons.ReasonDisposeSkipped, "Savepoint %s is held by %s; its data is kept", path, held)
 		return c.removeFinalizer(ctx, s)
 	}
 	entry := flinkcache.PendingDisposal{Path: path, Snapshot: s.Namespace + "/" + s.Name, Since: snapshotrules.FormatTime(start)}
 	if err := c.addPendingDisposal(ctx, t.ref, entry); err != nil {
 		return err // the next sync looks again (a job gone meanwhile: kept, as above)
 	}
-	c.Recorder.Eventf(s, corev1.EventTypeNormal, ReasonDisposeDeferred,
+	c.Recorder.Eventf(s, corev1.EventTypeNormal, reasons.ReasonDisposeDeferred,
 		"Savepoint %s is still held by %s: %s %s/%s disposes of it once they are all being deleted, if that is within %s (%s) of this deletion; otherwise its data is kept",
 		path, held, t.ref.Kind, t.ref.Namespace, t.ref.Name, timeout, config.KeySnapshotDisposeTimeout)
 	klog.FromContext(ctx).Info("Savepoint disposal handed to its job", "snapshot", klog.KObj(s), "path", path,
@@ -179,7 +176,7 @@ func (c *Controller) syncPendingDisposals(ctx context.Context, jobKey string) (t
 		if len(holders) > 0 {
 			deadline := since.Add(timeout)
 			if !now.Before(deadline) {
-				c.Recorder.Eventf(job, corev1.EventTypeWarning, ReasonDisposeSkipped,
+				c.Recorder.Eventf(job, corev1.EventTypeWarning, reasons.ReasonDisposeSkipped,
 					"Savepoint %s of deleted FlinkStateSnapshot %s is still held by %s %s after its deletion (%s); its data is kept",
 					d.Path, d.Snapshot, strings.Join(holders, ", "), timeout, config.KeySnapshotDisposeTimeout)
 				c.disposals.Delete(key)
@@ -197,7 +194,7 @@ func (c *Controller) syncPendingDisposals(ctx context.Context, jobKey string) (t
 		}
 		deadline := start.Add(timeout)
 		if !now.Before(deadline) {
-			c.Recorder.Eventf(job, corev1.EventTypeWarning, ReasonDisposeSkipped,
+			c.Recorder.Eventf(job, corev1.EventTypeWarning, reasons.ReasonDisposeSkipped,
 				"Could not dispose savepoint %s of deleted FlinkStateSnapshot %s within %s (%s); its data is left there",
 				d.Path, d.Snapshot, timeout, config.KeySnapshotDisposeTimeout)
 			metrics.SnapshotDisposeSkipped.WithLabelValues(snapNS).Inc()

@@ -14,6 +14,7 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	flinkcache "github.com/flinkops/flink-operator/pkg/cache"
 	"github.com/flinkops/flink-operator/pkg/flink/fakejm"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 	"github.com/flinkops/flink-operator/pkg/snapshotrules"
 )
 
@@ -241,7 +242,7 @@ func TestDeletedSavepointHeldByJobs(t *testing.T) {
 			took := f.Clock.Since(deleted)
 
 			events := f.Events()
-			if got := countEvents(events, ReasonDisposeDeferred) > 0; got != tc.want.handed {
+			if got := countEvents(events, reasons.ReasonDisposeDeferred) > 0; got != tc.want.handed {
 				t.Errorf("handed over: %v, want %v (events %v)", got, tc.want.handed, events)
 			}
 			disposals := jm.StartedOperations(fakejm.OpDisposal)
@@ -254,7 +255,7 @@ func TestDeletedSavepointHeldByJobs(t *testing.T) {
 			}
 			skipped := ""
 			for _, e := range events {
-				if strings.Contains(e, " "+ReasonDisposeSkipped+" ") {
+				if strings.Contains(e, " "+reasons.ReasonDisposeSkipped+" ") {
 					skipped += e + "\n"
 				}
 			}
@@ -273,7 +274,7 @@ func TestDeletedSavepointHeldByJobs(t *testing.T) {
 			if left := f.disposalsOf(v1beta1.JobReferenceKindDeployment, "job"); len(left) > 0 {
 				t.Errorf("disposals left on the job: %+v", left)
 			}
-			if n := countEvents(events, ReasonCleanupFailed); n > 0 {
+			if n := countEvents(events, reasons.ReasonCleanupFailed); n > 0 {
 				t.Errorf("CleanupFailed events: %v", events)
 			}
 			if took > 12*time.Minute {

@@ -17,6 +17,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/flink"
 	"github.com/flinkops/flink-operator/pkg/flink/fakejm"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 )
 
 // Issue 20 items 1, 6, 10, 11 and 13: each test fails when its rule is
@@ -176,7 +177,7 @@ func TestDeleteInProgressSavepointKeepsFiles(t *testing.T) {
 	events := f.Events()
 	found := false
 	for _, e := range events {
-		found = found || (strings.Contains(e, ReasonDisposeSkipped) && strings.Contains(e, filepath.Base(dirs[0])))
+		found = found || (strings.Contains(e, reasons.ReasonDisposeSkipped) && strings.Contains(e, filepath.Base(dirs[0])))
 	}
 	if !found {
 		t.Errorf("no event names the kept savepoint %s: %v", dirs[0], events)
@@ -242,7 +243,7 @@ func TestSavepointErrorNamesRootCause(t *testing.T) {
 		t.Fatalf("status %+v, want FAILED naming %q", s.Status, want)
 	}
 	events := f.Events()
-	if n := countEvents(events, ReasonSavepointError); n != 1 || !strings.Contains(strings.Join(events, "\n"), want) {
+	if n := countEvents(events, reasons.ReasonSavepointError); n != 1 || !strings.Contains(strings.Join(events, "\n"), want) {
 		t.Errorf("events %v: want one SavepointError naming %q", events, want)
 	}
 }
@@ -309,7 +310,7 @@ func TestSavepointErrorEventsMatchRecordedFailures(t *testing.T) {
 	if s.Status.State != v1beta1.SnapshotFailed || s.Status.Failures != 2 {
 		t.Fatalf("status %+v, want FAILED after 2 failures", s.Status)
 	}
-	if n := countEvents(f.Events(), ReasonSavepointError); n != int(s.Status.Failures) {
+	if n := countEvents(f.Events(), reasons.ReasonSavepointError); n != int(s.Status.Failures) {
 		t.Errorf("%d SavepointError events for failures: %d", n, s.Status.Failures)
 	}
 }
@@ -347,7 +348,7 @@ func TestStoppedJobUnreadableResultNamesDirectory(t *testing.T) {
 	if s.Status.State != v1beta1.SnapshotAbandoned || !strings.Contains(s.Status.Error, dir) || !strings.Contains(s.Status.Error, "is not running") {
 		t.Fatalf("status %+v, want ABANDONED naming %s", s.Status, dir)
 	}
-	if events := f.Events(); countEvents(events, ReasonSnapshotAbandoned) != 1 || !strings.Contains(strings.Join(events, "\n"), dir) {
+	if events := f.Events(); countEvents(events, reasons.ReasonSnapshotAbandoned) != 1 || !strings.Contains(strings.Join(events, "\n"), dir) {
 		t.Errorf("events %v: want one SnapshotAbandoned naming %s", events, dir)
 	}
 

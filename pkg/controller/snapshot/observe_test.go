@@ -11,6 +11,7 @@ import (
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/flink/fakejm"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 )
 
 // Rules of an IN_PROGRESS snapshot (observe.go: observe, poll,
@@ -90,46 +91,46 @@ func TestPollOutcomes(t *testing.T) {
 		{"savepoint status unreachable: poll again", false, func(f *fixture, jm *fakejm.Server) {
 			jm.InjectFault(fakejm.Fault{Route: fakejm.RouteSavepointStatus, Status: http.StatusServiceUnavailable})
 		}, outcome{state: v1beta1.SnapshotInProgress, requeue: 2 * time.Second,
-			events: map[string]int{ReasonSavepointError: 0, ReasonSnapshotCompleted: 0}}},
+			events: map[string]int{reasons.ReasonSavepointError: 0, reasons.ReasonSnapshotCompleted: 0}}},
 		{"savepoint status error answer: a failure", false, func(f *fixture, jm *fakejm.Server) {
 			jm.InjectFault(fakejm.Fault{Route: fakejm.RouteSavepointStatus, Status: http.StatusInternalServerError,
 				Errors: []string{"java.lang.IllegalStateException: broken status"}})
 		}, outcome{state: v1beta1.SnapshotTriggerPending, failures: 1, errorHas: "broken status", requeue: 10 * time.Second,
-			events: map[string]int{ReasonSavepointError: 1}}},
+			events: map[string]int{reasons.ReasonSavepointError: 1}}},
 		{"savepoint failed in Flink: a failure", false, func(f *fixture, jm *fakejm.Server) {
 			jm.FailSavepoints("", "java.io.IOException: disk full")
 		}, outcome{state: v1beta1.SnapshotTriggerPending, failures: 1, errorHas: "savepoint failed: org.apache.flink.runtime.checkpoint.CheckpointException: java.io.IOException: disk full",
-			events: map[string]int{ReasonSavepointError: 1}}},
+			events: map[string]int{reasons.ReasonSavepointError: 1}}},
 		{"savepoint completed", false, func(f *fixture, jm *fakejm.Server) {},
 			outcome{state: v1beta1.SnapshotCompleted, pathSet: true, requeue: -1,
-				events: map[string]int{ReasonSnapshotCompleted: 1, ReasonCheckpointError: 0, ReasonSavepointError: 0}}},
+				events: map[string]int{reasons.ReasonSnapshotCompleted: 1, reasons.ReasonCheckpointError: 0, reasons.ReasonSavepointError: 0}}},
 		{"checkpoint status unreachable: poll again", true, func(f *fixture, jm *fakejm.Server) {
 			jm.InjectFault(fakejm.Fault{Route: fakejm.RouteCheckpointStatus, Status: http.StatusServiceUnavailable})
-		}, outcome{state: v1beta1.SnapshotInProgress, requeue: 2 * time.Second, events: map[string]int{ReasonCheckpointError: 0}}},
+		}, outcome{state: v1beta1.SnapshotInProgress, requeue: 2 * time.Second, events: map[string]int{reasons.ReasonCheckpointError: 0}}},
 		{"checkpoint status error answer: a failure", true, func(f *fixture, jm *fakejm.Server) {
 			jm.InjectFault(fakejm.Fault{Route: fakejm.RouteCheckpointStatus, Status: http.StatusInternalServerError,
 				Errors: []string{"java.lang.IllegalStateException: broken status"}})
 		}, outcome{state: v1beta1.SnapshotTriggerPending, failures: 1, errorHas: "broken status",
-			events: map[string]int{ReasonCheckpointError: 1}}},
+			events: map[string]int{reasons.ReasonCheckpointError: 1}}},
 		{"checkpoint failed in Flink: a failure", true, func(f *fixture, jm *fakejm.Server) {
 			jm.FailCheckpoints("", "java.io.IOException: disk full")
 		}, outcome{state: v1beta1.SnapshotTriggerPending, failures: 1, errorHas: "checkpoint failed: org.apache.flink.runtime.checkpoint.CheckpointException: java.io.IOException: disk full",
-			events: map[string]int{ReasonCheckpointError: 1}}},
+			events: map[string]int{reasons.ReasonCheckpointError: 1}}},
 		{"checkpoint details unreachable: poll again", true, func(f *fixture, jm *fakejm.Server) {
 			jm.InjectFault(fakejm.Fault{Route: fakejm.RouteCheckpointDetails, Status: http.StatusServiceUnavailable})
-		}, outcome{state: v1beta1.SnapshotInProgress, requeue: 2 * time.Second, events: map[string]int{ReasonCheckpointError: 0}}},
+		}, outcome{state: v1beta1.SnapshotInProgress, requeue: 2 * time.Second, events: map[string]int{reasons.ReasonCheckpointError: 0}}},
 		{"checkpoint details not found: the path from the history", true, func(f *fixture, jm *fakejm.Server) {
 			jm.InjectFault(fakejm.Fault{Route: fakejm.RouteCheckpointDetails, Status: http.StatusNotFound})
 		}, outcome{state: v1beta1.SnapshotCompleted, pathSet: true, requeue: -1,
-			events: map[string]int{ReasonCheckpointError: 0, ReasonSnapshotCompleted: 1}}},
+			events: map[string]int{reasons.ReasonCheckpointError: 0, reasons.ReasonSnapshotCompleted: 1}}},
 		{"checkpoint details error answer: a failure, warned", true, func(f *fixture, jm *fakejm.Server) {
 			jm.InjectFault(fakejm.Fault{Route: fakejm.RouteCheckpointDetails, Status: http.StatusInternalServerError,
 				Errors: []string{"java.lang.IllegalStateException: broken statistics"}})
 		}, outcome{state: v1beta1.SnapshotTriggerPending, failures: 1, errorHas: "checkpoint 1 was successful, but failed to fetch its path: ",
-			events: map[string]int{ReasonCheckpointError: 1, ReasonSnapshotCompleted: 0}}},
+			events: map[string]int{reasons.ReasonCheckpointError: 1, reasons.ReasonSnapshotCompleted: 0}}},
 		{"checkpoint completed", true, func(f *fixture, jm *fakejm.Server) {},
 			outcome{state: v1beta1.SnapshotCompleted, pathSet: true, requeue: -1,
-				events: map[string]int{ReasonCheckpointError: 0, ReasonSnapshotCompleted: 1}}},
+				events: map[string]int{reasons.ReasonCheckpointError: 0, reasons.ReasonSnapshotCompleted: 1}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
@@ -251,7 +252,7 @@ func TestJobStoppedSettlesInFlightSnapshots(t *testing.T) {
 			}
 			events := f.Events()
 			if tc.state == v1beta1.SnapshotAbandoned &&
-				(countEvents(events, ReasonSnapshotAbandoned) != 1 || !strings.Contains(strings.Join(events, "\n"), got.Status.Error)) {
+				(countEvents(events, reasons.ReasonSnapshotAbandoned) != 1 || !strings.Contains(strings.Join(events, "\n"), got.Status.Error)) {
 				t.Errorf("events %v, want one SnapshotAbandoned with the status error", events)
 			}
 		})

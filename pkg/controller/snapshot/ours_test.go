@@ -15,6 +15,7 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/flink/fakejm"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 )
 
 // Tests for the lines snapshots.md marks [ours]; each fails without the
@@ -196,7 +197,7 @@ func TestCrossNamespaceReferenceRefusedByDefault(t *testing.T) {
 	if got.Status.State != v1beta1.SnapshotTriggerPending || !strings.Contains(got.Status.Error, config.KeySnapshotCrossNamespaceReferencesEnabled) {
 		t.Fatalf("%+v", got.Status)
 	}
-	if countEvents(f.Events(), ReasonValidationError) != 1 {
+	if countEvents(f.Events(), reasons.ReasonValidationError) != 1 {
 		t.Error("no ValidationError event")
 	}
 	if n := len(jm.Requests()); n != 0 {
@@ -325,12 +326,12 @@ func TestDeletionWithJobManagerDownEndsWithinDisposeTimeout(t *testing.T) {
 		t.Fatalf("deletion took %v, want about the 10 min dispose timeout", took)
 	}
 	events := f.Events()
-	if countEvents(events, ReasonCleanupFailed) == 0 || countEvents(events, ReasonDisposeSkipped) != 1 {
+	if countEvents(events, reasons.ReasonCleanupFailed) == 0 || countEvents(events, reasons.ReasonDisposeSkipped) != 1 {
 		t.Fatalf("events %v", events)
 	}
 	found := false
 	for _, e := range events {
-		found = found || (strings.Contains(e, ReasonDisposeSkipped) && strings.Contains(e, s.Status.Path))
+		found = found || (strings.Contains(e, reasons.ReasonDisposeSkipped) && strings.Contains(e, s.Status.Path))
 	}
 	if !found {
 		t.Errorf("DisposeSkipped does not name the path %s", s.Status.Path)
@@ -375,7 +376,7 @@ func TestRestorePointNeverDisposed(t *testing.T) {
 	if !gone(f, "sp") || jm.StartedOperations(fakejm.OpDisposal) != 0 || !metadataExists(s.Status.Path) {
 		t.Fatal("restore point was disposed or deletion blocked")
 	}
-	if countEvents(f.Events(), ReasonDisposeDeferred) != 1 {
+	if countEvents(f.Events(), reasons.ReasonDisposeDeferred) != 1 {
 		t.Error("no DisposeDeferred event for the held restore point")
 	}
 	if took := f.settleDisposals(v1beta1.JobReferenceKindDeployment, "job"); took < 10*time.Minute || took > 11*time.Minute {
@@ -384,7 +385,7 @@ func TestRestorePointNeverDisposed(t *testing.T) {
 	if jm.StartedOperations(fakejm.OpDisposal) != 0 || !metadataExists(s.Status.Path) {
 		t.Fatal("restore point was disposed")
 	}
-	if countEvents(f.Events(), ReasonDisposeSkipped) != 1 {
+	if countEvents(f.Events(), reasons.ReasonDisposeSkipped) != 1 {
 		t.Error("no DisposeSkipped event for the kept restore point")
 	}
 }
@@ -465,7 +466,7 @@ func TestReferencedSnapshotNeverDisposed(t *testing.T) {
 	}
 	found := false
 	for _, e := range f.Events() {
-		found = found || (strings.Contains(e, ReasonDisposeSkipped) && strings.Contains(e, "FlinkDeployment default/clone"))
+		found = found || (strings.Contains(e, reasons.ReasonDisposeSkipped) && strings.Contains(e, "FlinkDeployment default/clone"))
 	}
 	if !found {
 		t.Error("no DisposeSkipped event naming the referrer")

@@ -10,6 +10,7 @@ import (
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/flink/fakejm"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 )
 
 // Issue 20 item 9: a savepoint named by spec.job.initialSavepointPath of a
@@ -91,7 +92,7 @@ func TestInitialSavepointPathOfUndeployedJobNeverDisposed(t *testing.T) {
 			disposals := jm.StartedOperations(fakejm.OpDisposal)
 			skipped := false
 			for _, e := range f.Events() {
-				skipped = skipped || (strings.Contains(e, ReasonDisposeSkipped) && strings.Contains(e, "restore point"))
+				skipped = skipped || (strings.Contains(e, reasons.ReasonDisposeSkipped) && strings.Contains(e, "restore point"))
 			}
 			if !tc.deployed {
 				if disposals != 0 || !metadataExists(path) {

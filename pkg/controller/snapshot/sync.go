@@ -15,19 +15,8 @@ import (
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 	"github.com/flinkops/flink-operator/pkg/snapshotrules"
-)
-
-// Event reasons (docs/snapshots.md, "Events and metrics").
-const (
-	ReasonSavepointError    = "SavepointError"
-	ReasonCheckpointError   = "CheckpointError"
-	ReasonSnapshotAbandoned = "SnapshotAbandoned"
-	ReasonValidationError   = "ValidationError"
-	ReasonCleanupFailed     = "CleanupFailed"
-	ReasonDisposeSkipped    = "DisposeSkipped"
-	ReasonSnapshotTriggered = "SnapshotTriggered"
-	ReasonSnapshotCompleted = "SnapshotCompleted"
 )
 
 // Requeue pacing for conditions the controller cannot speed up itself; the
@@ -90,7 +79,7 @@ func (c *Controller) Sync(ctx context.Context, key string) (time.Duration, error
 			return requeue, werr
 		}
 		if s.Status.Error != err.Error() {
-			c.Recorder.Event(s, corev1.EventTypeWarning, ReasonValidationError, err.Error())
+			c.Recorder.Event(s, corev1.EventTypeWarning, reasons.ReasonValidationError, err.Error())
 			s.Status.Error = err.Error()
 		}
 		_, err := c.commit(ctx, cached, s, false)

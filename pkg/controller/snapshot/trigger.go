@@ -12,6 +12,7 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/flink"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 	"github.com/flinkops/flink-operator/pkg/snapshotrules"
 )
 
@@ -100,7 +101,7 @@ func (c *Controller) trigger(ctx context.Context, base, s *v1beta1.FlinkStateSna
 		// and re-sends the same id if Flink does not know it.
 		klog.FromContext(ctx).Info("Triggering snapshot failed, will check by trigger id", "triggerId", s.Status.TriggerID, "err", err)
 	} else if c.normalEvents() {
-		c.Recorder.Eventf(s, corev1.EventTypeNormal, ReasonSnapshotTriggered, "Triggered %s of %s with trigger id %s",
+		c.Recorder.Eventf(s, corev1.EventTypeNormal, reasons.ReasonSnapshotTriggered, "Triggered %s of %s with trigger id %s",
 			r.kind, snapshotrules.JobRefString(&t.ref), s.Status.TriggerID)
 	}
 	return base, snapshotrules.MinPollDelay, nil

@@ -15,6 +15,7 @@ import (
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/flink/fakejm"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 	"github.com/flinkops/flink-operator/pkg/snapshotrules"
 )
 
@@ -87,7 +88,7 @@ func TestSnapshotTriggeredEventOnlyWhenFlinkAcceptedTheTrigger(t *testing.T) {
 				t.Fatalf("status %+v, want IN_PROGRESS with a trigger id", s.Status)
 			}
 			events := f.Events()
-			n := countEvents(events, ReasonSnapshotTriggered)
+			n := countEvents(events, reasons.ReasonSnapshotTriggered)
 			if tc.postFail {
 				if n != 0 {
 					t.Errorf("events %v: SnapshotTriggered although the POST failed", events)
@@ -174,7 +175,7 @@ func TestValidationNeedsExactlyOneOfSavepointOrCheckpoint(t *testing.T) {
 			if got.Status.State != v1beta1.SnapshotTriggerPending || !strings.Contains(got.Status.Error, "exactly one of checkpoint or savepoint") {
 				t.Fatalf("status %+v", got.Status)
 			}
-			if n := countEvents(f.Events(), ReasonValidationError); n != 1 {
+			if n := countEvents(f.Events(), reasons.ReasonValidationError); n != 1 {
 				t.Errorf("%d ValidationError events, want 1", n)
 			}
 			if n := len(jm.Requests()); n != 0 {
