@@ -25,9 +25,9 @@ import (
 	"github.com/flinkops/flink-operator/e2e/localcluster"
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/cluster"
-	"github.com/flinkops/flink-operator/pkg/controller/deployment"
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/flink"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 )
 
 const (
@@ -871,7 +871,7 @@ func (r *run) waitDeployment(name string, timeout time.Duration, what string, ok
 // failure's first and last lines; the dumped logs fall in between).
 func (r *run) jobException(d *v1beta1.FlinkDeployment) string {
 	l, err := r.Kube.CoreV1().Events(r.ns).List(r.Ctx, metav1.ListOptions{FieldSelector: fields.Set{
-		"involvedObject.uid": string(d.UID), "reason": deployment.ReasonJobException,
+		"involvedObject.uid": string(d.UID), "reason": reasons.ReasonJobException,
 	}.String()})
 	if err != nil {
 		return "job exception: " + err.Error()

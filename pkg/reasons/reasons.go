@@ -71,6 +71,52 @@ const (
 	ReasonDisposeDeferred = "DisposeDeferred"
 )
 
+// The FlinkDeployment controller's own (pkg/controller/deployment).
+// Missing (AbstractFlinkDeploymentObserver, JobStatusObserver) and
+// JobException (JobStatusObserver; EventUtils reads them back after a
+// restart) are upstream's EventRecorder.Reason, IngressManagement is
+// upstream's IngressUtils.INGRESS_MANAGEMENT; DeploymentError and
+// ServiceAccountError are this operator's own.
+const (
+	// ReasonMissing: the JobManager Deployment is gone and is not
+	// recreated.
+	ReasonMissing = "Missing"
+	// ReasonJobException: a failure in the job's exception history.
+	ReasonJobException = "JobException"
+	// ReasonIngressManagement: kubernetes.operator.ingress.manage is false
+	// and spec.ingress is set.
+	ReasonIngressManagement = "IngressManagement"
+	ReasonDeploymentError   = "DeploymentError"
+	// ReasonServiceAccount: Flink's ServiceAccount of a native cluster is
+	// missing or may not create the TaskManager pods.
+	ReasonServiceAccount = "ServiceAccountError"
+)
+
+// Pod failures of a Flink cluster (pkg/controller/deployment pods.go):
+// the values are Kubernetes' own reasons (a container's waiting or
+// termination reason; Unschedulable is the PodScheduled condition's), used
+// as the event reason as upstream does with a waiting container's reason
+// (DeploymentFailedException, whose CONTAINER_ERROR_REASONS hold the first
+// three; upstream does not report unschedulable pods). The other waiting
+// reasons (ErrImagePull, RunContainerError, CreateContainerConfigError,
+// ...) become event reasons as Kubernetes gives them and are not declared.
+const (
+	ReasonCrashLoopBackOff = "CrashLoopBackOff"
+	ReasonOOMKilled        = "OOMKilled"
+	ReasonImagePull        = "ImagePullBackOff"
+	ReasonUnschedulable    = "Unschedulable"
+)
+
+// The FlinkSessionJob controller's own (pkg/controller/sessionjob); no
+// upstream counterpart.
+const (
+	// ReasonSessionCluster: the session FlinkDeployment is missing,
+	// being deleted, or cannot run session jobs.
+	ReasonSessionCluster = "SessionClusterNotReady"
+	// ReasonSubmitFailed: uploading the jar or submitting the job failed.
+	ReasonSubmitFailed = "SubmitFailed"
+)
+
 // ReasonSnapshotResourcesDisabled is the Warning each job gets, once per
 // operator process, while the FlinkStateSnapshot CRD is missing
 // (pkg/controller/jobengine legacy.go). This operator's own: upstream has

@@ -16,6 +16,7 @@ import (
 
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/flink"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 )
 
 // Job exceptions (upstream's JobStatusObserver.observeJobManagerExceptions):
@@ -26,9 +27,6 @@ import (
 // reported once: the newest timestamp reported is kept in memory per
 // FlinkDeployment and job, and after an operator restart it is read back
 // from the events already recorded (their exception-timestamp annotation).
-
-// ReasonJobException is upstream's event reason for a job exception.
-const ReasonJobException = "JobException"
 
 // AnnotationExceptionTimestamp on a JobException event is the exception's
 // time (upstream's EXCEPTION_TIMESTAMP), as an RFC 3339 instant.
@@ -105,7 +103,7 @@ func (c *Controller) observeExceptions(ctx context.Context, sc *syncState) {
 			break
 		}
 		count++
-		c.Recorder.AnnotatedEventf(sc.Obj, exceptionAnnotations(e, at), corev1.EventTypeWarning, ReasonJobException, "%s", exceptionMessage(e, lines))
+		c.Recorder.AnnotatedEventf(sc.Obj, exceptionAnnotations(e, at), corev1.EventTypeWarning, reasons.ReasonJobException, "%s", exceptionMessage(e, lines))
 	}
 	c.exceptions.m.Store(key, exceptionMark{jobID: jobID, last: time.UnixMilli(entries[0].Timestamp), lastMod: lastMod})
 }
@@ -126,7 +124,7 @@ func (c *Controller) lastReportedException(ctx context.Context, sc *syncState, e
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	list, err := c.Kube.CoreV1().Events(sc.Obj.Namespace).List(ctx, metav1.ListOptions{FieldSelector: fields.Set{
-		"involvedObject.uid": string(sc.Obj.UID), "reason": ReasonJobException,
+		"involvedObject.uid": string(sc.Obj.UID), "reason": reasons.ReasonJobException,
 	}.String()})
 	if err != nil {
 		return time.Time{}, err
@@ -134,7 +132,7 @@ func (c *Controller) lastReportedException(ctx context.Context, sc *syncState, e
 	last := expiry
 	found := false
 	for _, ev := range list.Items {
-		if ev.InvolvedObject.UID != sc.Obj.UID || ev.Reason != ReasonJobException {
+		if ev.InvolvedObject.UID != sc.Obj.UID || ev.Reason != reasons.ReasonJobException {
 			continue
 		}
 		at := ev.CreationTimestamp.Time

@@ -10,12 +10,13 @@ import (
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 )
 
 func jobExceptionEvents(events []string) []string {
 	var out []string
 	for _, e := range events {
-		if strings.HasPrefix(e, corev1.EventTypeWarning+" "+ReasonJobException+" ") {
+		if strings.HasPrefix(e, corev1.EventTypeWarning+" "+reasons.ReasonJobException+" ") {
 			out = append(out, e)
 		}
 	}
@@ -62,7 +63,7 @@ func TestJobExceptionEvents(t *testing.T) {
 			AnnotationExceptionTimestamp: failedAt.UTC().Format(time.RFC3339Nano),
 		}},
 		InvolvedObject: corev1.ObjectReference{Kind: "FlinkDeployment", Name: "app", Namespace: ns, UID: f.Get("app").UID},
-		Reason:         ReasonJobException, Type: corev1.EventTypeWarning,
+		Reason:         reasons.ReasonJobException, Type: corev1.EventTypeWarning,
 	}
 	if _, err := f.Kube.CoreV1().Events(ns).Create(f.Ctx, ev, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

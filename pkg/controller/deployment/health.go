@@ -20,10 +20,6 @@ import (
 // shouldRecoverDeployment. The restart of an unhealthy job is the engine's
 // (jobengine.State.Restart): written ahead, keeping the job's latest state.
 
-// ReasonMissing: the JobManager Deployment is gone and is not recreated
-// (upstream's event reason).
-const ReasonMissing = "Missing"
-
 // observeHealth reads the running job's restart and checkpoint counters
 // from its JobManager and folds them into status.clusterInfo's
 // ClusterHealthInfo, when the health check is on. As upstream, a failure
@@ -125,7 +121,7 @@ func (c *Controller) recoverJobManager(sc *syncState) jobManagerCreate {
 	// the deploy's own, perhaps not in the cache yet.
 	deploying := sc.Base.Status.JobManagerDeploymentStatus == v1beta1.JobManagerDeploying || sc.Base.Status.JobManagerDeploymentStatus == ""
 	if on, err := sc.Cfg.Bool(config.KeyJMDeploymentRecoveryEnabled); err == nil && !on && !deploying {
-		sc.Fail(ReasonMissing, "Missing JobManager deployment; it is not recreated (%s: false)", config.KeyJMDeploymentRecoveryEnabled)
+		sc.Fail(reasons.ReasonMissing, "Missing JobManager deployment; it is not recreated (%s: false)", config.KeyJMDeploymentRecoveryEnabled)
 		return keepJobManager
 	}
 	switch {
@@ -143,7 +139,7 @@ func (c *Controller) recoverJobManager(sc *syncState) jobManagerCreate {
 		// not yet in the cache (or the recovery repeated after a crash).
 		return recreateJobManager
 	}
-	sc.FailManualRestore(ReasonDeploymentError, "JobManager deployment is missing and the job's last state (last seen %s) cannot be read. "+
+	sc.FailManualRestore(reasons.ReasonDeploymentError, "JobManager deployment is missing and the job's last state (last seen %s) cannot be read. "+
 		"Manual restore required: set spec.job.initialSavepointPath to the latest checkpoint or savepoint and change spec.job.savepointRedeployNonce", js.State)
 	sc.RequeueWithin(jobengine.RetryFailed)
 	return keepJobManager

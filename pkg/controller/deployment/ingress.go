@@ -10,6 +10,7 @@ import (
 
 	"github.com/flinkops/flink-operator/pkg/cluster"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 )
 
 // The Ingress of spec.ingress (upstream's IngressUtils.reconcileIngress):
@@ -20,10 +21,6 @@ import (
 // repair, like the Services); when the deployed spec has no ingress, an
 // Ingress this FlinkDeployment controls is deleted; it goes with the
 // FlinkDeployment through its owner reference.
-
-// ReasonIngressManagement is upstream's event reason when
-// kubernetes.operator.ingress.manage is false and spec.ingress is set.
-const ReasonIngressManagement = "IngressManagement"
 
 // manageIngress is kubernetes.operator.ingress.manage (default true).
 func manageIngress(cfg config.Config) bool {
@@ -38,7 +35,7 @@ func (c *Controller) ensureIngress(sc *syncState, built *cluster.Cluster, deploy
 	spec := sc.Recorded.Spec.Ingress
 	if !manageIngress(c.Config) {
 		if spec != nil && deploying {
-			sc.Event(corev1.EventTypeWarning, ReasonIngressManagement, "Ingress management is turned off but ingress set in spec")
+			sc.Event(corev1.EventTypeWarning, reasons.ReasonIngressManagement, "Ingress management is turned off but ingress set in spec")
 		}
 		return
 	}
@@ -60,12 +57,12 @@ func (c *Controller) ensureIngress(sc *syncState, built *cluster.Cluster, deploy
 	}
 	port, err := cluster.RESTPort(built.FlinkConfig)
 	if err != nil {
-		sc.Fail(ReasonDeploymentError, "Cannot build the Ingress: %v", err)
+		sc.Fail(reasons.ReasonDeploymentError, "Cannot build the Ingress: %v", err)
 		return
 	}
 	desired, err := cluster.Ingress(cluster.IngressInput{Deployment: sc.Obj, Spec: spec, Native: built.Native, RESTPort: port})
 	if err != nil {
-		sc.Fail(ReasonDeploymentError, "Cannot build the Ingress: %v", err)
+		sc.Fail(reasons.ReasonDeploymentError, "Cannot build the Ingress: %v", err)
 		return
 	}
 	sc.ensure(objectWrites{desired: desired, live: asObject(live),

@@ -13,6 +13,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/cluster"
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 )
 
 func (f *fixture) ingress(name string) *networkingv1.Ingress {
@@ -134,7 +135,7 @@ func TestIngressManageOff(t *testing.T) {
 		t.Error("Ingress created with ingress.manage=false")
 	}
 	events := f.Events()
-	warnings := slices.DeleteFunc(events, func(e string) bool { return !strings.HasPrefix(e, "Warning "+ReasonIngressManagement+" ") })
+	warnings := slices.DeleteFunc(events, func(e string) bool { return !strings.HasPrefix(e, "Warning "+reasons.ReasonIngressManagement+" ") })
 	if len(warnings) != 1 {
 		t.Errorf("IngressManagement warnings %q, want one (at the deploy)", warnings)
 	}

@@ -332,11 +332,11 @@ func TestNativeTaskManagerPodFailure(t *testing.T) {
 	}
 	f.Step("job")
 	got := f.Get("job")
-	if !strings.Contains(jobengine.ErrorMessage(got.Status.Error), "TaskManager pod job-taskmanager-1-1") || !strings.Contains(jobengine.ErrorMessage(got.Status.Error), ReasonImagePull) {
+	if !strings.Contains(jobengine.ErrorMessage(got.Status.Error), "TaskManager pod job-taskmanager-1-1") || !strings.Contains(jobengine.ErrorMessage(got.Status.Error), reasons.ReasonImagePull) {
 		t.Fatalf("status %s", statusString(got))
 	}
-	if !hasEvent(f.Events(), "Warning", ReasonImagePull) {
-		t.Errorf("no %s event", ReasonImagePull)
+	if !hasEvent(f.Events(), "Warning", reasons.ReasonImagePull) {
+		t.Errorf("no %s event", reasons.ReasonImagePull)
 	}
 }
 
@@ -533,8 +533,8 @@ func TestNativeServiceAccountChecked(t *testing.T) {
 			if !strings.Contains(jobengine.ErrorMessage(got.Status.Error), tc.want) {
 				t.Fatalf("status.error %q, want %q", got.Status.Error, tc.want)
 			}
-			if !hasEvent(f.Events(), "Warning", ReasonServiceAccount) {
-				t.Errorf("no Warning %s event: %v", ReasonServiceAccount, f.Events())
+			if !hasEvent(f.Events(), "Warning", reasons.ReasonServiceAccount) {
+				t.Errorf("no Warning %s event: %v", reasons.ReasonServiceAccount, f.Events())
 			}
 			if _, err := f.Kube.AppsV1().Deployments(ns).Get(f.Ctx, cluster.JobManagerDeploymentName("job"), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 				t.Errorf("JobManager Deployment created: %v", err)

@@ -13,6 +13,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/controller/jobmanager"
 	"github.com/flinkops/flink-operator/pkg/flink"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 )
 
 // AnnotationFlinkVersion on the JobManager Deployment records the Flink
@@ -106,13 +107,13 @@ func (c *Controller) observeJobManager(ctx context.Context, sc *syncState, pod *
 	}
 	if !ownedBy(jm, sc.Obj) {
 		set(v1beta1.JobManagerError)
-		sc.Fail(ReasonDeploymentError, "Deployment %s/%s exists and is not controlled by this FlinkDeployment", jm.Namespace, jm.Name)
+		sc.Fail(reasons.ReasonDeploymentError, "Deployment %s/%s exists and is not controlled by this FlinkDeployment", jm.Namespace, jm.Name)
 		return nil, nil, nil
 	}
 	if jm.Status.ReadyReplicas < 1 {
 		if msg := deploymentFailure(jm); msg != "" {
 			set(v1beta1.JobManagerError)
-			sc.Fail(ReasonDeploymentError, "JobManager deployment failed: %s", msg)
+			sc.Fail(reasons.ReasonDeploymentError, "JobManager deployment failed: %s", msg)
 			sc.RequeueWithin(sc.ProgressInterval())
 			return nil, nil, nil
 		}
@@ -132,7 +133,7 @@ func (c *Controller) observeJobManager(ctx context.Context, sc *syncState, pod *
 			(st.ReconciliationStatus.State == v1beta1.ReconciliationDeployed || st.ReconciliationStatus.State == v1beta1.ReconciliationRolledBack) &&
 			sc.Now.Sub(deployedAt) > timeout {
 			set(v1beta1.JobManagerError)
-			sc.Fail(ReasonDeploymentError, "JobManager deployment is not ready %s after it was deployed (%s); check its pods and events",
+			sc.Fail(reasons.ReasonDeploymentError, "JobManager deployment is not ready %s after it was deployed (%s); check its pods and events",
 				timeout, config.KeyDeploymentReadinessTimeout)
 			sc.RequeueWithin(sc.ProgressInterval())
 			return nil, nil, nil

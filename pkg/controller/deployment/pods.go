@@ -16,6 +16,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/cluster"
 	"github.com/flinkops/flink-operator/pkg/endpoints"
 	kubescheme "github.com/flinkops/flink-operator/pkg/generated/kube/kubernetes/scheme"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 )
 
 // Pod failures: the pods of a Flink cluster (JobManager and TaskManagers)
@@ -38,17 +39,8 @@ import (
 // a JobManager container waiting for one of them makes the JobManager
 // deployment ERROR.
 var jmErrorReasons = []string{
-	ReasonCrashLoopBackOff, "ImagePullBackOff", "ErrImagePull", "RunContainerError", "CreateContainerConfigError", ReasonOOMKilled,
+	reasons.ReasonCrashLoopBackOff, "ImagePullBackOff", "ErrImagePull", "RunContainerError", "CreateContainerConfigError", reasons.ReasonOOMKilled,
 }
-
-// Pod failure reasons (event reasons) that are not a container's waiting
-// reason as such.
-const (
-	ReasonCrashLoopBackOff = "CrashLoopBackOff"
-	ReasonOOMKilled        = "OOMKilled"
-	ReasonImagePull        = "ImagePullBackOff"
-	ReasonUnschedulable    = "Unschedulable"
-)
 
 // otherWaitingErrors are waiting reasons that will not resolve by waiting
 // either, though upstream does not count them: status.error only.
@@ -81,7 +73,7 @@ func classifyPod(pod *corev1.Pod, now time.Time, line func(cs *corev1.ContainerS
 	where := fmt.Sprintf("%s pod %s", componentTitle(pod.Labels[cluster.LabelComponent]), pod.Name)
 	for _, cond := range pod.Status.Conditions {
 		if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse && cond.Reason == corev1.PodReasonUnschedulable {
-			return &podFailure{reason: ReasonUnschedulable, message: fmt.Sprintf("[%s] cannot be scheduled: %s", where, oneLine(cond.Message, 300))}
+			return &podFailure{reason: reasons.ReasonUnschedulable, message: fmt.Sprintf("[%s] cannot be scheduled: %s", where, oneLine(cond.Message, 300))}
 		}
 	}
 	for _, list := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
@@ -107,9 +99,9 @@ func classifyContainer(cs *corev1.ContainerStatus, where string, now time.Time,
 		last, previous = t, true
 	}
 	crash := func(recheck time.Duration) *podFailure {
-		reason := ReasonCrashLoopBackOff
-		if last.Reason == ReasonOOMKilled {
-			reason = ReasonOOMKilled
+		reason := reasons.ReasonCrashLoopBackOff
+		if last.Reason == reasons.ReasonOOMKilled {
+			reason = reasons.ReasonOOMKilled
 		}
 		msg := fmt.Sprintf("%s %s: exit code %d", where, reason, last.ExitCode)
 		if last.Reason != "" && last.Reason != reason {
@@ -121,17 +113,17 @@ func classifyContainer(cs *corev1.ContainerStatus, where string, now time.Time,
 		return &podFailure{reason: reason, message: msg, jmError: true, recheck: recheck}
 	}
 	if w := cs.State.Waiting; w != nil {
-		if t := cs.LastTerminationState.Terminated; last == nil && t != nil && w.Reason == ReasonCrashLoopBackOff {
+		if t := cs.LastTerminationState.Terminated; last == nil && t != nil && w.Reason == reasons.ReasonCrashLoopBackOff {
 			last, previous = t, true // a loop of clean exits: still what the last run did
 		}
 		switch {
-		case w.Reason == ReasonCrashLoopBackOff && last != nil:
+		case w.Reason == reasons.ReasonCrashLoopBackOff && last != nil:
 			return crash(0)
-		case w.Reason == ReasonCrashLoopBackOff:
-			return &podFailure{reason: ReasonCrashLoopBackOff, message: where + " " + ReasonCrashLoopBackOff, jmError: true}
-		case w.Reason == "ErrImagePull" || w.Reason == ReasonImagePull:
+		case w.Reason == reasons.ReasonCrashLoopBackOff:
+			return &podFailure{reason: reasons.ReasonCrashLoopBackOff, message: where + " " + reasons.ReasonCrashLoopBackOff, jmError: true}
+		case w.Reason == "ErrImagePull" || w.Reason == reasons.ReasonImagePull:
 			// The two alternate while the kubelet retries: one failure.
-			return &podFailure{reason: ReasonImagePull, message: fmt.Sprintf("%s %s: image %q cannot be pulled", where, ReasonImagePull, cs.Image), jmError: true}
+			return &podFailure{reason: reasons.ReasonImagePull, message: fmt.Sprintf("%s %s: image %q cannot be pulled", where, reasons.ReasonImagePull, cs.Image), jmError: true}
 		case slices.Contains(jmErrorReasons, w.Reason):
 			return &podFailure{reason: w.Reason, message: fmt.Sprintf("%s %s: %s", where, w.Reason, oneLine(w.Message, 300)), jmError: true}
 		case slices.Contains(otherWaitingErrors, w.Reason):
@@ -157,7 +149,7 @@ func classifyContainer(cs *corev1.ContainerStatus, where string, now time.Time,
 }
 
 func failedRun(t *corev1.ContainerStateTerminated) bool {
-	return t.ExitCode != 0 || t.Reason == ReasonOOMKilled
+	return t.ExitCode != 0 || t.Reason == reasons.ReasonOOMKilled
 }
 
 func componentTitle(c string) string {

@@ -17,6 +17,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/cluster"
 	"github.com/flinkops/flink-operator/pkg/controller/controllertest"
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 )
 
 // A Flink log as the JobManager of an application whose entry class is not
@@ -109,29 +110,29 @@ func TestClassifyPod(t *testing.T) {
 		{name: "healthy", pod: flinkPod(cluster.ComponentJobManager, mainStatus(runningState, none, 0, true))},
 		{name: "starting", pod: flinkPod(cluster.ComponentJobManager, mainStatus(waiting("ContainerCreating", ""), none, 0, false))},
 		{name: "crash loop waiting", pod: flinkPod(cluster.ComponentJobManager, mainStatus(waiting("CrashLoopBackOff", "back-off 10s restarting failed container"), crash, 2, false)),
-			reason: ReasonCrashLoopBackOff, jmError: true,
+			reason: reasons.ReasonCrashLoopBackOff, jmError: true,
 			contains: []string{"JobManager pod app-jobmanager-0", "container flink-main-container", "exit code 1", "org.example.Missing"}},
 		{name: "crash loop running again, not ready", pod: flinkPod(cluster.ComponentJobManager, mainStatus(runningState, crash, 2, false)),
-			reason: ReasonCrashLoopBackOff, jmError: true, contains: []string{"org.example.Missing"}},
+			reason: reasons.ReasonCrashLoopBackOff, jmError: true, contains: []string{"org.example.Missing"}},
 		{name: "crash loop just terminated", pod: flinkPod(cluster.ComponentJobManager, mainStatus(crash, crash, 2, false)),
-			reason: ReasonCrashLoopBackOff, jmError: true, contains: []string{"org.example.Missing"}},
+			reason: reasons.ReasonCrashLoopBackOff, jmError: true, contains: []string{"org.example.Missing"}},
 		{name: "restarted, ready, recently", pod: flinkPod(cluster.ComponentTaskManager, mainStatus(runningState, crash, 1, true)),
-			reason: ReasonCrashLoopBackOff, jmError: true, recheckGT: time.Minute},
+			reason: reasons.ReasonCrashLoopBackOff, jmError: true, recheckGT: time.Minute},
 		{name: "restarted long ago, ready", pod: flinkPod(cluster.ComponentTaskManager, mainStatus(runningState, crashed(1, "Error", "", now0.Add(-time.Hour)), 1, true))},
 		{name: "restarted after a clean exit", pod: flinkPod(cluster.ComponentTaskManager, mainStatus(runningState, crashed(0, "Completed", "", now0.Add(-time.Second)), 1, false))},
 		{name: "OOMKilled", pod: flinkPod(cluster.ComponentTaskManager, mainStatus(waiting("CrashLoopBackOff", "back-off"), oom, 4, false)),
-			reason: ReasonOOMKilled, jmError: true, contains: []string{"TaskManager pod app-taskmanager-0", "OOMKilled: exit code 137"}},
+			reason: reasons.ReasonOOMKilled, jmError: true, contains: []string{"TaskManager pod app-taskmanager-0", "OOMKilled: exit code 137"}},
 		{name: "ErrImagePull", pod: flinkPod(cluster.ComponentJobManager, mainStatus(waiting("ErrImagePull", "rpc error: not found"), none, 0, false)),
-			reason: ReasonImagePull, jmError: true, contains: []string{`image "flink:2.3" cannot be pulled`}},
+			reason: reasons.ReasonImagePull, jmError: true, contains: []string{`image "flink:2.3" cannot be pulled`}},
 		{name: "ImagePullBackOff", pod: flinkPod(cluster.ComponentJobManager, mainStatus(waiting("ImagePullBackOff", `Back-off pulling image "flink:2.3"`), none, 0, false)),
-			reason: ReasonImagePull, jmError: true, contains: []string{`image "flink:2.3" cannot be pulled`}},
+			reason: reasons.ReasonImagePull, jmError: true, contains: []string{`image "flink:2.3" cannot be pulled`}},
 		{name: "CreateContainerConfigError", pod: flinkPod(cluster.ComponentJobManager, mainStatus(waiting("CreateContainerConfigError", `secret "s3" not found`), none, 0, false)),
 			reason: "CreateContainerConfigError", jmError: true, contains: []string{`secret "s3" not found`}},
 		{name: "InvalidImageName", pod: flinkPod(cluster.ComponentJobManager, mainStatus(waiting("InvalidImageName", "bad"), none, 0, false)),
 			reason: "InvalidImageName", jmError: false},
-		{name: "Unschedulable", pod: unschedulable, reason: ReasonUnschedulable, jmError: false, contains: []string{"cannot be scheduled: 0/3 nodes are available"}},
+		{name: "Unschedulable", pod: unschedulable, reason: reasons.ReasonUnschedulable, jmError: false, contains: []string{"cannot be scheduled: 0/3 nodes are available"}},
 		{name: "deleting", pod: deleting},
-		{name: "init container", pod: initFailing, reason: ReasonCrashLoopBackOff, jmError: true, contains: []string{"container fetch-jar", "exit code 2"}},
+		{name: "init container", pod: initFailing, reason: reasons.ReasonCrashLoopBackOff, jmError: true, contains: []string{"container fetch-jar", "exit code 2"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := classifyPod(tc.pod, now0, line)

@@ -82,7 +82,7 @@ func (k deploymentJob) Deploy(ctx context.Context, jobID, restore string) bool {
 		// Flink creates the TaskManager pods as its ServiceAccount: say
 		// now, not after a silent wait, when it cannot (serviceaccount.go).
 		if msg := k.c.checkServiceAccount(ctx, sc, built); msg != "" {
-			sc.Fail(ReasonServiceAccount, "%s", msg)
+			sc.Fail(reasons.ReasonServiceAccount, "%s", msg)
 			sc.RequeueWithin(sc.ProgressInterval()) // soon after it is fixed
 			return false
 		}
@@ -122,7 +122,7 @@ func (k deploymentJob) Steady(ctx context.Context) (jobengine.SteadyAnswer, erro
 	token, ended := c.steadyTokens(sc)
 	built, err := c.build(sc, spec, st.JobStatus.JobID, st.JobStatus.UpgradeSavepointPath, c.deployedConfig(sc), token, ended)
 	if err != nil {
-		sc.Fail(ReasonDeploymentError, "Cannot build the Flink cluster: %v", err)
+		sc.Fail(reasons.ReasonDeploymentError, "Cannot build the Flink cluster: %v", err)
 		sc.RequeueWithin(jobengine.RetryFailed)
 		return jobengine.SteadyAnswer{}, nil
 	}
@@ -283,7 +283,7 @@ func (sc *syncState) ensure(w objectWrites) {
 			return nil
 		})
 	case !sc.owns(w.live):
-		sc.Fail(ReasonDeploymentError, "%s exists and is not controlled by this FlinkDeployment (no owner reference to it, or another controller); delete or rename it", name)
+		sc.Fail(reasons.ReasonDeploymentError, "%s exists and is not controlled by this FlinkDeployment (no owner reference to it, or another controller); delete or rename it", name)
 	case w.live.GetDeletionTimestamp() != nil:
 		sc.RequeueWithin(teardownPoll) // recreated once it is gone
 	case w.update != nil && cluster.SpecHashChanged(w.desired, w.live):

@@ -8,6 +8,7 @@ import (
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 )
 
 // A native FlinkDeployment whose ServiceAccount exists and is bound to a
@@ -45,13 +46,13 @@ func TestServiceAccountBoundToEmptyClusterRole(t *testing.T) {
 	var event string
 	events := f.Events()
 	for _, e := range events {
-		if strings.Contains(e, ReasonServiceAccount) {
+		if strings.Contains(e, reasons.ReasonServiceAccount) {
 			event = e
 		}
 	}
 	if !strings.Contains(event, "may not create pods, watch pods, delete pods, get deployments.apps") ||
 		!strings.Contains(event, "clusterrole-aggregation-controller") {
-		t.Errorf("Warning %s event %q does not name the missing rights and the likely cause; events: %v", ReasonServiceAccount, event, events)
+		t.Errorf("Warning %s event %q does not name the missing rights and the likely cause; events: %v", reasons.ReasonServiceAccount, event, events)
 	}
 	t.Logf("status.error: %s", msg)
 

@@ -13,14 +13,6 @@ import (
 	"github.com/flinkops/flink-operator/pkg/reasons"
 )
 
-// Event reasons of this controller alone (the shared ones are jobengine's).
-const (
-	ReasonDeploymentError = "DeploymentError"
-	// ReasonServiceAccount: Flink's ServiceAccount of a native cluster is
-	// missing or may not create the TaskManager pods.
-	ReasonServiceAccount = "ServiceAccountError"
-)
-
 // Requeue pacing. A worker never waits on Flink or on Kubernetes: it asks
 // to look again later.
 const (

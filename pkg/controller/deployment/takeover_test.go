@@ -221,7 +221,7 @@ func (f *takeoverFixture) deletes() []string {
 func noTakeoverTrouble(t *testing.T, f *takeoverFixture, when string) {
 	t.Helper()
 	events := f.Events()
-	for _, reason := range []string{reasons.ReasonSpecChanged, ReasonDeploymentError} {
+	for _, reason := range []string{reasons.ReasonSpecChanged, reasons.ReasonDeploymentError} {
 		for _, e := range events {
 			if strings.Contains(e, " "+reason+" ") {
 				t.Fatalf("%s: event %q", when, e)
@@ -336,7 +336,7 @@ func TestTakeOverSuspendedApplicationFromUpstream(t *testing.T) {
 	f.edit("run", func(s *v1beta1.FlinkDeploymentSpec) { s.Job.State = v1beta1.JobStateRunning })
 	resumed := f.Until("run", 30, "resumed", func(d *v1beta1.FlinkDeployment) bool {
 		for _, e := range f.Events() {
-			if strings.Contains(e, " "+ReasonDeploymentError+" ") {
+			if strings.Contains(e, " "+reasons.ReasonDeploymentError+" ") {
 				t.Fatalf("resuming: event %q", e)
 			}
 		}

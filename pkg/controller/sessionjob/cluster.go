@@ -58,15 +58,15 @@ func (c *Controller) resolveCluster(sc *syncState) bool {
 	dep, err := c.Caches.Deployment(ns, name)
 	switch {
 	case apierrors.IsNotFound(err):
-		sc.Fail(ReasonSessionCluster, "Session cluster FlinkDeployment %s/%s not found", ns, name)
+		sc.Fail(reasons.ReasonSessionCluster, "Session cluster FlinkDeployment %s/%s not found", ns, name)
 		c.retryCluster(sc)
 		return false
 	case err != nil:
-		sc.Fail(ReasonSessionCluster, "Session cluster FlinkDeployment %s/%s: %v", ns, name, err)
+		sc.Fail(reasons.ReasonSessionCluster, "Session cluster FlinkDeployment %s/%s: %v", ns, name, err)
 		c.retryCluster(sc)
 		return false
 	case dep.Spec.Job != nil:
-		sc.Fail(ReasonSessionCluster, "FlinkDeployment %s/%s is an application cluster (spec.job is set); a FlinkSessionJob needs a session cluster, a FlinkDeployment without spec.job", ns, name)
+		sc.Fail(reasons.ReasonSessionCluster, "FlinkDeployment %s/%s is an application cluster (spec.job is set); a FlinkSessionJob needs a session cluster, a FlinkDeployment without spec.job", ns, name)
 		c.retryCluster(sc)
 		return false
 	}
@@ -80,13 +80,13 @@ func (c *Controller) resolveCluster(sc *syncState) bool {
 	}
 	objs, err := c.JobManagers.Objects(dep)
 	if err != nil {
-		sc.Fail(ReasonSessionCluster, "Session cluster FlinkDeployment %s/%s: %v", ns, name, err)
+		sc.Fail(reasons.ReasonSessionCluster, "Session cluster FlinkDeployment %s/%s: %v", ns, name, err)
 		c.retryCluster(sc)
 		return false
 	}
 	version, err := jobmanager.Version(dep, objs.JobManager)
 	if err != nil {
-		sc.Fail(ReasonSessionCluster, "Session cluster FlinkDeployment %s/%s: flinkVersion: %v", ns, name, err)
+		sc.Fail(reasons.ReasonSessionCluster, "Session cluster FlinkDeployment %s/%s: flinkVersion: %v", ns, name, err)
 		c.retryCluster(sc)
 		return false
 	}

@@ -19,7 +19,7 @@ func (c *Controller) reconcile(ctx context.Context, sc *syncState) error {
 	if sc.cluster != nil && sc.cluster.DeletionTimestamp != nil {
 		// Nothing new goes to a cluster on its way out; it waits for this
 		// session job to be deleted.
-		sc.Fail(ReasonSessionCluster, "Session cluster FlinkDeployment %s/%s is being deleted; it is kept until its FlinkSessionJobs are deleted",
+		sc.Fail(reasons.ReasonSessionCluster, "Session cluster FlinkDeployment %s/%s is being deleted; it is kept until its FlinkSessionJobs are deleted",
 			sc.cluster.Namespace, sc.cluster.Name)
 		sc.RequeueWithin(sc.ReconcileInterval())
 		return nil

@@ -273,7 +273,7 @@ func (c *Controller) gateSubmission(ctx context.Context, key string, sj *v1beta1
 			base = t.retryBase
 		}
 		delay := min(base<<min(f.count-1, 10), submitRetryMax)
-		f.reason, f.msg, f.notBefore = ReasonSubmitFailed, msg, finished.Add(delay)
+		f.reason, f.msg, f.notBefore = reasons.ReasonSubmitFailed, msg, finished.Add(delay)
 		s.mu.Unlock()
 		log.Info("Submission failed", "step", what, "err", err, "attempt", f.count, "retryIn", delay)
 	}

@@ -16,6 +16,7 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/controller/workers"
+	"github.com/flinkops/flink-operator/pkg/reasons"
 )
 
 // settleSubmission waits for the key's background submission, if any, and
@@ -398,7 +399,7 @@ func TestSubmitFailureBacksOff(t *testing.T) {
 	}
 	var warnings int
 	for _, e := range f.Events() {
-		if strings.Contains(e, ReasonSubmitFailed) {
+		if strings.Contains(e, reasons.ReasonSubmitFailed) {
 			warnings++
 		}
 	}

@@ -12,12 +12,6 @@ import (
 	"github.com/flinkops/flink-operator/pkg/flink"
 )
 
-// Event reasons of this controller alone (the shared ones are jobengine's).
-const (
-	ReasonSessionCluster = "SessionClusterNotReady"
-	ReasonSubmitFailed   = "SubmitFailed"
-)
-
 // syncState is one sync of one FlinkSessionJob: the engine's state
 // (pkg/controller/jobengine) and what only a session job has.
 type syncState struct {
