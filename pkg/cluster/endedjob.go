@@ -2,8 +2,6 @@ package cluster
 
 import (
 	"fmt"
-	"regexp"
-	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -35,6 +33,10 @@ const (
 	EndedJobKey = "flinkops-ended-job"
 	// EndedJobEnv is the JobManager container's variable for EndedJobKey.
 	EndedJobEnv = "FLINKOP_ENDED_JOB"
+	// AnnotationDeployToken on a guarded JobManager Deployment is its
+	// token, as in its guard: the operator's cache keeps a Deployment's
+	// metadata, not its pod template.
+	AnnotationDeployToken = "flinkops.io/deploy-token"
 )
 
 // endedJobGuard wraps a native application JobManager's script line: when
@@ -45,24 +47,14 @@ func endedJobGuard(token, entrypointArgs string) string {
 		KubernetesJobManagerScript, TargetApplication, entrypointArgs)
 }
 
-var guardToken = regexp.MustCompile(`^if \[ "\$\{` + EndedJobEnv + `:-\}" = "([0-9a-z-]+)" \]; then `)
-
-// DeployTokenOf is the token in the guard of a JobManager Deployment's
-// main container ("" for one built without it: a session cluster, a
-// standalone one, or one deployed before the guard existed).
+// DeployTokenOf is the token of a JobManager Deployment's guard ("" for
+// one built without it: a session cluster, a standalone one, or one
+// deployed before the guard existed).
 func DeployTokenOf(jm *appsv1.Deployment) string {
 	if jm == nil {
 		return ""
 	}
-	cs := jm.Spec.Template.Spec.Containers
-	i := slices.IndexFunc(cs, func(c corev1.Container) bool { return c.Name == MainContainerName })
-	if i < 0 || len(cs[i].Args) != 3 {
-		return ""
-	}
-	if m := guardToken.FindStringSubmatch(cs[i].Args[2]); m != nil {
-		return m[1]
-	}
-	return ""
+	return jm.Annotations[AnnotationDeployToken]
 }
 
 // endedJobEnvVar reads EndedJobKey of the cluster's ConfigMap.

@@ -475,6 +475,13 @@ func (p *plan) nativeJobManagerDeployment(configHash string) (*appsv1.Deployment
 	}
 	// Recreate, as in standalone mode: the operator replaces the JobManager
 	// of a non-HA cluster only after the old one is gone.
-	return p.deployment(JobManagerDeploymentName(p.name), ComponentJobManager, p.jmReplicas, pod,
-		appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}), nil
+	d := p.deployment(JobManagerDeploymentName(p.name), ComponentJobManager, p.jmReplicas, pod,
+		appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType})
+	if p.guardsEndedJob() {
+		if d.Annotations == nil {
+			d.Annotations = map[string]string{}
+		}
+		d.Annotations[AnnotationDeployToken] = p.in.DeployToken
+	}
+	return d, nil
 }
