@@ -39,7 +39,7 @@ func (c *Controller) syncDeletion(ctx context.Context, key string, cached *v1bet
 	if err != nil {
 		return 0, err
 	}
-	st := &sc.Obj.Status
+	st := &sc.Obj().Status
 	if blocked, err := c.sessionJobsBlockDeletion(sc); err != nil || blocked {
 		if err != nil {
 			return 0, err
@@ -50,7 +50,7 @@ func (c *Controller) syncDeletion(ctx context.Context, key string, cached *v1bet
 		return c.commit(ctx, sc)
 	}
 	onDeletion, _ := sc.Cfg.Bool(config.KeyJobSavepointOnDeletion)
-	stoppable := sc.Recorded != nil && sc.Recorded.Spec.Job != nil && st.JobStatus.JobID != "" &&
+	stoppable := sc.Recorded() != nil && sc.Recorded().Spec.Job != nil && st.JobStatus.JobID != "" &&
 		st.JobStatus.State != v1beta1.JobStatusSuspended
 	done := true
 	if onDeletion && stoppable {
@@ -79,7 +79,7 @@ func (c *Controller) syncDeletion(ctx context.Context, key string, cached *v1bet
 		// Orphan propagation left the cluster running: its HA metadata
 		// stays with it (upstream deletes it under the running JobManager).
 		sc.Event(corev1.EventTypeNormal, reasons.ReasonCleanup, "The pods of %s are left running (%s: Orphan), with its HA ConfigMaps; delete them yourself",
-			sc.Obj.Name, config.KeyResourceDeletionPropagation)
+			sc.Obj().Name, config.KeyResourceDeletionPropagation)
 	} else {
 		// Upstream deletes the HA metadata on deletion (deleteHaData true),
 		// after the JobManagers are gone so none writes it again. In order:
@@ -98,8 +98,8 @@ func (c *Controller) syncDeletion(ctx context.Context, key string, cached *v1bet
 // which the teardown would stop.
 func (c *Controller) disposalsHoldTeardown(sc *syncState) (bool, error) {
 	jm := sc.owned.jobManager
-	ready := jm != nil && ownedBy(jm, sc.Obj) && jm.DeletionTimestamp == nil && jm.Status.ReadyReplicas > 0
-	return sc.HoldForDisposals("the JobManager of "+sc.Obj.Name, ready)
+	ready := jm != nil && ownedBy(jm, sc.Obj()) && jm.DeletionTimestamp == nil && jm.Status.ReadyReplicas > 0
+	return sc.HoldForDisposals("the JobManager of "+sc.Obj().Name, ready)
 }
 
 // shutdownOnDeletion stops a native cluster before its finalizer goes, as
@@ -119,22 +119,22 @@ func (c *Controller) shutdownOnDeletion(sc *syncState, savepointOnDeletion bool)
 		return false, false
 	}
 	timeout := cleanupTimeout(sc.Cfg)
-	deadline := sc.Obj.DeletionTimestamp.Add(timeout)
+	deadline := sc.Obj().DeletionTimestamp.Add(timeout)
 	if savepointOnDeletion {
 		deadline = deadline.Add(lifecycle.StopTimeout(sc.Cfg))
 	}
 	left, err := c.shutDownCluster(sc)
 	if err != nil {
-		sc.Log.Error(err, "Cannot list the cluster's pods")
+		sc.Log().Error(err, "Cannot list the cluster's pods")
 	}
 	orphaned = len(left.orphaned) > 0
 	if !left.pending() {
 		return false, orphaned
 	}
-	if !sc.Now.Before(deadline) {
+	if !sc.Now().Before(deadline) {
 		sc.Event(corev1.EventTypeWarning, reasons.ReasonCleanup, "%s of %s still there %s after the deletion (%s: %s); "+
 			"removing the finalizer, the garbage collector deletes them through their owner references",
-			left.describe(), sc.Obj.Name, sc.Now.Sub(sc.Obj.DeletionTimestamp.Time).Round(time.Second), config.KeyResourceCleanupTimeout, timeout)
+			left.describe(), sc.Obj().Name, sc.Now().Sub(sc.Obj().DeletionTimestamp.Time).Round(time.Second), config.KeyResourceCleanupTimeout, timeout)
 		return false, orphaned
 	}
 	return true, orphaned
@@ -227,7 +227,7 @@ func (c *Controller) shutDownCluster(sc *syncState) (clusterLeft, error) {
 	var left clusterLeft
 	policy := deletionPropagation(sc.Cfg)
 	for _, d := range []*appsv1.Deployment{sc.owned.jobManager, sc.owned.taskManager} {
-		if d == nil || !ownedBy(d, sc.Obj) {
+		if d == nil || !ownedBy(d, sc.Obj()) {
 			continue
 		}
 		left.deployments = append(left.deployments, d.Name)
@@ -236,7 +236,7 @@ func (c *Controller) shutDownCluster(sc *syncState) (clusterLeft, error) {
 			c.deleteDeployment(sc, d.Name, policy)
 		}
 	}
-	pods, err := c.owned.podsOf(sc.Obj)
+	pods, err := c.owned.podsOf(sc.Obj())
 	if err != nil {
 		return left, err
 	}
@@ -262,7 +262,7 @@ func (c *Controller) shutDownCluster(sc *syncState) (clusterLeft, error) {
 // deleteDeployment queues a delete of an owned Deployment with the given
 // propagation policy.
 func (c *Controller) deleteDeployment(sc *syncState, name string, policy metav1.DeletionPropagation) {
-	ns := sc.Obj.Namespace
+	ns := sc.Obj().Namespace
 	sc.AfterStatusWrite("delete Deployment "+name, func(ctx context.Context) error {
 		err := c.Kube.AppsV1().Deployments(ns).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &policy})
 		if err != nil && !apierrors.IsNotFound(err) {
@@ -280,12 +280,12 @@ func (c *Controller) deleteDeployment(sc *syncState, name string, policy metav1.
 // Flink's common labels; cluster.IsHAConfigMap keeps the operator's own
 // flink-config-<name>, which carries those too in native mode.
 func (c *Controller) deleteHAConfigMaps(sc *syncState) bool {
-	cms, err := c.owned.haConfigMaps(sc.Obj)
+	cms, err := c.owned.haConfigMaps(sc.Obj())
 	if err != nil {
-		sc.Log.Error(err, "Cannot list the HA ConfigMaps")
+		sc.Log().Error(err, "Cannot list the HA ConfigMaps")
 		return false
 	}
-	ns := sc.Obj.Namespace
+	ns := sc.Obj().Namespace
 	for _, cm := range cms {
 		if cm.DeletionTimestamp != nil {
 			continue
@@ -307,10 +307,10 @@ func (c *Controller) deleteHAConfigMaps(sc *syncState) bool {
 // jobs (with a savepoint on deletion, if configured) through this cluster's
 // REST API. A session job's removal wakes the cluster (controller.go).
 func (c *Controller) sessionJobsBlockDeletion(sc *syncState) (bool, error) {
-	if sc.Recorded == nil || sc.Recorded.Spec.Job != nil {
+	if sc.Recorded() == nil || sc.Recorded().Spec.Job != nil {
 		return false, nil
 	}
-	jobs, err := c.Caches.SessionJobsOfCluster(sc.Obj.Namespace, sc.Obj.Name)
+	jobs, err := c.Caches.SessionJobsOfCluster(sc.Obj().Namespace, sc.Obj().Name)
 	if err != nil || len(jobs) == 0 {
 		return false, err
 	}
@@ -320,7 +320,7 @@ func (c *Controller) sessionJobsBlockDeletion(sc *syncState) (bool, error) {
 	}
 	slices.Sort(names)
 	msg := fmt.Sprintf("Session cluster %s is kept while FlinkSessionJobs run on it: %s; delete them first (their jobs are stopped through this cluster)",
-		sc.Obj.Name, strings.Join(names, ", "))
+		sc.Obj().Name, strings.Join(names, ", "))
 	sc.Fail(reasons.ReasonCleanup, "%s", msg) // one Warning event while it stays the same
 	sc.RequeueWithin(sc.ReconcileInterval())
 	return true, nil
@@ -337,24 +337,24 @@ func (c *Controller) sessionJobsBlockDeletion(sc *syncState) (bool, error) {
 // the reconcile interval; the worker never waits. As upstream, a cluster
 // whose JobManager cannot be asked (not ready, not answering) is not held.
 func (c *Controller) unmanagedJobsBlockDeletion(ctx context.Context, sc *syncState) bool {
-	if sc.Recorded == nil || sc.Recorded.Spec.Job != nil {
+	if sc.Recorded() == nil || sc.Recorded().Spec.Job != nil {
 		return false
 	}
 	if on, err := sc.Cfg.Bool(config.KeySessionDeletionBlockOnUnmanagedJobs); err != nil || !on {
 		return false
 	}
 	jm := sc.owned.jobManager
-	if jm == nil || jm.DeletionTimestamp != nil || !ownedBy(jm, sc.Obj) || jm.Status.ReadyReplicas < 1 {
+	if jm == nil || jm.DeletionTimestamp != nil || !ownedBy(jm, sc.Obj()) || jm.Status.ReadyReplicas < 1 {
 		return false
 	}
 	client, err := c.clusterClient(sc)
 	if err != nil {
-		sc.Log.Info("Cannot reach the session cluster to look for unmanaged jobs; deleting it", "err", err)
+		sc.Log().Info("Cannot reach the session cluster to look for unmanaged jobs; deleting it", "err", err)
 		return false
 	}
 	jobs, err := client.JobsOverview(ctx)
 	if err != nil {
-		sc.Log.Info("Cannot list the session cluster's jobs to look for unmanaged ones; deleting it", "err", err)
+		sc.Log().Info("Cannot list the session cluster's jobs to look for unmanaged ones; deleting it", "err", err)
 		return false
 	}
 	var ids []string
@@ -368,7 +368,7 @@ func (c *Controller) unmanagedJobsBlockDeletion(ctx context.Context, sc *syncSta
 	}
 	slices.Sort(ids)
 	sc.Fail(reasons.ReasonCleanup, "Session cluster %s is kept while it runs jobs no FlinkSessionJob manages: %s; cancel them first (%s: true)",
-		sc.Obj.Name, strings.Join(ids, ", "), config.KeySessionDeletionBlockOnUnmanagedJobs)
+		sc.Obj().Name, strings.Join(ids, ", "), config.KeySessionDeletionBlockOnUnmanagedJobs)
 	sc.RequeueWithin(sc.ReconcileInterval())
 	return true
 }

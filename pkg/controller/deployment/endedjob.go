@@ -31,11 +31,11 @@ func newDeployToken(jobID string, now time.Time) string {
 func (c *Controller) steadyTokens(sc *syncState) (token, ended string) {
 	jm := sc.owned.jobManager
 	if jm == nil {
-		return newDeployToken(sc.Obj.Status.JobStatus.JobID, sc.Now), ""
+		return newDeployToken(sc.Obj().Status.JobStatus.JobID, sc.Now()), ""
 	}
 	token = cluster.DeployTokenOf(jm)
-	js := &sc.Obj.Status.JobStatus
-	if token != "" && ownedBy(jm, sc.Obj) && js.State.IsGloballyTerminal() && !haEnabled(sc.Cfg) {
+	js := &sc.Obj().Status.JobStatus
+	if token != "" && ownedBy(jm, sc.Obj()) && js.State.IsGloballyTerminal() && !haEnabled(sc.Cfg) {
 		ended = token
 	}
 	return token, ended

@@ -59,7 +59,7 @@ func (c *Controller) observeExceptions(ctx context.Context, sc *syncState) {
 		return
 	}
 	jobID, lastMod := sc.Job.ID, sc.Job.LastModification
-	key := sc.Key + "/" + string(sc.Obj.UID)
+	key := sc.Key() + "/" + string(sc.Obj().UID)
 	var last time.Time
 	known := false
 	if v, ok := c.exceptions.m.Load(key); ok {
@@ -73,7 +73,7 @@ func (c *Controller) observeExceptions(ctx context.Context, sc *syncState) {
 	}
 	ex, err := sc.Client.JobExceptions(ctx, jobID, 0)
 	if err != nil {
-		sc.Log.V(2).Info("Cannot read the job's exceptions", "jobId", jobID, "err", err)
+		sc.Log().V(2).Info("Cannot read the job's exceptions", "jobId", jobID, "err", err)
 		return
 	}
 	entries := slices.Clone(ex.History.Entries)
@@ -82,7 +82,7 @@ func (c *Controller) observeExceptions(ctx context.Context, sc *syncState) {
 	if !known {
 		last, err = c.lastReportedException(ctx, sc, entries)
 		if err != nil {
-			sc.Log.V(2).Info("Cannot read the JobException events already recorded", "err", err)
+			sc.Log().V(2).Info("Cannot read the JobException events already recorded", "err", err)
 			return
 		}
 	}
@@ -99,11 +99,11 @@ func (c *Controller) observeExceptions(ctx context.Context, sc *syncState) {
 			break
 		}
 		if count >= limit {
-			sc.Log.Info("More new job exceptions than reported", "jobId", jobID, "limit", limit)
+			sc.Log().Info("More new job exceptions than reported", "jobId", jobID, "limit", limit)
 			break
 		}
 		count++
-		c.Recorder.AnnotatedEventf(sc.Obj, exceptionAnnotations(e, at), corev1.EventTypeWarning, reasons.ReasonJobException, "%s", exceptionMessage(e, lines))
+		c.Recorder.AnnotatedEventf(sc.Obj(), exceptionAnnotations(e, at), corev1.EventTypeWarning, reasons.ReasonJobException, "%s", exceptionMessage(e, lines))
 	}
 	c.exceptions.m.Store(key, exceptionMark{jobID: jobID, last: time.UnixMilli(entries[0].Timestamp), lastMod: lastMod})
 }
@@ -117,14 +117,14 @@ func (c *Controller) lastReportedException(ctx context.Context, sc *syncState, e
 	if len(entries) == 0 {
 		return time.Time{}, nil
 	}
-	expiry := sc.Now.Add(-maxEventAge)
+	expiry := sc.Now().Add(-maxEventAge)
 	if newest := time.UnixMilli(entries[0].Timestamp); newest.Before(expiry) {
 		return newest, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	list, err := c.Kube.CoreV1().Events(sc.Obj.Namespace).List(ctx, metav1.ListOptions{FieldSelector: fields.Set{
-		"involvedObject.uid": string(sc.Obj.UID), "reason": reasons.ReasonJobException,
+	list, err := c.Kube.CoreV1().Events(sc.Obj().Namespace).List(ctx, metav1.ListOptions{FieldSelector: fields.Set{
+		"involvedObject.uid": string(sc.Obj().UID), "reason": reasons.ReasonJobException,
 	}.String()})
 	if err != nil {
 		return time.Time{}, err
@@ -132,7 +132,7 @@ func (c *Controller) lastReportedException(ctx context.Context, sc *syncState, e
 	last := expiry
 	found := false
 	for _, ev := range list.Items {
-		if ev.InvolvedObject.UID != sc.Obj.UID || ev.Reason != reasons.ReasonJobException {
+		if ev.InvolvedObject.UID != sc.Obj().UID || ev.Reason != reasons.ReasonJobException {
 			continue
 		}
 		at := ev.CreationTimestamp.Time

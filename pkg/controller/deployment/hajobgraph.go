@@ -41,15 +41,15 @@ func jobGraphKeys(data map[string]string) []string {
 // ConfigMaps (read from the cache, which keeps their data), to run before
 // the JobManager is created.
 func (c *Controller) dropHAJobGraphs(sc *syncState) {
-	if sc.Recorded == nil || sc.Recorded.Spec.Job == nil || !kubernetesHA(sc.Cfg) {
+	if sc.Recorded() == nil || sc.Recorded().Spec.Job == nil || !kubernetesHA(sc.Cfg) {
 		return
 	}
-	cms, err := c.owned.haConfigMaps(sc.Obj)
+	cms, err := c.owned.haConfigMaps(sc.Obj())
 	if err != nil {
-		sc.Log.Error(err, "Cannot list the HA ConfigMaps")
+		sc.Log().Error(err, "Cannot list the HA ConfigMaps")
 		return
 	}
-	ns := sc.Obj.Namespace
+	ns := sc.Obj().Namespace
 	for _, cm := range cms {
 		keys := jobGraphKeys(cm.Data)
 		if len(keys) == 0 || cm.DeletionTimestamp != nil {
@@ -64,7 +64,7 @@ func (c *Controller) dropHAJobGraphs(sc *syncState) {
 			if err != nil && !apierrors.IsNotFound(err) {
 				return fmt.Errorf("removing the job graph from HA ConfigMap %s/%s: %w", ns, cm.Name, err)
 			}
-			sc.Log.Info("Removed the job graph from an HA ConfigMap, keeping its checkpoints", "configMap", cm.Name, "keys", keys)
+			sc.Log().Info("Removed the job graph from an HA ConfigMap, keeping its checkpoints", "configMap", cm.Name, "keys", keys)
 			return nil
 		})
 	}

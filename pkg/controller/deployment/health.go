@@ -25,7 +25,7 @@ import (
 // ClusterHealthInfo, when the health check is on. As upstream, a failure
 // to read them is only logged: the record stays as it was.
 func (c *Controller) observeHealth(ctx context.Context, sc *syncState) {
-	st := &sc.Obj.Status
+	st := &sc.Obj().Status
 	if on, _ := sc.Cfg.Bool(config.KeyClusterHealthCheckEnabled); !on || sc.Client == nil || sc.Job == nil ||
 		st.ReconciliationStatus.State != v1beta1.ReconciliationDeployed || st.JobStatus.State.IsGloballyTerminal() {
 		return
@@ -33,7 +33,7 @@ func (c *Controller) observeHealth(ctx context.Context, sc *syncState) {
 	metrics, err := sc.Client.JobMetrics(ctx, st.JobStatus.JobID,
 		flink.MetricFullRestarts, flink.MetricNumRestarts, flink.MetricNumberOfCompletedCheckpoints)
 	if err != nil {
-		sc.Log.Info("Cannot read the job's metrics for the health check", "err", err)
+		sc.Log().Info("Cannot read the job's metrics for the health check", "err", err)
 		return
 	}
 	restarts, ok := metrics[flink.MetricNumRestarts]
@@ -43,20 +43,20 @@ func (c *Controller) observeHealth(ctx context.Context, sc *syncState) {
 	numRestarts, err1 := strconv.ParseInt(restarts, 10, 64)
 	checkpoints, err2 := strconv.ParseInt(metrics[flink.MetricNumberOfCompletedCheckpoints], 10, 64)
 	if !ok || err1 != nil || err2 != nil {
-		sc.Log.Info("The job's restart or checkpoint metric is missing, no health check", "metrics", metrics)
+		sc.Log().Info("The job's restart or checkpoint metric is missing, no health check", "metrics", metrics)
 		return
 	}
 	if st.ClusterInfo == nil {
 		st.ClusterInfo = map[string]string{}
 	}
 	h, err := jobengine.EvaluateHealth(sc.Cfg, st.ClusterInfo, jobengine.HealthObservation{
-		Now: sc.Now, NumRestarts: numRestarts, NumCompletedCheckpoints: checkpoints,
+		Now: sc.Now(), NumRestarts: numRestarts, NumCompletedCheckpoints: checkpoints,
 	})
 	if err != nil {
-		sc.Log.Info("Cannot evaluate the job's health", "err", err)
+		sc.Log().Info("Cannot evaluate the job's health", "err", err)
 		return
 	}
-	sc.Log.V(2).Info("Health check", "healthy", h.HealthResult.Healthy, "error", h.HealthResult.Error,
+	sc.Log().V(2).Info("Health check", "healthy", h.HealthResult.Healthy, "error", h.HealthResult.Error,
 		"numRestarts", numRestarts, "completedCheckpoints", checkpoints)
 }
 
@@ -71,7 +71,7 @@ func (k deploymentJob) HealthCheck() jobengine.HealthChecker { return k }
 // keeping its latest checkpoint, read from the JobManager that answered
 // the health check, so it needs no HA.
 func (k deploymentJob) Unhealthy() (string, bool) {
-	st := &k.sc.Obj.Status
+	st := &k.sc.Obj().Status
 	if on, _ := k.sc.Cfg.Bool(config.KeyClusterHealthCheckEnabled); !on {
 		return "", false
 	}
@@ -108,8 +108,8 @@ func (k deploymentJob) Unhealthy() (string, bool) {
 // the job restarted without end. Recreating it is idempotent: a crash before
 // or after the create recreates it again or finds it.
 func (c *Controller) recoverJobManager(sc *syncState) jobManagerCreate {
-	st := &sc.Obj.Status
-	spec := &sc.Recorded.Spec
+	st := &sc.Obj().Status
+	spec := &sc.Recorded().Spec
 	app := spec.Job != nil
 	js := st.JobStatus
 	if app && js.State.IsGloballyTerminal() {
@@ -119,7 +119,7 @@ func (c *Controller) recoverJobManager(sc *syncState) jobManagerCreate {
 	}
 	// Right after a deploy (DEPLOYING recorded) a missing Deployment is
 	// the deploy's own, perhaps not in the cache yet.
-	deploying := sc.Base.Status.JobManagerDeploymentStatus == v1beta1.JobManagerDeploying || sc.Base.Status.JobManagerDeploymentStatus == ""
+	deploying := sc.Base().Status.JobManagerDeploymentStatus == v1beta1.JobManagerDeploying || sc.Base().Status.JobManagerDeploymentStatus == ""
 	if on, err := sc.Cfg.Bool(config.KeyJMDeploymentRecoveryEnabled); err == nil && !on && !deploying {
 		sc.Fail(reasons.ReasonMissing, "Missing JobManager deployment; it is not recreated (%s: false)", config.KeyJMDeploymentRecoveryEnabled)
 		return keepJobManager
@@ -132,7 +132,7 @@ func (c *Controller) recoverJobManager(sc *syncState) jobManagerCreate {
 			return deployJobManager // a deploy resets the job's state to RECONCILING
 		}
 		if !deploying {
-			sc.Log.Info("Recovering the lost JobManager Deployment", "jobId", js.JobID, "jobState", js.State)
+			sc.Log().Info("Recovering the lost JobManager Deployment", "jobId", js.JobID, "jobState", js.State)
 			sc.Event(corev1.EventTypeWarning, reasons.ReasonRecoverDeployment, "Recovering lost deployment")
 		}
 		// DEPLOYING with a job seen running is a recovery's own Deployment,

@@ -32,17 +32,17 @@ func manageIngress(cfg config.Config) bool {
 // recorded spec.ingress. deploying is true when the JobManager is being
 // created (the moment upstream reconciles the Ingress at all).
 func (c *Controller) ensureIngress(sc *syncState, built *cluster.Cluster, deploying bool) {
-	spec := sc.Recorded.Spec.Ingress
+	spec := sc.Recorded().Spec.Ingress
 	if !manageIngress(c.Config) {
 		if spec != nil && deploying {
 			sc.Event(corev1.EventTypeWarning, reasons.ReasonIngressManagement, "Ingress management is turned off but ingress set in spec")
 		}
 		return
 	}
-	ns, live := sc.Obj.Namespace, sc.owned.ingress
+	ns, live := sc.Obj().Namespace, sc.owned.ingress
 	api := c.Kube.NetworkingV1().Ingresses(ns)
 	if spec == nil {
-		if live == nil || !ownedBy(live, sc.Obj) || live.DeletionTimestamp != nil {
+		if live == nil || !ownedBy(live, sc.Obj()) || live.DeletionTimestamp != nil {
 			return
 		}
 		uid := live.UID
@@ -60,7 +60,7 @@ func (c *Controller) ensureIngress(sc *syncState, built *cluster.Cluster, deploy
 		sc.Fail(reasons.ReasonDeploymentError, "Cannot build the Ingress: %v", err)
 		return
 	}
-	desired, err := cluster.Ingress(cluster.IngressInput{Deployment: sc.Obj, Spec: spec, Native: built.Native, RESTPort: port})
+	desired, err := cluster.Ingress(cluster.IngressInput{Deployment: sc.Obj(), Spec: spec, Native: built.Native, RESTPort: port})
 	if err != nil {
 		sc.Fail(reasons.ReasonDeploymentError, "Cannot build the Ingress: %v", err)
 		return

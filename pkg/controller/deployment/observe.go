@@ -25,14 +25,14 @@ const AnnotationFlinkVersion = jobmanager.AnnotationFlinkVersion
 // scale subresource), the JobManager Deployment, and, once the JobManager
 // answers, the job.
 func (c *Controller) observe(ctx context.Context, sc *syncState) error {
-	st := &sc.Obj.Status
+	st := &sc.Obj().Status
 	native := sc.native()
-	tm := &v1beta1.TaskManagerInfo{LabelSelector: cluster.TaskManagerSelector(cluster.Mode(native), sc.Obj.Name)}
+	tm := &v1beta1.TaskManagerInfo{LabelSelector: cluster.TaskManagerSelector(cluster.Mode(native), sc.Obj().Name)}
 	if native {
 		// Flink's resource manager creates the TaskManager pods: count the
 		// live ones (the scale subresource reads this; the operator never
 		// scales them).
-		pods, err := c.owned.nativeTaskManagerPods(sc.Obj)
+		pods, err := c.owned.nativeTaskManagerPods(sc.Obj())
 		if err != nil {
 			return err
 		}
@@ -46,7 +46,7 @@ func (c *Controller) observe(ctx context.Context, sc *syncState) error {
 	}
 	st.TaskManager = tm
 
-	if sc.Recorded == nil {
+	if sc.Recorded() == nil {
 		st.JobManagerDeploymentStatus = v1beta1.JobManagerMissing
 		return nil
 	}
@@ -98,14 +98,14 @@ func (c *Controller) observe(ctx context.Context, sc *syncState) error {
 // job seen running must not look as if it never ran (neverRan), which would
 // let an upgrade redeploy it from the state it was deployed from.
 func (c *Controller) observeJobManager(ctx context.Context, sc *syncState, pod *podFailure) ([]flink.JobOverview, *flink.DashboardConfig, error) {
-	st := &sc.Obj.Status
+	st := &sc.Obj().Status
 	jm := sc.owned.jobManager
 	set := func(s v1beta1.JobManagerDeploymentStatus) { st.JobManagerDeploymentStatus = s }
 	if jm == nil || jm.DeletionTimestamp != nil {
 		set(v1beta1.JobManagerMissing)
 		return nil, nil, nil
 	}
-	if !ownedBy(jm, sc.Obj) {
+	if !ownedBy(jm, sc.Obj()) {
 		set(v1beta1.JobManagerError)
 		sc.Fail(reasons.ReasonDeploymentError, "Deployment %s/%s exists and is not controlled by this FlinkDeployment", jm.Namespace, jm.Name)
 		return nil, nil, nil
@@ -131,7 +131,7 @@ func (c *Controller) observeJobManager(ctx context.Context, sc *syncState, pod *
 		timeout, _ := sc.Cfg.Duration(config.KeyDeploymentReadinessTimeout)
 		if deployedAt := time.UnixMilli(st.ReconciliationStatus.ReconciliationTimestamp); timeout > 0 &&
 			(st.ReconciliationStatus.State == v1beta1.ReconciliationDeployed || st.ReconciliationStatus.State == v1beta1.ReconciliationRolledBack) &&
-			sc.Now.Sub(deployedAt) > timeout {
+			sc.Now().Sub(deployedAt) > timeout {
 			set(v1beta1.JobManagerError)
 			sc.Fail(reasons.ReasonDeploymentError, "JobManager deployment is not ready %s after it was deployed (%s); check its pods and events",
 				timeout, config.KeyDeploymentReadinessTimeout)
@@ -146,7 +146,7 @@ func (c *Controller) observeJobManager(ctx context.Context, sc *syncState, pod *
 	client, err := c.clusterClient(sc)
 	if err != nil {
 		set(v1beta1.JobManagerDeployedNotReady)
-		sc.Log.V(2).Info("Cannot reach the JobManager", "err", err)
+		sc.Log().V(2).Info("Cannot reach the JobManager", "err", err)
 		sc.RequeueWithin(sc.ProgressInterval())
 		return nil, nil, nil
 	}
@@ -164,7 +164,7 @@ func (c *Controller) observeJobManager(ctx context.Context, sc *syncState, pod *
 	}
 	if err != nil {
 		set(v1beta1.JobManagerDeployedNotReady)
-		sc.Log.V(2).Info("JobManager REST API not answering yet", "err", err)
+		sc.Log().V(2).Info("JobManager REST API not answering yet", "err", err)
 		sc.RequeueWithin(sc.ProgressInterval())
 		return nil, nil, nil
 	}
@@ -192,7 +192,7 @@ func deploymentFailure(d *appsv1.Deployment) string {
 // port from the live REST Service) that the other controllers use too.
 func (c *Controller) clusterClient(sc *syncState) (*flink.Client, error) {
 	return c.jobManagers.Dial(jobmanager.Cluster{
-		Deployment: sc.Obj, JobManager: sc.owned.jobManager, RESTService: sc.owned.restService, Config: sc.Cfg,
+		Deployment: sc.Obj(), JobManager: sc.owned.jobManager, RESTService: sc.owned.restService, Config: sc.Cfg,
 	})
 }
 
@@ -200,20 +200,20 @@ func (c *Controller) clusterClient(sc *syncState) (*flink.Client, error) {
 // while the log says the job was stopped for an upgrade or is suspended:
 // jobStatus.state is then the operator's SUSPENDED marker.
 func (sc *syncState) jobObservable() bool {
-	if sc.Recorded == nil || sc.Obj.Status.JobStatus.JobID == "" {
+	if sc.Recorded() == nil || sc.Obj().Status.JobStatus.JobID == "" {
 		return false
 	}
-	st := &sc.Obj.Status
+	st := &sc.Obj().Status
 	if rs := st.ReconciliationStatus.State; rs == v1beta1.ReconciliationUpgrading || rs == v1beta1.ReconciliationRollingBack {
 		return st.JobStatus.State != v1beta1.JobStatusSuspended
 	}
-	return sc.Recorded.Spec.Job != nil && !jobengine.JobSuspended(&sc.Recorded.Spec)
+	return sc.Recorded().Spec.Job != nil && !jobengine.JobSuspended(&sc.Recorded().Spec)
 }
 
 // observeJob finds the recorded job in the jobs overview and updates
 // jobStatus from it (jobengine.ObserveJob).
 func (c *Controller) observeJob(ctx context.Context, sc *syncState, jobs []flink.JobOverview) {
-	js := &sc.Obj.Status.JobStatus
+	js := &sc.Obj().Status.JobStatus
 	for i := range jobs {
 		if jobs[i].ID == js.JobID {
 			sc.Job = &jobs[i]

@@ -211,7 +211,7 @@ func ownedThroughJobManager(obj metav1.Object, dep *v1beta1.FlinkDeployment, jm 
 // owns reports whether the operator may act on obj as a part of this
 // sync's cluster (ownedBy, or ownedThroughJobManager).
 func (sc *syncState) owns(obj metav1.Object) bool {
-	return ownedBy(obj, sc.Obj) || ownedThroughJobManager(obj, sc.Obj, sc.owned.jobManager)
+	return ownedBy(obj, sc.Obj()) || ownedThroughJobManager(obj, sc.Obj(), sc.owned.jobManager)
 }
 
 // nativeTaskManagerPods are the TaskManager pods Flink created for dep's

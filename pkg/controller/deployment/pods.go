@@ -171,7 +171,7 @@ type podFailures struct {
 // podFailuresOf classifies the pods of dep's cluster.
 func (c *Controller) podFailuresOf(ctx context.Context, sc *syncState) (podFailures, error) {
 	var out podFailures
-	pods, err := c.owned.podsOf(sc.Obj)
+	pods, err := c.owned.podsOf(sc.Obj())
 	if err != nil || len(pods) == 0 {
 		return out, err
 	}
@@ -189,7 +189,7 @@ func (c *Controller) podFailuresOf(ctx context.Context, sc *syncState) (podFailu
 		if *slot != nil {
 			continue
 		}
-		*slot = classifyPod(pod, sc.Now, func(cs *corev1.ContainerStatus, t *corev1.ContainerStateTerminated, previous bool) string {
+		*slot = classifyPod(pod, sc.Now(), func(cs *corev1.ContainerStatus, t *corev1.ContainerStateTerminated, previous bool) string {
 			return c.failureLine(ctx, sc, pod, cs, t, previous)
 		})
 	}
@@ -215,7 +215,7 @@ func (c *Controller) failureLine(ctx context.Context, sc *syncState, pod *corev1
 	}
 	logs, err := c.podLogs(ctx, pod.Namespace, pod.Name, cs.Name, previous)
 	if err != nil {
-		sc.Log.V(2).Info("Cannot read the log of a failed container", "pod", pod.Name, "container", cs.Name, "err", err)
+		sc.Log().V(2).Info("Cannot read the log of a failed container", "pod", pod.Name, "container", cs.Name, "err", err)
 		if ctx.Err() != nil {
 			return ""
 		}

@@ -26,7 +26,7 @@ import (
 
 // Validate checks the current spec (validate) and gives its configuration.
 func (k deploymentJob) Validate() (v1beta1.FlinkDeploymentSpec, config.Config, error) {
-	v, err := k.c.validate(k.sc.Obj, k.sc.Obj.Spec, k.sc.Recorded)
+	v, err := k.c.validate(k.sc.Obj(), k.sc.Obj().Spec, k.sc.Recorded())
 	if err != nil {
 		return v1beta1.FlinkDeploymentSpec{}, nil, err
 	}
@@ -36,7 +36,7 @@ func (k deploymentJob) Validate() (v1beta1.FlinkDeploymentSpec, config.Config, e
 // RestorePath resolves spec.job.initialStateSnapshotRef (snapshotref.Path:
 // a cross-namespace reference needs the webhook's stamp).
 func (k deploymentJob) RestorePath(ref *v1beta1.SnapshotReference) (string, error) {
-	return snapshotref.Path(k.c.Caches, k.c.Config, k.c.ReviewKeys, "FlinkDeployment", k.sc.Obj, ref)
+	return snapshotref.Path(k.c.Caches, k.c.Config, k.c.ReviewKeys, "FlinkDeployment", k.sc.Obj(), ref)
 }
 
 func (k deploymentJob) CanRun() bool { return true }
@@ -45,8 +45,8 @@ func (k deploymentJob) CanRun() bool { return true }
 func (k deploymentJob) Ended() bool { return !k.c.teardown(k.sc) }
 
 func (k deploymentJob) Suspended() string {
-	k.sc.Obj.Status.JobManagerDeploymentStatus = v1beta1.JobManagerMissing
-	k.sc.Obj.Status.ClusterInfo = nil
+	k.sc.Obj().Status.JobManagerDeploymentStatus = v1beta1.JobManagerMissing
+	k.sc.Obj().Status.ClusterInfo = nil
 	return "Job suspended and its cluster deleted"
 }
 
@@ -61,18 +61,18 @@ func (k deploymentJob) Suspended() string {
 // kept (nothing recovers it and nothing remembers it).
 func (k deploymentJob) NextJobID() string {
 	sc := k.sc
-	jobID := sc.Obj.Status.JobStatus.JobID
-	if jobengine.UpgradeMode(&sc.Recorded.Spec) != v1beta1.UpgradeModeLastState || jobID == "" ||
+	jobID := sc.Obj().Status.JobStatus.JobID
+	if jobengine.UpgradeMode(&sc.Recorded().Spec) != v1beta1.UpgradeModeLastState || jobID == "" ||
 		kubernetesHA(sc.Cfg) && !k.c.haJobCheckpoints(sc) {
-		jobID = newJobID(string(sc.Obj.UID), jobID, sc.Obj.Generation)
+		jobID = newJobID(string(sc.Obj().UID), jobID, sc.Obj().Generation)
 	}
 	return jobID
 }
 
 // Deploy creates the new cluster's objects once the status records it.
 func (k deploymentJob) Deploy(ctx context.Context, jobID, restore string) bool {
-	sc, st := k.sc, &k.sc.Obj.Status
-	built, err := k.c.build(sc, sc.Recorded.Spec, jobID, restore, k.c.CurrentConfig(), newDeployToken(jobID, sc.Now), "")
+	sc, st := k.sc, &k.sc.Obj().Status
+	built, err := k.c.build(sc, sc.Recorded().Spec, jobID, restore, k.c.CurrentConfig(), newDeployToken(jobID, sc.Now()), "")
 	if err != nil {
 		sc.Fail(reasons.ReasonUpgradeFailed, "Cannot build the Flink cluster: %v", err)
 		sc.RequeueWithin(jobengine.RetryFailed)
@@ -89,7 +89,7 @@ func (k deploymentJob) Deploy(ctx context.Context, jobID, restore string) bool {
 	}
 	st.ClusterInfo = nil
 	st.JobManagerDeploymentStatus = v1beta1.JobManagerDeploying
-	if sc.Recorded.Spec.Job != nil {
+	if sc.Recorded().Spec.Job != nil {
 		from := "empty state"
 		if restore != "" {
 			from = restore
@@ -105,7 +105,7 @@ func (k deploymentJob) Deploy(ctx context.Context, jobID, restore string) bool {
 
 // CheckpointTrigger: the recorded Flink version can trigger checkpoints.
 func (k deploymentJob) CheckpointTrigger() bool {
-	version, err := flink.ParseVersion(string(k.sc.Recorded.Spec.FlinkVersion))
+	version, err := flink.ParseVersion(string(k.sc.Recorded().Spec.FlinkVersion))
 	return err == nil && version.SupportsCheckpointTrigger()
 }
 
@@ -116,8 +116,8 @@ func (k deploymentJob) Steady(ctx context.Context) (jobengine.SteadyAnswer, erro
 	if c.shutDownEnded(sc) { // jm-deployment.shutdown-ttl: shutdownttl.go
 		return jobengine.SteadyAnswer{}, nil
 	}
-	st := &sc.Obj.Status
-	spec := sc.Recorded.Spec
+	st := &sc.Obj().Status
+	spec := sc.Recorded().Spec
 	app := spec.Job != nil
 	token, ended := c.steadyTokens(sc)
 	built, err := c.build(sc, spec, st.JobStatus.JobID, st.JobStatus.UpgradeSavepointPath, c.deployedConfig(sc), token, ended)
@@ -144,7 +144,7 @@ func (k deploymentJob) Steady(ctx context.Context) (jobengine.SteadyAnswer, erro
 // configuration; the JobManager also carries the Flink version it was built
 // for.
 func (c *Controller) build(sc *syncState, spec v1beta1.FlinkDeploymentSpec, jobID, restore string, operator config.Config, token, ended string) (*cluster.Cluster, error) {
-	in := cluster.Input{Deployment: sc.Obj, Spec: spec, OperatorConfig: operator, Native: sc.nativeFor(&spec)}
+	in := cluster.Input{Deployment: sc.Obj(), Spec: spec, OperatorConfig: operator, Native: sc.nativeFor(&spec)}
 	if spec.Job != nil {
 		in.JobID, in.RestorePath = jobID, restore
 		in.DeployToken, in.EndedToken = token, ended
@@ -199,7 +199,7 @@ const (
 // to it go through an upgrade instead. Objects of the same name controlled
 // by someone else are left alone and reported.
 func (c *Controller) ensureObjects(sc *syncState, built *cluster.Cluster, jmCreate jobManagerCreate) {
-	ns, o := sc.Obj.Namespace, sc.owned
+	ns, o := sc.Obj().Namespace, sc.owned
 	core, apps := c.Kube.CoreV1(), c.Kube.AppsV1()
 	create := metav1.CreateOptions{}
 	update := metav1.UpdateOptions{}

@@ -69,15 +69,15 @@ func serviceAccountOf(spec string, flinkConfig map[string]string) string {
 func (c *Controller) checkServiceAccount(ctx context.Context, sc *syncState, built *cluster.Cluster) string {
 	ctx, cancel := context.WithTimeout(ctx, saCheckTimeout)
 	defer cancel()
-	ns := sc.Obj.Namespace
-	sa := serviceAccountOf(sc.Recorded.Spec.ServiceAccount, built.FlinkConfig)
+	ns := sc.Obj().Namespace
+	sa := serviceAccountOf(sc.Recorded().Spec.ServiceAccount, built.FlinkConfig)
 	_, err := c.Kube.CoreV1().ServiceAccounts(ns).Get(ctx, sa, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return fmt.Sprintf("ServiceAccount %s/%s does not exist: in native mode Flink creates the TaskManager pods as it (spec.serviceAccount). "+
 			"Create it with the Role and RoleBinding of manifests/flink-serviceaccount (docs/install.md)", ns, sa)
 	case err != nil:
-		sc.Log.V(1).Info("Cannot read the Flink ServiceAccount; not checked", "serviceAccount", sa, "err", err)
+		sc.Log().V(1).Info("Cannot read the Flink ServiceAccount; not checked", "serviceAccount", sa, "err", err)
 	}
 	ha := haEnabled(sc.Cfg)
 	var missing []string
@@ -94,7 +94,7 @@ func (c *Controller) checkServiceAccount(ctx context.Context, sc *syncState, bui
 		}}
 		res, err := c.Kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
 		if err != nil {
-			sc.Log.V(1).Info("Cannot review the Flink ServiceAccount's permissions; not checked", "serviceAccount", sa, "err", err)
+			sc.Log().V(1).Info("Cannot review the Flink ServiceAccount's permissions; not checked", "serviceAccount", sa, "err", err)
 			return ""
 		}
 		if !res.Status.Allowed {

@@ -34,9 +34,9 @@ import (
 // MISSING and are idempotent (a crash repeats them). Before the TTL it
 // asks to be woken when it passes.
 func (c *Controller) shutDownEnded(sc *syncState) bool {
-	st := &sc.Obj.Status
+	st := &sc.Obj().Status
 	js := &st.JobStatus
-	if sc.Recorded == nil || sc.Recorded.Spec.Job == nil || !js.State.IsGloballyTerminal() {
+	if sc.Recorded() == nil || sc.Recorded().Spec.Job == nil || !js.State.IsGloballyTerminal() {
 		return false
 	}
 	ttl, err := sc.Cfg.Duration(config.KeyJMDeploymentShutdownTTL)
@@ -50,16 +50,16 @@ func (c *Controller) shutDownEnded(sc *syncState) bool {
 		return false
 	}
 	due := time.UnixMilli(endedMs).Add(ttl)
-	if !sc.Now.After(due) {
-		sc.RequeueWithin(due.Sub(sc.Now) + time.Second)
+	if !sc.Now().After(due) {
+		sc.RequeueWithin(due.Sub(sc.Now()) + time.Second)
 		return false
 	}
-	if jm := sc.owned.jobManager; jm != nil && jm.DeletionTimestamp == nil && ownedBy(jm, sc.Obj) {
+	if jm := sc.owned.jobManager; jm != nil && jm.DeletionTimestamp == nil && ownedBy(jm, sc.Obj()) {
 		restore := js.UpgradeSavepointPath
 		if restore == "" {
 			restore = "empty state"
 		}
-		sc.Log.Info("Removing the JobManager deployment of the terminal application", "jobId", js.JobID, "jobState", js.State,
+		sc.Log().Info("Removing the JobManager deployment of the terminal application", "jobId", js.JobID, "jobState", js.State,
 			"ttl", ttl, "restorePath", js.UpgradeSavepointPath)
 		sc.Event(corev1.EventTypeNormal, reasons.ReasonCleanup, "Job %s is %s since %s: shutting its cluster down (%s: %s); an upgrade restarts it from %s",
 			js.JobID, js.State, time.UnixMilli(endedMs).UTC().Format(time.RFC3339), config.KeyJMDeploymentShutdownTTL, ttl, restore)
@@ -69,7 +69,7 @@ func (c *Controller) shutDownEnded(sc *syncState) bool {
 	// (teardown).
 	left, err := c.shutDownCluster(sc)
 	if err != nil {
-		sc.Log.Error(err, "Cannot list the cluster's pods")
+		sc.Log().Error(err, "Cannot list the cluster's pods")
 	}
 	st.JobManagerDeploymentStatus = v1beta1.JobManagerMissing
 	if err != nil || left.pending() {

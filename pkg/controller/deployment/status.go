@@ -33,11 +33,11 @@ func lifecycleOf(d *v1beta1.FlinkDeployment, recorded *reconciledSpec, manualRes
 // when the job runs (applications) or the JobManager is ready (session
 // clusters).
 func setRunningCondition(sc *syncState) {
-	st := &sc.Obj.Status
-	cond := metav1.Condition{Type: "Running", ObservedGeneration: sc.Obj.Generation, LastTransitionTime: metav1.NewTime(sc.Now)}
-	app := sc.Recorded != nil && sc.Recorded.Spec.Job != nil
-	if sc.Recorded == nil {
-		app = sc.Obj.Spec.Job != nil
+	st := &sc.Obj().Status
+	cond := metav1.Condition{Type: "Running", ObservedGeneration: sc.Obj().Generation, LastTransitionTime: metav1.NewTime(sc.Now())}
+	app := sc.Recorded() != nil && sc.Recorded().Spec.Job != nil
+	if sc.Recorded() == nil {
+		app = sc.Obj().Spec.Job != nil
 	}
 	if app {
 		state := string(st.JobStatus.State)

@@ -77,9 +77,9 @@ func (c *Controller) Sync(ctx context.Context, key string) (time.Duration, error
 func (c *Controller) newSync(st *jobengine.State[*v1beta1.FlinkDeployment, v1beta1.FlinkDeploymentSpec]) (*syncState, error) {
 	sc := &syncState{State: st}
 	var err error
-	spec := &sc.Obj.Spec
-	if sc.Recorded != nil {
-		s := jobengine.ConfigSpec(sc.Recorded.Spec, sc.Obj.Spec)
+	spec := &sc.Obj().Spec
+	if sc.Recorded() != nil {
+		s := jobengine.ConfigSpec(sc.Recorded().Spec, sc.Obj().Spec)
 		spec = &s
 	}
 	if sc.Cfg, err = c.effectiveConfig(spec); err != nil {
@@ -88,10 +88,10 @@ func (c *Controller) newSync(st *jobengine.State[*v1beta1.FlinkDeployment, v1bet
 		sc.Fail(reasons.ReasonValidationError, "spec.flinkConfiguration: %v", err)
 		sc.Cfg = c.CurrentConfig()
 	}
-	if sc.owned, err = c.owned.objectsOf(sc.Base); err != nil {
+	if sc.owned, err = c.owned.objectsOf(sc.Base()); err != nil {
 		return nil, err
 	}
-	if r := sc.Recorded; r != nil && r.Spec.Mode == "" && sc.Obj.Spec.Mode == v1beta1.DeploymentModeStandalone && sc.owned.liveStandalone() {
+	if r := sc.Recorded(); r != nil && r.Spec.Mode == "" && sc.Obj().Spec.Mode == v1beta1.DeploymentModeStandalone && sc.owned.liveStandalone() {
 		// Deployed with mode unset when that meant standalone (nativeFor),
 		// now marked standalone by its user: the same cluster, no change.
 		r.Spec.Mode = v1beta1.DeploymentModeStandalone
@@ -104,8 +104,8 @@ func (c *Controller) newSync(st *jobengine.State[*v1beta1.FlinkDeployment, v1bet
 // which writes it once.
 func (c *Controller) commit(ctx context.Context, sc *syncState) (time.Duration, error) {
 	sc.SetError()
-	jobengine.KeepSuspendedStable(&sc.Obj.Status.ReconciliationStatus, sc.Recorded != nil && jobengine.JobSuspended(&sc.Recorded.Spec))
-	sc.Obj.Status.LifecycleState = lifecycleOf(sc.Obj, sc.Recorded, sc.NeedsManualRestore())
+	jobengine.KeepSuspendedStable(&sc.Obj().Status.ReconciliationStatus, sc.Recorded() != nil && jobengine.JobSuspended(&sc.Recorded().Spec))
+	sc.Obj().Status.LifecycleState = lifecycleOf(sc.Obj(), sc.Recorded(), sc.NeedsManualRestore())
 	setRunningCondition(sc)
 	return c.engine.Commit(ctx, sc.State)
 }
@@ -113,10 +113,10 @@ func (c *Controller) commit(ctx context.Context, sc *syncState) (time.Duration, 
 // native reports a cluster in native mode: the spec it runs (the current
 // one before the first deploy), read by nativeFor.
 func (sc *syncState) native() bool {
-	if sc.Recorded != nil {
-		return sc.nativeFor(&sc.Recorded.Spec)
+	if sc.Recorded() != nil {
+		return sc.nativeFor(&sc.Recorded().Spec)
 	}
-	return sc.nativeFor(&sc.Obj.Spec)
+	return sc.nativeFor(&sc.Obj().Spec)
 }
 
 // nativeFor says whether spec's cluster is (or is built) native: as

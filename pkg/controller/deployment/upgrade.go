@@ -67,7 +67,7 @@ func (k deploymentJob) LastStateStop(context.Context) (jobengine.LastStateStop, 
 // bad image or config). A JobManager whose pods are ready but whose REST API
 // does not answer may run the job unseen: that does not count.
 func neverRan(sc *syncState) bool {
-	st := &sc.Obj.Status
+	st := &sc.Obj().Status
 	switch st.JobManagerDeploymentStatus {
 	case v1beta1.JobManagerReady, v1beta1.JobManagerDeployedNotReady:
 		return false
@@ -77,7 +77,7 @@ func neverRan(sc *syncState) bool {
 
 func describeJob(sc *syncState) string {
 	if sc.Client == nil {
-		return fmt.Sprintf("unreachable (JobManager %s)", sc.Obj.Status.JobManagerDeploymentStatus)
+		return fmt.Sprintf("unreachable (JobManager %s)", sc.Obj().Status.JobManagerDeploymentStatus)
 	}
 	if sc.Job == nil {
 		return "unknown to its JobManager"
@@ -91,11 +91,11 @@ func describeJob(sc *syncState) string {
 // back at once.
 func (c *Controller) jobStarting(sc *syncState) bool {
 	timeout, _ := sc.Cfg.Duration(config.KeyDeploymentReadinessTimeout)
-	since := sc.Now.Sub(time.UnixMilli(sc.Obj.Status.ReconciliationStatus.ReconciliationTimestamp))
+	since := sc.Now().Sub(time.UnixMilli(sc.Obj().Status.ReconciliationStatus.ReconciliationTimestamp))
 	if since > timeout {
 		return false
 	}
-	switch sc.Obj.Status.JobManagerDeploymentStatus {
+	switch sc.Obj().Status.JobManagerDeploymentStatus {
 	case v1beta1.JobManagerDeploying, v1beta1.JobManagerDeployedNotReady:
 		return true
 	}
@@ -132,10 +132,10 @@ func (c *Controller) teardown(sc *syncState) bool {
 	left, err := c.shutDownCluster(sc)
 	waiting := left.pending() || len(left.orphaned) > 0
 	if err != nil {
-		sc.Log.Error(err, "Cannot list the cluster's pods")
+		sc.Log().Error(err, "Cannot list the cluster's pods")
 		waiting = true
 	}
-	if !waiting && jobengine.UpgradeMode(&sc.Recorded.Spec) != v1beta1.UpgradeModeLastState && c.deleteHAConfigMaps(sc) {
+	if !waiting && jobengine.UpgradeMode(&sc.Recorded().Spec) != v1beta1.UpgradeModeLastState && c.deleteHAConfigMaps(sc) {
 		// Until they are gone: the new cluster would recover the old job
 		// from them.
 		waiting = true
@@ -143,17 +143,17 @@ func (c *Controller) teardown(sc *syncState) bool {
 	if !waiting {
 		return false
 	}
-	sc.Obj.Status.JobManagerDeploymentStatus = v1beta1.JobManagerMissing
+	sc.Obj().Status.JobManagerDeploymentStatus = v1beta1.JobManagerMissing
 	timeout := cleanupTimeout(sc.Cfg)
 	switch {
 	case !left.pending() && len(left.orphaned) > 0:
 		sc.Fail(reasons.ReasonCleanup, "The new cluster of %s waits for pods of its old cluster that %s Orphan left running: %s; "+
-			"delete them (or their ReplicaSets): it is not started beside them", sc.Obj.Name, config.KeyResourceDeletionPropagation, strings.Join(left.orphaned, ", "))
+			"delete them (or their ReplicaSets): it is not started beside them", sc.Obj().Name, config.KeyResourceDeletionPropagation, strings.Join(left.orphaned, ", "))
 		sc.RequeueWithin(sc.ReconcileInterval()) // and at once when a pod goes
 		return true
-	case left.pending() && !left.since.IsZero() && sc.Now.Sub(left.since) >= timeout:
+	case left.pending() && !left.since.IsZero() && sc.Now().Sub(left.since) >= timeout:
 		sc.Fail(reasons.ReasonCleanup, "%s of the old cluster of %s still there more than %s (%s) after their deletion; the new cluster waits for them",
-			left.describe(), sc.Obj.Name, timeout, config.KeyResourceCleanupTimeout)
+			left.describe(), sc.Obj().Name, timeout, config.KeyResourceCleanupTimeout)
 	}
 	sc.RequeueWithin(teardownPoll)
 	return true
@@ -176,9 +176,9 @@ func haEnabled(cfg map[string]string) bool {
 // completed after the operator last looked. The restore path the status
 // records is only what Flink falls back to without HA data.
 func (c *Controller) haRecovery(sc *syncState) bool {
-	js := sc.Obj.Status.JobStatus
-	if sc.Recorded == nil || sc.Recorded.Spec.Job == nil || !sc.native() || !kubernetesHA(sc.Cfg) ||
-		jobengine.UpgradeMode(&sc.Recorded.Spec) != v1beta1.UpgradeModeLastState || js.JobID == "" {
+	js := sc.Obj().Status.JobStatus
+	if sc.Recorded() == nil || sc.Recorded().Spec.Job == nil || !sc.native() || !kubernetesHA(sc.Cfg) ||
+		jobengine.UpgradeMode(&sc.Recorded().Spec) != v1beta1.UpgradeModeLastState || js.JobID == "" {
 		return false
 	}
 	return c.haJobCheckpoints(sc)
@@ -188,13 +188,13 @@ func (c *Controller) haRecovery(sc *syncState) bool {
 // completed checkpoints, which a JobManager started with that job id
 // recovers from.
 func (c *Controller) haJobCheckpoints(sc *syncState) bool {
-	js := sc.Obj.Status.JobStatus
-	inf := c.owned.forNamespace(sc.Obj.Namespace)
+	js := sc.Obj().Status.JobStatus
+	inf := c.owned.forNamespace(sc.Obj().Namespace)
 	if inf == nil || js.JobID == "" {
 		return false
 	}
-	cm, err := inf.configMaps.ConfigMaps(sc.Obj.Namespace).Get(cluster.HAJobConfigMapName(sc.Obj.Name, js.JobID))
-	if err != nil || cm.DeletionTimestamp != nil || !cluster.IsHAConfigMap(sc.Obj.Name, cm) {
+	cm, err := inf.configMaps.ConfigMaps(sc.Obj().Namespace).Get(cluster.HAJobConfigMapName(sc.Obj().Name, js.JobID))
+	if err != nil || cm.DeletionTimestamp != nil || !cluster.IsHAConfigMap(sc.Obj().Name, cm) {
 		return false
 	}
 	for k := range cm.Data {

@@ -23,8 +23,8 @@ import (
 func (s *State[T, S]) StopOnDeletion(ctx context.Context, k JobKind, savepoint bool) (done bool, err error) {
 	js := s.JobStatus()
 	timeout := lifecycle.StopTimeout(s.Cfg)
-	deadline := s.Obj.GetDeletionTimestamp().Add(timeout)
-	if !s.Now.Before(deadline) {
+	deadline := s.obj.GetDeletionTimestamp().Add(timeout)
+	if !s.now.Before(deadline) {
 		if savepoint {
 			s.Event(corev1.EventTypeWarning, reasons.ReasonSavepointError, "No savepoint of job %s within %s of the deletion (%s); deleting without one",
 				js.JobID, timeout, config.FlinkCheckpointTimeout)
@@ -37,7 +37,7 @@ func (s *State[T, S]) StopOnDeletion(ctx context.Context, k JobKind, savepoint b
 	}
 	done, err = s.stopOnDeletion(ctx, k, savepoint)
 	if err == nil && !done {
-		s.requeueNoLaterThan(deadline.Sub(s.Now))
+		s.requeueNoLaterThan(deadline.Sub(s.now))
 	}
 	return done, err
 }

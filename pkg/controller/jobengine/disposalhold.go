@@ -29,7 +29,7 @@ import (
 // Requeue-based: the snapshot controller's writes do not wake the job.
 // held reports that the deletion waits.
 func (s *State[T, S]) HoldForDisposals(via string, ready bool) (held bool, err error) {
-	obj := s.Obj
+	obj := s.obj
 	pending, err := s.e.Caches.PendingDisposals(obj.JobReferenceKind(), obj)
 	if err != nil || len(pending) == 0 {
 		return false, err
@@ -46,26 +46,26 @@ func (s *State[T, S]) HoldForDisposals(via string, ready bool) (held bool, err e
 		s.sayOnce(corev1.EventTypeWarning, fmt.Sprintf("%s is not ready to dispose of savepoints; deleting without waiting, their data is left: %s",
 			capitalized(via), list))
 		return false, nil
-	case !s.Now.Before(deadline):
+	case !s.now.Before(deadline):
 		s.sayOnce(corev1.EventTypeWarning, fmt.Sprintf("Savepoint disposals not done %s after the deletion (%s); deleting anyway, their data is left: %s",
 			timeout, config.KeySnapshotDisposeTimeout, list))
 		return false, nil
 	}
 	s.sayOnce(corev1.EventTypeNormal, fmt.Sprintf("Deletion waits (at most until %s) for savepoint disposals through %s: %s",
 		deadline.UTC().Format(time.RFC3339), via, list))
-	s.RequeueWithin(snapshotrules.PollDelay(s.Now.Sub(deletedAt)))
-	s.requeueNoLaterThan(deadline.Sub(s.Now))
+	s.RequeueWithin(snapshotrules.PollDelay(s.now.Sub(deletedAt)))
+	s.requeueNoLaterThan(deadline.Sub(s.now))
 	return true, nil
 }
 
 // ForgetDisposalHold drops what HoldForDisposals last said of the
 // resource, once its finalizer goes.
-func (s *State[T, S]) ForgetDisposalHold() { s.e.disposalHolds.Delete(s.Obj.GetUID()) }
+func (s *State[T, S]) ForgetDisposalHold() { s.e.disposalHolds.Delete(s.obj.GetUID()) }
 
 // sayOnce emits a Cleanup event of HoldForDisposals unless it is what it
 // last said of this resource: a wait of many syncs is one event.
 func (s *State[T, S]) sayOnce(typ, msg string) {
-	if said, _ := s.e.disposalHolds.Swap(s.Obj.GetUID(), msg); said != msg {
+	if said, _ := s.e.disposalHolds.Swap(s.obj.GetUID(), msg); said != msg {
 		s.Event(typ, reasons.ReasonCleanup, "%s", msg)
 	}
 }

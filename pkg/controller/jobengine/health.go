@@ -53,7 +53,7 @@ func (s *State[T, S]) restartIfNeeded(ctx context.Context, d Driver[S]) (restart
 	st := s.Status()
 	// ROLLED_BACK too: the stable spec it runs is restarted (restartRolledBack).
 	deployed := st.Reconciliation.State == v1beta1.ReconciliationDeployed || st.Reconciliation.State == v1beta1.ReconciliationRolledBack
-	if jobOf(&s.Recorded.Spec) == nil || !deployed || st.Job.JobID == "" {
+	if jobOf(&s.recorded.Spec) == nil || !deployed || st.Job.JobID == "" {
 		return false, nil
 	}
 	if st.Job.State == v1beta1.JobStatusFailed {
@@ -62,10 +62,10 @@ func (s *State[T, S]) restartIfNeeded(ctx context.Context, d Driver[S]) (restart
 			return false, err
 		}
 		from := st.Job.UpgradeSavepointPath
-		if UpgradeMode(&s.Recorded.Spec) == v1beta1.UpgradeModeStateless || from == "" {
+		if UpgradeMode(&s.recorded.Spec) == v1beta1.UpgradeModeStateless || from == "" {
 			from = "empty state"
 		}
-		s.Log.Info("Restarting the failed job", "jobId", st.Job.JobID, "restorePath", st.Job.UpgradeSavepointPath)
+		s.log.Info("Restarting the failed job", "jobId", st.Job.JobID, "restorePath", st.Job.UpgradeSavepointPath)
 		return true, s.Restart(ctx, d, corev1.EventTypeNormal, reasons.ReasonSubmit,
 			fmt.Sprintf("Job %s FAILED; restarting it from %s (%s)", st.Job.JobID, from, config.KeyJobRestartFailed))
 	}
@@ -78,7 +78,7 @@ func (s *State[T, S]) restartIfNeeded(ctx context.Context, d Driver[S]) (restart
 	if !restart {
 		return false, nil
 	}
-	s.Log.Info("Restarting the unhealthy job", "jobId", st.Job.JobID, "reason", why)
+	s.log.Info("Restarting the unhealthy job", "jobId", st.Job.JobID, "reason", why)
 	return true, s.Restart(ctx, d, corev1.EventTypeWarning, reasons.ReasonRestartUnhealthyJob, why)
 }
 
@@ -91,11 +91,11 @@ func (s *State[T, S]) Restart(ctx context.Context, d Driver[S], typ, reason, msg
 	}
 	st := s.Status()
 	st.Reconciliation.State = v1beta1.ReconciliationUpgrading
-	st.Reconciliation.ReconciliationTimestamp = s.Now.UnixMilli()
+	st.Reconciliation.ReconciliationTimestamp = s.now.UnixMilli()
 	js := st.Job
 	lifecycle.ClearStopTrigger(js)
 	s.resetLegacyTriggers()
-	switch UpgradeMode(&s.Recorded.Spec) {
+	switch UpgradeMode(&s.recorded.Spec) {
 	case v1beta1.UpgradeModeStateless:
 		js.UpgradeSavepointPath = ""
 		js.State = v1beta1.JobStatusSuspended
@@ -106,7 +106,7 @@ func (s *State[T, S]) Restart(ctx context.Context, d Driver[S], typ, reason, msg
 		}
 		if fallback && !js.State.IsGloballyTerminal() {
 			// No savepoint of a failing job: its latest checkpoint.
-			lifecycle.MarkFailedStop(js, s.Now)
+			lifecycle.MarkFailedStop(js, s.now)
 		}
 	}
 	s.Event(typ, reason, "%s", msg)

@@ -50,7 +50,7 @@ const delayMessage = "Delaying job reconciliation until pending savepoint is com
 // WarnCRDMissing emits SnapshotResourcesDisabled (crdMissingMessage) for
 // the job with this UID, once per operator process.
 func (s *State[T, S]) warnCRDMissing() {
-	if _, seen := s.e.crdWarned.LoadOrStore(s.Obj.GetUID(), struct{}{}); !seen {
+	if _, seen := s.e.crdWarned.LoadOrStore(s.obj.GetUID(), struct{}{}); !seen {
 		s.Event(corev1.EventTypeWarning, reasons.ReasonSnapshotResourcesDisabled, "%s", crdMissingMessage)
 	}
 }
@@ -115,7 +115,7 @@ func (s *State[T, S]) legacyReconcile(ctx context.Context, view snapshotrules.Jo
 // legacyTriggerIfDue triggers a snapshot of typ when its schedule or a
 // manual nonce says so; manual reports a MANUAL trigger and its nonce.
 func (s *State[T, S]) legacyTriggerIfDue(typ string, job snapshotrules.LegacyJob, trigger func(v1beta1.SnapshotTriggerType)) (nonce *int64, manual bool) {
-	due := snapshotrules.LegacyDue(typ, job, s.Now)
+	due := snapshotrules.LegacyDue(typ, job, s.now)
 	if due.Warning != "" {
 		s.Fail(reasons.ReasonValidationError, "spec.flinkConfiguration: %s", due.Warning)
 	}
@@ -191,14 +191,14 @@ func (s *State[T, S]) legacyTriggerSavepoint(trigger v1beta1.SnapshotTriggerType
 	}
 	format := v1beta1.SavepointFormatType(lifecycle.SavepointFormat(s.Cfg))
 	id := s.e.NewTriggerID()
-	snapshotrules.SetLegacySavepointTrigger(js.SavepointInfo, id, trigger, format, s.Now)
-	s.Log.Info("Triggering savepoint (legacy status fields)", "jobId", js.JobID, "triggerId", id, "triggerType", trigger)
+	snapshotrules.SetLegacySavepointTrigger(js.SavepointInfo, id, trigger, format, s.now)
+	s.log.Info("Triggering savepoint (legacy status fields)", "jobId", js.JobID, "triggerId", id, "triggerType", trigger)
 	s.legacyPostSavepoint(js.JobID, id, format)
 	s.RequeueWithin(snapshotrules.MinPollDelay)
 }
 
 func (s *State[T, S]) legacyPostSavepoint(jobID, id string, format v1beta1.SavepointFormatType) {
-	client, log := s.Client, s.Log
+	client, log := s.Client, s.log
 	dir, _ := config.SavepointDir(s.Cfg)
 	req := flink.SavepointRequest{TargetDirectory: dir, FormatType: flink.SavepointFormatType(format), TriggerID: id}
 	s.AfterStatusWrite("trigger savepoint", func(ctx context.Context) error {
@@ -221,14 +221,14 @@ func (s *State[T, S]) legacyTriggerCheckpoint(trigger v1beta1.SnapshotTriggerTyp
 	}
 	typ := checkpointType(s.Cfg)
 	id := s.e.NewTriggerID()
-	snapshotrules.SetLegacyCheckpointTrigger(js.CheckpointInfo, id, trigger, typ, s.Now)
-	s.Log.Info("Triggering checkpoint (legacy status fields)", "jobId", js.JobID, "triggerId", id, "triggerType", trigger)
+	snapshotrules.SetLegacyCheckpointTrigger(js.CheckpointInfo, id, trigger, typ, s.now)
+	s.log.Info("Triggering checkpoint (legacy status fields)", "jobId", js.JobID, "triggerId", id, "triggerType", trigger)
 	s.legacyPostCheckpoint(js.JobID, id, typ)
 	s.RequeueWithin(snapshotrules.MinPollDelay)
 }
 
 func (s *State[T, S]) legacyPostCheckpoint(jobID, id string, typ v1beta1.CheckpointType) {
-	client, log := s.Client, s.Log
+	client, log := s.Client, s.log
 	req := flink.CheckpointRequest{Type: flink.CheckpointType(typ), TriggerID: id}
 	s.AfterStatusWrite("trigger checkpoint", func(ctx context.Context) error {
 		if client == nil {
@@ -338,8 +338,8 @@ func (s *State[T, S]) legacyObserveCheckpoint(ctx context.Context) {
 // (upstream resetSnapshotTriggers). Every failure is a Warning event.
 func (s *State[T, S]) legacyObserve(ctx context.Context, t inFlight) {
 	msg := snapshotrules.LegacyFailureMessage(t.typ, t.triggerType, t.nonce)
-	giveUp := snapshotrules.LegacyGiveUp(t.triggered, gracePeriod(s.Cfg, t.graceKey), s.Now)
-	log := s.Log.WithValues("type", t.typ, "triggerType", t.triggerType)
+	giveUp := snapshotrules.LegacyGiveUp(t.triggered, gracePeriod(s.Cfg, t.graceKey), s.now)
+	log := s.log.WithValues("type", t.typ, "triggerType", t.triggerType)
 	fail := func(cause string) {
 		s.Event(corev1.EventTypeWarning, t.reason, "%s", msg)
 		if giveUp {
@@ -360,7 +360,7 @@ func (s *State[T, S]) legacyObserve(ctx context.Context, t inFlight) {
 	}
 	switch o, cause, value := t.poll(ctx, *t.id); o {
 	case outcomePending:
-		s.RequeueWithin(snapshotrules.PollDelay(s.Now.Sub(t.triggered)))
+		s.RequeueWithin(snapshotrules.PollDelay(s.now.Sub(t.triggered)))
 	case outcomeUnknown:
 		if giveUp {
 			fail("Flink does not know trigger id " + *t.id)
@@ -427,11 +427,11 @@ func (s *State[T, S]) legacyCleanupHistory(ctx context.Context, view snapshotrul
 	if resources {
 		completed = snapshotrules.CompletedSavepointResources(view.Snapshots)
 	}
-	kept := snapshotrules.CleanupLegacyHistory(info.SavepointHistory, policy, completed, s.Now, view.Keep, func(path string) bool {
+	kept := snapshotrules.CleanupLegacyHistory(info.SavepointHistory, policy, completed, s.now, view.Keep, func(path string) bool {
 		return s.legacyDispose(ctx, path)
 	})
 	if len(kept) != len(info.SavepointHistory) {
-		s.Log.Info("Cleaned up legacy savepoint history", "removed", len(info.SavepointHistory)-len(kept), "kept", len(kept))
+		s.log.Info("Cleaned up legacy savepoint history", "removed", len(info.SavepointHistory)-len(kept), "kept", len(kept))
 		if len(kept) == 0 {
 			kept = nil
 		}
@@ -443,7 +443,7 @@ func (s *State[T, S]) legacyCleanupHistory(ctx context.Context, view snapshotrul
 // reports whether it is disposed: the first call POSTs the disposal, later
 // ones poll it.
 func (s *State[T, S]) legacyDispose(ctx context.Context, path string) bool {
-	key := s.Key + "\x00" + path
+	key := s.key + "\x00" + path
 	if id, ok := s.e.legacyDisposals.Load(key); ok {
 		res, err := s.Client.DisposalStatus(ctx, id.(string))
 		switch {
@@ -464,12 +464,12 @@ func (s *State[T, S]) legacyDispose(ctx context.Context, path string) bool {
 			return false
 		}
 		s.e.legacyDisposals.Delete(key)
-		s.Log.Info("Disposed savepoint of the legacy history", "path", path)
+		s.log.Info("Disposed savepoint of the legacy history", "path", path)
 		return true
 	}
 	id, err := s.Client.DisposeSavepoint(ctx, path)
 	if err != nil {
-		s.Log.Info("Disposing savepoint failed, will retry", "path", path, "err", err)
+		s.log.Info("Disposing savepoint failed, will retry", "path", path, "err", err)
 		s.RequeueWithin(s.ReconcileInterval())
 		return false
 	}

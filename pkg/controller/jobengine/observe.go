@@ -43,18 +43,18 @@ func (s *State[T, S]) ObserveJob(ctx context.Context) {
 		case err != nil && flink.IsRetryable(err):
 			// Record the terminal state together with its last checkpoint
 			// or not at all: try again soon.
-			s.Log.Info("Job ended but its checkpoints cannot be read yet", "state", state, "err", err)
+			s.log.Info("Job ended but its checkpoints cannot be read yet", "state", state, "err", err)
 			s.RequeueWithin(s.ProgressInterval())
 			return
-		case err != nil && s.Recorded != nil && UpgradeMode(&s.Recorded.Spec) == v1beta1.UpgradeModeStateless:
+		case err != nil && s.recorded != nil && UpgradeMode(&s.recorded.Spec) == v1beta1.UpgradeModeStateless:
 			// Nothing restores a stateless job's last state (its upgrades
 			// and restarts start empty): no error, no "Manual restore
 			// required" for what nobody will ask of it.
-			s.Log.V(1).Info("The ended stateless job's last state cannot be used", "state", state, "err", err)
+			s.log.V(1).Info("The ended stateless job's last state cannot be used", "state", state, "err", err)
 		case err != nil:
 			s.Fail(reasons.ReasonUpgradeFailed, "Job %s is %s and its last state cannot be used: %v", js.JobID, state, err)
 		case path != js.UpgradeSavepointPath:
-			s.Log.Info("Recorded the last state of the ended job", "state", state, "path", path)
+			s.log.Info("Recorded the last state of the ended job", "state", state, "path", path)
 			js.UpgradeSavepointPath = path
 		}
 	}
@@ -64,7 +64,7 @@ func (s *State[T, S]) ObserveJob(ctx context.Context) {
 	}
 	s.Event(typ, reasons.ReasonJobStatusChanged, "Job status changed from %s to %s", stateOrNew(string(js.State)), state)
 	js.State = state
-	js.UpdateTime = strconv.FormatInt(s.Now.UnixMilli(), 10)
+	js.UpdateTime = strconv.FormatInt(s.now.UnixMilli(), 10)
 	if !state.IsGloballyTerminal() && state != v1beta1.JobStatusRunning {
 		s.RequeueWithin(s.ProgressInterval())
 	}

@@ -70,7 +70,7 @@ type Driver[S Spec[S]] interface {
 func (s *State[T, S]) Reconcile(ctx context.Context, d Driver[S]) error {
 	st := s.Status()
 	switch {
-	case s.Recorded == nil:
+	case s.recorded == nil:
 		return s.firstDeploy(ctx, d)
 	case st.Reconciliation.State == v1beta1.ReconciliationUpgrading:
 		// Finish what the log says was started, with the recorded spec; a
@@ -82,11 +82,11 @@ func (s *State[T, S]) Reconcile(ctx context.Context, d Driver[S]) error {
 	}
 	change := s.classify()
 	if (change == ChangeNone || change == ChangeNonces) && s.rollbackDue(d) {
-		*st.ObservedGeneration = s.Obj.GetGeneration()
+		*st.ObservedGeneration = s.obj.GetGeneration()
 		return s.beginRollback(ctx, d)
 	}
 	if change == ChangeNone {
-		*st.ObservedGeneration = s.Obj.GetGeneration()
+		*st.ObservedGeneration = s.obj.GetGeneration()
 		return s.steady(ctx, d)
 	}
 	spec, cfg, err := d.Validate()
@@ -95,11 +95,11 @@ func (s *State[T, S]) Reconcile(ctx context.Context, d Driver[S]) error {
 		// The running job stays as it is until the snapshot will do.
 		restore, err = d.RestorePath(ref.InitialStateSnapshotRef)
 	}
-	if err == nil && change == ChangeUpgrade && JobSuspended(&s.Recorded.Spec) {
+	if err == nil && change == ChangeUpgrade && JobSuspended(&s.recorded.Spec) {
 		// A resume: it stays suspended until it has a restore point.
 		var ok bool
 		if restore, ok = s.resumeFrom(spec); !ok {
-			*st.ObservedGeneration = s.Obj.GetGeneration()
+			*st.ObservedGeneration = s.obj.GetGeneration()
 			s.RequeueWithin(RetryFailed)
 			return nil
 		}
@@ -108,7 +108,7 @@ func (s *State[T, S]) Reconcile(ctx context.Context, d Driver[S]) error {
 	if !waits {
 		// Handled now (applied, rejected, or nothing to apply); a change
 		// held back by a pending savepoint is observed when it goes ahead.
-		*st.ObservedGeneration = s.Obj.GetGeneration()
+		*st.ObservedGeneration = s.obj.GetGeneration()
 	}
 	switch {
 	case err != nil:
@@ -143,7 +143,7 @@ func (s *State[T, S]) upgradeWaitsForSavepoint(cfg config.Config, change Change)
 	if change == ChangeSuspended || !s.jobHealthy() || !upgradeBlocked(cfg, js) {
 		return false
 	}
-	s.Log.Info(delayMessage, "triggerId", js.SavepointInfo.TriggerID)
+	s.log.Info(delayMessage, "triggerId", js.SavepointInfo.TriggerID)
 	return true
 }
 
@@ -155,7 +155,7 @@ func (s *State[T, S]) upgradeWaitsForSavepoint(cfg config.Config, change Change)
 // recorded.
 func (s *State[T, S]) firstDeploy(ctx context.Context, d Driver[S]) error {
 	st := s.Status()
-	*st.ObservedGeneration = s.Obj.GetGeneration()
+	*st.ObservedGeneration = s.obj.GetGeneration()
 	spec, cfg, err := d.Validate()
 	if err != nil {
 		s.Fail(reasons.ReasonValidationError, "%v", err)
@@ -182,18 +182,18 @@ func (s *State[T, S]) firstDeploy(ctx context.Context, d Driver[S]) error {
 	if err != nil {
 		return err
 	}
-	s.Recorded = &lifecycle.Reconciled[S]{Spec: spec, Meta: lifecycle.Meta{APIVersion: v1beta1.SchemeGroupVersion.String(), FirstDeployment: true}}
+	s.recorded = &lifecycle.Reconciled[S]{Spec: spec, Meta: lifecycle.Meta{APIVersion: v1beta1.SchemeGroupVersion.String(), FirstDeployment: true}}
 	s.Cfg = cfg
 	*st.Reconciliation = v1beta1.ReconciliationStatus{
 		State:                   v1beta1.ReconciliationUpgrading,
 		LastReconciledSpec:      encoded,
-		ReconciliationTimestamp: s.Now.UnixMilli(),
+		ReconciliationTimestamp: s.now.UnixMilli(),
 	}
 	if job != nil {
 		st.Job.UpgradeSavepointPath = restore
 		st.Job.State = v1beta1.JobStatusSuspended // nothing runs yet
 	}
-	before := s.Base.JobResourceStatus()
+	before := s.base.JobResourceStatus()
 	if err := s.continueUpgrade(ctx, d); err != nil || !s.deployRefused {
 		return err
 	}
@@ -201,7 +201,7 @@ func (s *State[T, S]) firstDeploy(ctx context.Context, d Driver[S]) error {
 	// nothing: the resource is still before its first deployment, as
 	// upstream shows it (lifecycle FAILED with the error, no job state),
 	// not a suspended job being upgraded; the next sync starts over.
-	s.Recorded = nil
+	s.recorded = nil
 	*st.Reconciliation, *st.Job = *before.Reconciliation, *before.Job
 	return nil
 }
@@ -214,7 +214,7 @@ func (s *State[T, S]) continueUpgrade(ctx context.Context, d Driver[S]) error {
 		return nil // reported; nothing can be stopped or deployed
 	}
 	st := s.Status()
-	if js := st.Job; jobOf(&s.Recorded.Spec) != nil && js.JobID != "" && js.State != v1beta1.JobStatusSuspended {
+	if js := st.Job; jobOf(&s.recorded.Spec) != nil && js.JobID != "" && js.State != v1beta1.JobStatusSuspended {
 		if stopped, err := s.stopJob(ctx, d); err != nil || !stopped {
 			return err
 		}
@@ -222,15 +222,15 @@ func (s *State[T, S]) continueUpgrade(ctx context.Context, d Driver[S]) error {
 	if !d.Ended() {
 		return nil
 	}
-	if JobSuspended(&s.Recorded.Spec) {
+	if JobSuspended(&s.recorded.Spec) {
 		st.Reconciliation.State = v1beta1.ReconciliationDeployed
 		st.Job.State = v1beta1.JobStatusSuspended
 		what := "empty state"
-		if p := st.Job.UpgradeSavepointPath; p != "" && UpgradeMode(&s.Recorded.Spec) != v1beta1.UpgradeModeStateless {
+		if p := st.Job.UpgradeSavepointPath; p != "" && UpgradeMode(&s.recorded.Spec) != v1beta1.UpgradeModeStateless {
 			what = p
 		}
 		suspended := d.Suspended()
-		if s.Base.JobResourceStatus().Reconciliation.LastReconciledSpec != "" {
+		if s.base.JobResourceStatus().Reconciliation.LastReconciledSpec != "" {
 			// Not for a job created suspended: nothing was suspended, and
 			// its first status write is its only write (docs/performance.md).
 			s.Event(corev1.EventTypeNormal, reasons.ReasonSuspended, "%s; resuming restores from %s", suspended, what)
@@ -249,7 +249,7 @@ func (s *State[T, S]) continueUpgrade(ctx context.Context, d Driver[S]) error {
 // not name.
 func (s *State[T, S]) deploy(ctx context.Context, d Driver[S]) {
 	st := s.Status()
-	hasJob := jobOf(&s.Recorded.Spec) != nil
+	hasJob := jobOf(&s.recorded.Spec) != nil
 	jobID, restore := "", ""
 	if hasJob {
 		jobID, restore = d.NextJobID(), st.Job.UpgradeSavepointPath
@@ -263,7 +263,7 @@ func (s *State[T, S]) deploy(ctx context.Context, d Driver[S]) {
 	} else {
 		st.Reconciliation.State = v1beta1.ReconciliationDeployed
 	}
-	st.Reconciliation.ReconciliationTimestamp = s.Now.UnixMilli()
+	st.Reconciliation.ReconciliationTimestamp = s.now.UnixMilli()
 	prev := *st.Job
 	*st.Job = v1beta1.JobStatus{
 		JobID:                jobID,
@@ -279,7 +279,7 @@ func (s *State[T, S]) deploy(ctx context.Context, d Driver[S]) {
 // steady keeps a deployed job as recorded, unless it is suspended (resuming
 // is a spec change) or has nowhere to run.
 func (s *State[T, S]) steady(ctx context.Context, d Driver[S]) error {
-	if JobSuspended(&s.Recorded.Spec) || !d.CanRun() {
+	if JobSuspended(&s.recorded.Spec) || !d.CanRun() {
 		return nil
 	}
 	if restarted, err := s.restartIfNeeded(ctx, d); restarted || err != nil { // health.go
@@ -330,7 +330,7 @@ func (s *State[T, S]) keepSteady(ctx context.Context, d Driver[S], healthy, plan
 		// in the sync that observes RUNNING would reach the snapshot
 		// controller before the status does, and be abandoned as "not
 		// running". The next sync, right after this status write, takes it.
-		recordedRunning := s.Base.JobResourceStatus().Job.State == v1beta1.JobStatusRunning
+		recordedRunning := s.base.JobResourceStatus().Job.State == v1beta1.JobStatusRunning
 		if healthy && !recordedRunning {
 			s.RequeueWithin(time.Second)
 		}

@@ -33,14 +33,14 @@ import (
 //	ROLLED_BACK → DEPLOYED    the user sets the spec back to the stable one
 //	                          (acceptRollback; nothing is redeployed)
 //
-// While the log says ROLLING_BACK or ROLLED_BACK, Recorded is lastStableSpec
+// While the log says ROLLING_BACK or ROLLED_BACK, recorded is lastStableSpec
 // (what is being deployed or runs) and rolledBackFrom lastReconciledSpec.
 
 // decodeRollback makes Recorded the spec a rollback deploys or deployed
 // (lastStableSpec) and keeps lastReconciledSpec as rolledBackFrom.
 func (s *State[T, S]) decodeRollback() error {
-	rs := s.Base.JobResourceStatus().Reconciliation
-	if s.Recorded == nil || (rs.State != v1beta1.ReconciliationRollingBack && rs.State != v1beta1.ReconciliationRolledBack) {
+	rs := s.base.JobResourceStatus().Reconciliation
+	if s.recorded == nil || (rs.State != v1beta1.ReconciliationRollingBack && rs.State != v1beta1.ReconciliationRolledBack) {
 		return nil
 	}
 	stable, err := lifecycle.Decode[S](rs.LastStableSpec)
@@ -48,7 +48,7 @@ func (s *State[T, S]) decodeRollback() error {
 		// Nothing to roll back to: the recorded spec stays what runs.
 		return err
 	}
-	s.rolledBackFrom, s.Recorded = s.Recorded, stable
+	s.rolledBackFrom, s.recorded = s.recorded, stable
 	return nil
 }
 
@@ -56,11 +56,11 @@ func (s *State[T, S]) decodeRollback() error {
 // back with the spec rolled back from; a spec set back to the stable one
 // accepts the rollback (acceptRollback).
 func (s *State[T, S]) classify() Change {
-	current := s.Obj.CurrentSpec()
+	current := s.obj.CurrentSpec()
 	if s.rolledBackFrom == nil {
-		return Classify(s.Recorded.Spec, current)
+		return Classify(s.recorded.Spec, current)
 	}
-	if c := Classify(s.Recorded.Spec, current); c == ChangeNone || c == ChangeNonces {
+	if c := Classify(s.recorded.Spec, current); c == ChangeNone || c == ChangeNonces {
 		s.acceptRollback()
 		return c
 	}
@@ -77,7 +77,7 @@ func (s *State[T, S]) acceptRollback() {
 	rs.State = v1beta1.ReconciliationDeployed
 	rs.LastReconciledSpec = rs.LastStableSpec
 	s.rolledBackFrom = nil
-	s.Log.Info("Spec set back to the last stable spec, which runs: rollback accepted")
+	s.log.Info("Spec set back to the last stable spec, which runs: rollback accepted")
 }
 
 // rollbackDue says whether the deployed spec is to be rolled back now
@@ -102,8 +102,8 @@ func (s *State[T, S]) rollbackDue(d Driver[S]) bool {
 		return false
 	}
 	deployedAt := time.UnixMilli(rs.ReconciliationTimestamp)
-	if s.Now.Sub(deployedAt) <= timeout || s.readyNow() {
-		if wait := deployedAt.Add(timeout).Sub(s.Now); wait > 0 && !s.readyNow() {
+	if s.now.Sub(deployedAt) <= timeout || s.readyNow() {
+		if wait := deployedAt.Add(timeout).Sub(s.now); wait > 0 && !s.readyNow() {
 			s.RequeueWithin(wait + time.Second) // look again when it is due
 		}
 		return false
@@ -111,13 +111,13 @@ func (s *State[T, S]) rollbackDue(d Driver[S]) bool {
 	stable, err := lifecycle.Decode[S](rs.LastStableSpec)
 	switch {
 	case err != nil || stable == nil:
-		s.Log.Info("Not rolling back: the last stable spec cannot be read", "err", err)
+		s.log.Info("Not rolling back: the last stable spec cannot be read", "err", err)
 		return false
 	case JobSuspended(&stable.Spec):
 		// Upstream: never back to a job the user had suspended.
 		return false
-	case stable.Spec.GetFlinkVersion() != s.Recorded.Spec.GetFlinkVersion():
-		s.Log.V(1).Info("Not rolling back across a Flink version change", "stable", stable.Spec.GetFlinkVersion(), "deployed", s.Recorded.Spec.GetFlinkVersion())
+	case stable.Spec.GetFlinkVersion() != s.recorded.Spec.GetFlinkVersion():
+		s.log.V(1).Info("Not rolling back across a Flink version change", "stable", stable.Spec.GetFlinkVersion(), "deployed", s.recorded.Spec.GetFlinkVersion())
 		return false
 	}
 	return true
@@ -130,7 +130,7 @@ func (s *State[T, S]) readyNow() bool {
 	if s.Client == nil {
 		return false
 	}
-	if jobOf(&s.Recorded.Spec) == nil {
+	if jobOf(&s.recorded.Spec) == nil {
 		return true
 	}
 	switch s.JobStatus().State {
@@ -148,14 +148,14 @@ func (s *State[T, S]) beginRollback(ctx context.Context, d Driver[S]) error {
 	st := s.Status()
 	timeout, _ := s.Cfg.Duration(config.KeyDeploymentReadinessTimeout)
 	deployedAt := time.UnixMilli(st.Reconciliation.ReconciliationTimestamp)
-	failed := s.Recorded
+	failed := s.recorded
 	stable, err := lifecycle.Decode[S](st.Reconciliation.LastStableSpec)
 	if err != nil {
 		return err
 	}
 	st.Reconciliation.State = v1beta1.ReconciliationRollingBack
-	st.Reconciliation.ReconciliationTimestamp = s.Now.UnixMilli()
-	s.rolledBackFrom, s.Recorded = failed, stable
+	st.Reconciliation.ReconciliationTimestamp = s.now.UnixMilli()
+	s.rolledBackFrom, s.recorded = failed, stable
 	js := st.Job
 	lifecycle.ClearStopTrigger(js)
 	s.resetLegacyTriggers() // a legacy snapshot in flight belongs to the job being stopped
@@ -165,7 +165,7 @@ func (s *State[T, S]) beginRollback(ctx context.Context, d Driver[S]) error {
 		js.UpgradeSavepointPath = ""
 		js.State = v1beta1.JobStatusSuspended
 	}
-	s.Log.Info("Rolling back failed deployment", "deployedAt", deployedAt, "readinessTimeout", timeout,
+	s.log.Info("Rolling back failed deployment", "deployedAt", deployedAt, "readinessTimeout", timeout,
 		"jobId", js.JobID, "jobState", js.State, "job", d.Describe())
 	s.Event(corev1.EventTypeNormal, reasons.ReasonRollback, "Rolling back failed deployment: the spec deployed at %s was not stable within %s (%s); "+
 		"redeploying the last stable spec with the job's state", deployedAt.UTC().Format(time.RFC3339), timeout, config.KeyDeploymentReadinessTimeout)
@@ -180,7 +180,7 @@ func (s *State[T, S]) continueRollback(ctx context.Context, d Driver[S]) error {
 		return nil
 	}
 	st := s.Status()
-	if js := st.Job; jobOf(&s.Recorded.Spec) != nil && js.JobID != "" && js.State != v1beta1.JobStatusSuspended {
+	if js := st.Job; jobOf(&s.recorded.Spec) != nil && js.JobID != "" && js.State != v1beta1.JobStatusSuspended {
 		if !s.stopForRollback(ctx, d) {
 			return nil
 		}
@@ -194,7 +194,7 @@ func (s *State[T, S]) continueRollback(ctx context.Context, d Driver[S]) error {
 		if p := st.Job.UpgradeSavepointPath; p != "" {
 			from = p
 		}
-		if jobOf(&s.Recorded.Spec) == nil {
+		if jobOf(&s.recorded.Spec) == nil {
 			from = "a new session cluster"
 		}
 		s.Event(corev1.EventTypeNormal, reasons.ReasonRollback, "Rolled back to the last stable spec, from %s; the failed spec is not retried until the spec changes", from)
@@ -229,11 +229,11 @@ func (s *State[T, S]) stopForRollback(ctx context.Context, k JobKind) bool {
 func (s *State[T, S]) restartRolledBack(ctx context.Context, d Driver[S], typ, reason, msg string) error {
 	st := s.Status()
 	st.Reconciliation.State = v1beta1.ReconciliationRollingBack
-	st.Reconciliation.ReconciliationTimestamp = s.Now.UnixMilli()
+	st.Reconciliation.ReconciliationTimestamp = s.now.UnixMilli()
 	js := st.Job
 	lifecycle.ClearStopTrigger(js)
 	s.resetLegacyTriggers()
-	if UpgradeMode(&s.Recorded.Spec) == v1beta1.UpgradeModeStateless {
+	if UpgradeMode(&s.recorded.Spec) == v1beta1.UpgradeModeStateless {
 		js.UpgradeSavepointPath = ""
 		js.State = v1beta1.JobStatusSuspended
 	}

@@ -110,8 +110,8 @@ func TestRolledBackState(t *testing.T) {
 	rs := v1beta1.ReconciliationStatus{State: v1beta1.ReconciliationRolledBack, LastReconciledSpec: encode(t, bad), LastStableSpec: encode(t, good)}
 
 	s := deploymentState(t, bad, rs, nil)
-	if s.Recorded.Spec.Image != "flink:good" || s.rolledBackFrom == nil || s.rolledBackFrom.Spec.Image != "flink:bad" {
-		t.Fatalf("Recorded %s, rolled back from %+v", s.Recorded.Spec.Image, s.rolledBackFrom)
+	if s.recorded.Spec.Image != "flink:good" || s.rolledBackFrom == nil || s.rolledBackFrom.Spec.Image != "flink:bad" {
+		t.Fatalf("Recorded %s, rolled back from %+v", s.recorded.Spec.Image, s.rolledBackFrom)
 	}
 	if c := s.classify(); c != ChangeNone {
 		t.Errorf("the failed spec itself: %s, want none (not retried)", c)

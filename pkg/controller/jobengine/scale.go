@@ -104,11 +104,11 @@ func (s *State[T, S]) scaleInPlace(ctx context.Context, d Driver[S], spec S, cfg
 	switch {
 	case !d.InPlaceScaling(),
 		st.Reconciliation.State != v1beta1.ReconciliationDeployed,
-		jobOf(&s.Recorded.Spec) == nil || jobOf(&spec) == nil,
-		!scaleOnly(s.Recorded.Spec, spec):
+		jobOf(&s.recorded.Spec) == nil || jobOf(&spec) == nil,
+		!scaleOnly(s.recorded.Spec, spec):
 		return false
 	}
-	log := s.Log.WithValues("jobId", js.JobID)
+	log := s.log.WithValues("jobId", js.JobID)
 	if on, err := s.Cfg.Bool(config.KeyJobUpgradeInPlaceScalingEnabled); err != nil || !on {
 		return false
 	}
@@ -168,7 +168,7 @@ func (s *State[T, S]) scaleInPlace(ctx context.Context, d Driver[S], spec S, cfg
 	// snapshot nonces as they were (a nonce changed with the overrides is
 	// honoured by the next sync).
 	spec = spec.Copy()
-	if job, rec := jobOf(&spec), jobOf(&s.Recorded.Spec); job != nil && rec != nil {
+	if job, rec := jobOf(&spec), jobOf(&s.recorded.Spec); job != nil && rec != nil {
 		job.SavepointTriggerNonce, job.CheckpointTriggerNonce = rec.SavepointTriggerNonce, rec.CheckpointTriggerNonce
 	}
 	encoded, err := lifecycle.Encode(spec, false)
@@ -177,8 +177,8 @@ func (s *State[T, S]) scaleInPlace(ctx context.Context, d Driver[S], spec S, cfg
 		return false
 	}
 	st.Reconciliation.LastReconciledSpec = encoded
-	st.Reconciliation.ReconciliationTimestamp = s.Now.UnixMilli()
-	s.Recorded = &lifecycle.Reconciled[S]{Spec: spec, Meta: lifecycle.Meta{APIVersion: s.Recorded.Meta.APIVersion}}
+	st.Reconciliation.ReconciliationTimestamp = s.now.UnixMilli()
+	s.recorded = &lifecycle.Reconciled[S]{Spec: spec, Meta: lifecycle.Meta{APIVersion: s.recorded.Meta.APIVersion}}
 	s.Cfg = cfg
 	s.Event(corev1.EventTypeNormal, reasons.ReasonScaling, "In-place scaling triggered")
 	return true

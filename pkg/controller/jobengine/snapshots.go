@@ -46,7 +46,7 @@ func (s *State[T, S]) snapshotResources() bool {
 // snapshot cache. checkpoints says whether the running Flink version can
 // trigger checkpoints.
 func (s *State[T, S]) jobView(running, checkpoints bool) (snapshotrules.JobView, error) {
-	obj := s.Obj
+	obj := s.obj
 	v := snapshotrules.JobView{
 		Kind:                 obj.JobReferenceKind(),
 		Namespace:            obj.GetNamespace(),
@@ -57,8 +57,8 @@ func (s *State[T, S]) jobView(running, checkpoints bool) (snapshotrules.JobView,
 		Since:                obj.GetCreationTimestamp().Time,
 		CheckpointsSupported: checkpoints,
 	}
-	if s.Recorded != nil {
-		if rec := jobOf(&s.Recorded.Spec); rec != nil {
+	if s.recorded != nil {
+		if rec := jobOf(&s.recorded.Spec); rec != nil {
 			v.ReconciledSavepointNonce, v.ReconciledCheckpointNonce = rec.SavepointTriggerNonce, rec.CheckpointTriggerNonce
 		}
 	}
@@ -121,7 +121,7 @@ type SnapshotInputs struct {
 // manual nonces and periodic snapshots while the job runs, history cleanup
 // while its JobManager answers; legacy mode without snapshot resources.
 func (s *State[T, S]) reconcileSnapshots(ctx context.Context, in SnapshotInputs) error {
-	if s.Recorded == nil || jobOf(&s.Recorded.Spec) == nil || s.Obj.CurrentSpec().GetJob() == nil {
+	if s.recorded == nil || jobOf(&s.recorded.Spec) == nil || s.obj.CurrentSpec().GetJob() == nil {
 		return nil
 	}
 	view, err := s.jobView(in.Running, in.Checkpoints)
@@ -147,7 +147,7 @@ func (s *State[T, S]) reconcileSnapshots(ctx context.Context, in SnapshotInputs)
 		return nil
 	}
 
-	plan, err := snapshotrules.PlanSnapshots(view, s.Now)
+	plan, err := snapshotrules.PlanSnapshots(view, s.now)
 	if err != nil {
 		// Only a configuration that changed under a recorded spec gets here.
 		s.Fail(reasons.ReasonValidationError, "Snapshots of job %s/%s: %v", view.Namespace, view.Name, err)
@@ -181,7 +181,7 @@ func (s *State[T, S]) reconcileSnapshots(ctx context.Context, in SnapshotInputs)
 // snapshot of that name that exists already is the same one, made by an
 // earlier attempt of this sync.
 func (s *State[T, S]) createSnapshot(snap *v1beta1.FlinkStateSnapshot) {
-	client, log := s.e.Client, s.Log
+	client, log := s.e.Client, s.log
 	s.beforeStatusWrite("create snapshot "+snap.Name, func(ctx context.Context) error {
 		_, err := client.FlinkV1beta1().FlinkStateSnapshots(snap.Namespace).Create(ctx, snap, metav1.CreateOptions{})
 		switch {
@@ -200,7 +200,7 @@ func (s *State[T, S]) createSnapshot(snap *v1beta1.FlinkStateSnapshot) {
 // status write. The UID precondition makes sure a newer snapshot of the same
 // name is never the one deleted; one already gone is fine.
 func (s *State[T, S]) deleteSnapshot(snap *v1beta1.FlinkStateSnapshot) {
-	client, log, uid := s.e.Client, s.Log, snap.UID
+	client, log, uid := s.e.Client, s.log, snap.UID
 	namespace, name := snap.Namespace, snap.Name
 	s.AfterStatusWrite("delete snapshot "+name, func(ctx context.Context) error {
 		opts := metav1.DeleteOptions{}
@@ -223,21 +223,21 @@ func (s *State[T, S]) deleteSnapshot(snap *v1beta1.FlinkStateSnapshot) {
 // stable spec too if it was the reconciled one (a nonce is not a reason to
 // leave STABLE).
 func (s *State[T, S]) recordNonces(sp, cp *int64) error {
-	rec := jobOf(&s.Recorded.Spec)
+	rec := jobOf(&s.recorded.Spec)
 	if lifecycle.EqualNonce(sp, rec.SavepointTriggerNonce) && lifecycle.EqualNonce(cp, rec.CheckpointTriggerNonce) {
 		return nil
 	}
-	updated := s.Recorded.Spec.Copy()
+	updated := s.recorded.Spec.Copy()
 	job := jobOf(&updated)
 	job.SavepointTriggerNonce, job.CheckpointTriggerNonce = sp, cp
-	encoded, err := lifecycle.Encode(updated, s.Recorded.Meta.FirstDeployment)
+	encoded, err := lifecycle.Encode(updated, s.recorded.Meta.FirstDeployment)
 	if err != nil {
 		return err
 	}
 	rs := s.Status().Reconciliation
-	s.Recorded = &lifecycle.Reconciled[S]{Spec: updated, Meta: s.Recorded.Meta}
+	s.recorded = &lifecycle.Reconciled[S]{Spec: updated, Meta: s.recorded.Meta}
 	if s.rolledBackFrom != nil {
-		// Rolled back: Recorded is the stable spec that runs; the spec
+		// Rolled back: recorded is the stable spec that runs; the spec
 		// rolled back from takes the nonces too, or it would differ from
 		// the resource's and be retried (rollback.go).
 		from := s.rolledBackFrom.Spec.Copy()
@@ -275,8 +275,8 @@ func (s *State[T, S]) recordUpgradeSnapshot(path string, triggered int64) (bool,
 	if !s.snapshotResources() {
 		return false, nil
 	}
-	view := snapshotrules.JobView{Kind: s.Obj.JobReferenceKind(), Namespace: s.Obj.GetNamespace(), Name: s.Obj.GetName(),
-		Labels: s.Obj.GetLabels(), Config: s.Cfg}
+	view := snapshotrules.JobView{Kind: s.obj.JobReferenceKind(), Namespace: s.obj.GetNamespace(), Name: s.obj.GetName(),
+		Labels: s.obj.GetLabels(), Config: s.Cfg}
 	var format v1beta1.SavepointFormatType
 	if info := s.JobStatus().SavepointInfo; info != nil {
 		format = info.FormatType
@@ -297,7 +297,7 @@ func (s *State[T, S]) upgradeSnapshotPath() string {
 	if info == nil || info.TriggerTimestamp == nil || s.e.Caches == nil {
 		return ""
 	}
-	snap, err := s.e.Caches.Snapshot(s.Obj.GetNamespace(), upgradeSnapshotName(s.Obj.GetName(), *info.TriggerTimestamp))
+	snap, err := s.e.Caches.Snapshot(s.obj.GetNamespace(), upgradeSnapshotName(s.obj.GetName(), *info.TriggerTimestamp))
 	if err != nil || snap.Spec.Savepoint == nil {
 		return ""
 	}
@@ -307,15 +307,15 @@ func (s *State[T, S]) upgradeSnapshotPath() string {
 // warnSnapshotCRDMissing emits SnapshotResourcesDisabled once per job (per
 // operator process) while the FlinkStateSnapshot CRD is missing.
 func (s *State[T, S]) warnSnapshotCRDMissing() {
-	if s.e.SnapshotCRDMissing && s.Obj.CurrentSpec().GetJob() != nil {
+	if s.e.SnapshotCRDMissing && s.obj.CurrentSpec().GetJob() != nil {
 		s.warnCRDMissing()
 	}
 }
 
 // recordedJob is the recorded job spec (nil before the first deploy).
 func (s *State[T, S]) recordedJob() *v1beta1.JobSpec {
-	if s.Recorded == nil {
+	if s.recorded == nil {
 		return nil
 	}
-	return jobOf(&s.Recorded.Spec)
+	return jobOf(&s.recorded.Spec)
 }

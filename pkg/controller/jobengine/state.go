@@ -48,11 +48,13 @@ type Object[T any, S any] interface {
 type State[T Object[T, S], S Spec[S]] struct {
 	e *Engine[T, S]
 
-	Key  string
-	Base T // what the API server has (the informer cache's object)
-	Obj  T // a DeepCopy whose status this sync edits
-	Now  time.Time
-	Log  klog.Logger
+	// What a sync starts from, which the controllers read through Key,
+	// Base, Obj, Now and Log but must not replace (issue 32).
+	key  string
+	base T // what the API server has (the informer cache's object)
+	obj  T // a DeepCopy whose status this sync edits
+	now  time.Time
+	log  klog.Logger
 	// Cfg is the job's effective configuration.
 	Cfg config.Config
 	// operator is the operator configuration in use when this sync
@@ -61,9 +63,11 @@ type State[T Object[T, S], S Spec[S]] struct {
 	// this one snapshot, so a reload in the middle of a sync applies at the
 	// next.
 	operator config.Config
-	// Recorded is lastReconciledSpec: the spec the job runs, or during an
-	// upgrade the spec being deployed. nil before the first deploy.
-	Recorded *lifecycle.Reconciled[S]
+	// recorded is lastReconciledSpec: the spec the job runs, or during an
+	// upgrade the spec being deployed. nil before the first deploy. Only
+	// the engine replaces it (recordSpecChange, rollback); a controller
+	// reads it through Recorded.
+	recorded *lifecycle.Reconciled[S]
 	// Of the spec recorded before this sync's recordSpecChange.
 	wasSuspended, firstDeployment bool
 	// legacyHealthy: the job may take a legacy snapshot now.
@@ -75,7 +79,7 @@ type State[T Object[T, S], S Spec[S]] struct {
 	deployRefused bool
 	// rolledBackFrom is lastReconciledSpec while the log says ROLLING_BACK
 	// or ROLLED_BACK: the spec rolled back from, which a spec change is
-	// compared with; Recorded is then lastStableSpec (rollback.go).
+	// compared with; recorded is then lastStableSpec (rollback.go).
 	rolledBackFrom *lifecycle.Reconciled[S]
 
 	// Observation of the job through its JobManager.
@@ -113,7 +117,7 @@ func (e *Engine[T, S]) NewState(ctx context.Context, key string, base T, now tim
 	if err != nil {
 		return nil, err
 	}
-	s := &State[T, S]{e: e, Key: key, Base: base, Obj: base.DeepCopyObject().(T), Now: now, Log: klog.FromContext(ctx), Recorded: rec,
+	s := &State[T, S]{e: e, key: key, base: base, obj: base.DeepCopyObject().(T), now: now, log: klog.FromContext(ctx), recorded: rec,
 		operator: e.operatorConfig()}
 	if err := s.decodeRollback(); err != nil {
 		return nil, err
@@ -141,11 +145,38 @@ func (e *Engine[T, S]) Start(ctx context.Context, key string, cached T, finalize
 	return s, nil
 }
 
+// Key is the resource's namespace/name, the key this sync was queued by.
+func (s *State[T, S]) Key() string { return s.key }
+
+// Base is the resource as the API server has it (the informer cache's
+// object): read, never edited.
+func (s *State[T, S]) Base() T { return s.base }
+
+// Obj is the working copy of the resource (a DeepCopy of Base) whose
+// status this sync edits and the engine writes once; the controllers edit
+// its status through it.
+func (s *State[T, S]) Obj() T { return s.obj }
+
+// Now is the time this sync started at.
+func (s *State[T, S]) Now() time.Time { return s.now }
+
+// Log is this sync's logger.
+func (s *State[T, S]) Log() klog.Logger { return s.log }
+
+// Recorded is lastReconciledSpec as this sync has it: the spec the job
+// runs, or during an upgrade the spec being deployed; while rolling back
+// or rolled back, lastStableSpec (rollback.go). nil before the first
+// deploy. Only the engine replaces it, as the sync records a spec; a
+// controller may amend the recorded spec in place through the pointer (the
+// deployment controller marks the unset mode of a live standalone cluster
+// standalone), and the engine then reads the amended spec.
+func (s *State[T, S]) Recorded() *lifecycle.Reconciled[S] { return s.recorded }
+
 // Status is the status this sync edits.
-func (s *State[T, S]) Status() v1beta1.JobResourceStatus { return s.Obj.JobResourceStatus() }
+func (s *State[T, S]) Status() v1beta1.JobResourceStatus { return s.obj.JobResourceStatus() }
 
 // JobStatus is the job status this sync edits.
-func (s *State[T, S]) JobStatus() *v1beta1.JobStatus { return s.Obj.JobResourceStatus().Job }
+func (s *State[T, S]) JobStatus() *v1beta1.JobStatus { return s.obj.JobResourceStatus().Job }
 
 // Fail records an error for status.error; its Warning event is emitted only
 // when the message of status.error changes, so a persisting error is not
@@ -183,7 +214,7 @@ func (s *State[T, S]) NeedsManualRestore() bool {
 // keepError keeps status.error as the last sync wrote it (a failure being
 // waited out), without a new event.
 func (s *State[T, S]) keepError(reason string) {
-	if prev := *s.Base.JobResourceStatus().Error; prev != "" {
+	if prev := *s.base.JobResourceStatus().Error; prev != "" {
 		s.errs = append(s.errs, keptError(reason, prev))
 	}
 }
@@ -312,40 +343,40 @@ func (w *Engine[T, S]) Commit(ctx context.Context, s *State[T, S]) (time.Duratio
 		if err := a.run(ctx); err != nil {
 			return 0, err
 		}
-		w.fault(s.Key, "pre-commit:"+a.name)
+		w.fault(s.key, "pre-commit:"+a.name)
 	}
-	before, after := s.Base.JobResourceStatus(), s.Status()
-	toWrite := s.Base.DeepCopyObject().(T)
-	toWrite.SetStatusFrom(s.Obj)
+	before, after := s.base.JobResourceStatus(), s.Status()
+	toWrite := s.base.DeepCopyObject().(T)
+	toWrite.SetStatusFrom(s.obj)
 	// toWrite is Base but for its status: equal when the status is.
-	if !equality.Semantic.DeepEqual(toWrite, s.Base) {
+	if !equality.Semantic.DeepEqual(toWrite, s.base) {
 		written, err := w.updateStatus(ctx, toWrite)
 		if err != nil {
-			return 0, fmt.Errorf("updating status of %s %s: %w", kindOf[T, S](s.Obj), s.Key, err)
+			return 0, fmt.Errorf("updating status of %s %s: %w", kindOf[T, S](s.obj), s.key, err)
 		}
 		if old, now := *before.Lifecycle, *written.JobResourceStatus().Lifecycle; old != now {
 			js := written.JobResourceStatus().Job
-			s.Log.Info("Lifecycle state changed", "from", stateOrNew(string(old)), "to", now,
+			s.log.Info("Lifecycle state changed", "from", stateOrNew(string(old)), "to", now,
 				"jobId", js.JobID, "jobState", js.State, "restorePath", js.UpgradeSavepointPath)
 		}
-		s.Base = written
-		w.fault(s.Key, "status-written")
+		s.base = written
+		w.fault(s.key, "status-written")
 	}
 	// A Warning per error when the message changes (not when only the
 	// JSON around it does, as after an upgrade from plain messages).
 	if *after.Error != "" && ErrorMessage(*after.Error) != ErrorMessage(*before.Error) {
 		for _, e := range s.errs {
-			w.Recorder.Event(s.Obj, corev1.EventTypeWarning, e.reason, e.msg)
+			w.Recorder.Event(s.obj, corev1.EventTypeWarning, e.reason, e.msg)
 		}
 	}
 	for _, e := range s.events {
-		w.Recorder.Event(s.Obj, e.typ, e.reason, e.msg)
+		w.Recorder.Event(s.obj, e.typ, e.reason, e.msg)
 	}
 	for _, a := range s.post {
 		if err := a.run(ctx); err != nil {
 			return 0, err
 		}
-		w.fault(s.Key, "action:"+a.name)
+		w.fault(s.key, "action:"+a.name)
 	}
 	return s.requeue, nil
 }
@@ -366,10 +397,10 @@ func (w *Engine[T, S]) addFinalizer(ctx context.Context, o T, finalizer string) 
 // the object may then go.
 func (w *Engine[T, S]) RemoveFinalizer(s *State[T, S], finalizer string) {
 	s.AfterStatusWrite("remove finalizer", func(ctx context.Context) error {
-		toWrite := s.Base.DeepCopyObject().(T)
+		toWrite := s.base.DeepCopyObject().(T)
 		toWrite.SetFinalizers(slices.DeleteFunc(toWrite.GetFinalizers(), func(f string) bool { return f == finalizer }))
 		if _, err := w.update(ctx, toWrite); err != nil {
-			return fmt.Errorf("removing finalizer of %s %s: %w", kindOf[T, S](s.Obj), s.Key, err)
+			return fmt.Errorf("removing finalizer of %s %s: %w", kindOf[T, S](s.obj), s.key, err)
 		}
 		return nil
 	})

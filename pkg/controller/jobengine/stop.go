@@ -108,13 +108,13 @@ func (s *State[T, S]) stopJob(ctx context.Context, k JobKind) (stopped bool, err
 		return stopped, nil
 	}
 	failedAttempt := info != nil && info.TriggerType == v1beta1.SnapshotTriggerUpgrade && info.TriggerID == ""
-	if UpgradeMode(&s.Recorded.Spec) != v1beta1.UpgradeModeSavepoint {
+	if UpgradeMode(&s.recorded.Spec) != v1beta1.UpgradeModeSavepoint {
 		if how, why := s.lastStateStop(ctx, k); how != NoLastStateStop || !s.jobHealthy() {
 			return s.stopLastState(ctx, k), nil
 		} else if !failedAttempt {
 			// Ending the job would delete its latest checkpoint: a
 			// stop-with-savepoint keeps its state instead.
-			s.Log.Info("Stopping the job with a savepoint instead of by last-state", "jobId", js.JobID, "reason", why)
+			s.log.Info("Stopping the job with a savepoint instead of by last-state", "jobId", js.JobID, "reason", why)
 		}
 	}
 	fallback, noFallback, err := s.lastStateFallback(ctx, k)
@@ -128,7 +128,7 @@ func (s *State[T, S]) stopJob(ctx context.Context, k JobKind) (stopped bool, err
 		// The last stop-with-savepoint failed and the fallback is off:
 		// retry after a pause, keeping the error visible meanwhile.
 		failedAt := time.UnixMilli(deref(info.TriggerTimestamp))
-		if wait := failedAt.Add(s.ReconcileInterval()).Sub(s.Now); wait > 0 {
+		if wait := failedAt.Add(s.ReconcileInterval()).Sub(s.now); wait > 0 {
 			s.keepError(reasons.ReasonSavepointError)
 			s.RequeueWithin(wait)
 			return false, nil
@@ -141,15 +141,15 @@ func (s *State[T, S]) stopJob(ctx context.Context, k JobKind) (stopped bool, err
 		// An ended job takes no savepoint; its last state is recorded.
 		return s.stopLastState(ctx, k), nil
 	case k.Starting():
-		s.Log.V(2).Info("Waiting for the job to run before stopping it with a savepoint", "state", js.State)
+		s.log.V(2).Info("Waiting for the job to run before stopping it with a savepoint", "state", js.State)
 		s.RequeueWithin(s.ProgressInterval())
 	case k.NeverRan():
 		// Nothing to save: the job still has the state it was deployed from.
 		s.finishStop(js.UpgradeSavepointPath)
 		return true, nil
 	case fallback:
-		s.Log.Info("Job cannot take a savepoint, falling back to its last checkpoint", "state", js.State)
-		lifecycle.MarkFailedStop(js, s.Now)
+		s.log.Info("Job cannot take a savepoint, falling back to its last checkpoint", "state", js.State)
+		lifecycle.MarkFailedStop(js, s.now)
 		return s.stopLastState(ctx, k), nil
 	default:
 		s.Fail(reasons.ReasonUpgradeFailed, "Job %s is %s and cannot be stopped with a savepoint; %s, "+
@@ -190,7 +190,7 @@ func (s *State[T, S]) jobHealthy() bool {
 // this same operation.
 func (s *State[T, S]) triggerStop(k JobKind) {
 	js := s.JobStatus()
-	ts := s.Now.UnixMilli()
+	ts := s.now.UnixMilli()
 	if js.SavepointInfo == nil {
 		js.SavepointInfo = &v1beta1.SavepointInfo{}
 	}
@@ -198,7 +198,7 @@ func (s *State[T, S]) triggerStop(k JobKind) {
 	js.SavepointInfo.TriggerTimestamp = &ts
 	js.SavepointInfo.TriggerType = v1beta1.SnapshotTriggerUpgrade
 	js.SavepointInfo.FormatType = v1beta1.SavepointFormatType(lifecycle.SavepointFormat(s.Cfg))
-	s.Log.Info("Stopping the job with a savepoint", "jobId", js.JobID, "triggerId", js.SavepointInfo.TriggerID)
+	s.log.Info("Stopping the job with a savepoint", "jobId", js.JobID, "triggerId", js.SavepointInfo.TriggerID)
 	s.postStop(js.JobID, js.SavepointInfo.TriggerID)
 	s.RequeueWithin(snapshotrules.MinPollDelay)
 }
@@ -206,10 +206,10 @@ func (s *State[T, S]) triggerStop(k JobKind) {
 // postStop queues the POST /jobs/{id}/stop. Its failure is not an error:
 // the next poll asks Flink by trigger id and re-sends it if unknown.
 func (s *State[T, S]) postStop(jobID, triggerID string) {
-	client, cfg, log := s.Client, s.Cfg, s.Log
+	client, cfg, log := s.Client, s.Cfg, s.log
 	dir, _ := config.SavepointDir(cfg)
 	req := flink.StopRequest{TargetDirectory: dir, FormatType: flink.SavepointFormatType(lifecycle.SavepointFormat(cfg)), TriggerID: triggerID}
-	if s.Obj.GetDeletionTimestamp() != nil {
+	if s.obj.GetDeletionTimestamp() != nil {
 		req.Drain, _ = cfg.Bool(config.KeyJobDrainOnSavepointDeletion)
 	}
 	s.AfterStatusWrite("stop-with-savepoint", func(ctx context.Context) error {
@@ -255,7 +255,7 @@ func (s *State[T, S]) checkStop(ctx context.Context, k JobKind) StopOutcome {
 	js := s.JobStatus()
 	q := StopQuery{
 		Client: s.Client, JobID: js.JobID, TriggerID: js.SavepointInfo.TriggerID,
-		triggered: time.UnixMilli(deref(js.SavepointInfo.TriggerTimestamp)), Now: s.Now,
+		triggered: time.UnixMilli(deref(js.SavepointInfo.TriggerTimestamp)), Now: s.now,
 		Timeout: lifecycle.StopTimeout(s.Cfg), Recorded: s.upgradeSnapshotPath(),
 	}
 	if s.Job != nil {
@@ -263,7 +263,7 @@ func (s *State[T, S]) checkStop(ctx context.Context, k JobKind) StopOutcome {
 	}
 	o := checkStop(ctx, q)
 	if o.resend {
-		s.Log.Info("Flink does not know the stop trigger id, sending it again", "triggerId", q.TriggerID)
+		s.log.Info("Flink does not know the stop trigger id, sending it again", "triggerId", q.TriggerID)
 		s.postStop(q.JobID, q.TriggerID)
 	}
 	if o.Pending {
@@ -284,9 +284,9 @@ func (s *State[T, S]) recordSavepoint(k JobKind, path string) error {
 		return err
 	}
 	if !recorded {
-		lifecycle.RecordLegacySavepoint(info, path, s.Now)
+		lifecycle.RecordLegacySavepoint(info, path, s.now)
 	}
-	s.Log.Info("Job stopped with a savepoint", "jobId", js.JobID, "triggerId", info.TriggerID, "path", path)
+	s.log.Info("Job stopped with a savepoint", "jobId", js.JobID, "triggerId", info.TriggerID, "path", path)
 	s.Event(corev1.EventTypeNormal, reasons.ReasonSuspended, "Job %s stopped with savepoint %s", js.JobID, path)
 	return nil
 }
@@ -296,8 +296,8 @@ func (s *State[T, S]) recordSavepoint(k JobKind, path string) error {
 // the stop is retried later.
 func (s *State[T, S]) stopFailed(ctx context.Context, k JobKind, msg string) bool {
 	js := s.JobStatus()
-	s.Log.Info("Stop-with-savepoint failed", "jobId", js.JobID, "triggerId", js.SavepointInfo.TriggerID, "reason", msg)
-	lifecycle.MarkFailedStop(js, s.Now)
+	s.log.Info("Stop-with-savepoint failed", "jobId", js.JobID, "triggerId", js.SavepointInfo.TriggerID, "reason", msg)
+	lifecycle.MarkFailedStop(js, s.now)
 	s.Event(corev1.EventTypeWarning, reasons.ReasonSavepointError, "%s", msg)
 	fallback, noFallback, _ := s.lastStateFallback(ctx, k)
 	if fallback {
@@ -379,7 +379,7 @@ func (s *State[T, S]) latestState(ctx context.Context) (string, error) {
 // Cancel queues PATCH /jobs/{id}?mode=cancel; the job's end is observed by
 // a later sync.
 func (s *State[T, S]) Cancel() {
-	client, jobID, log := s.Client, s.JobStatus().JobID, s.Log
+	client, jobID, log := s.Client, s.JobStatus().JobID, s.log
 	s.AfterStatusWrite("cancel job", func(ctx context.Context) error {
 		err := client.CancelJob(ctx, jobID)
 		switch {
@@ -408,7 +408,7 @@ func (s *State[T, S]) markCancelling() {
 	}
 	s.Event(corev1.EventTypeNormal, reasons.ReasonJobStatusChanged, "Job status changed from %s to %s", stateOrNew(string(js.State)), v1beta1.JobStatusCancelling)
 	js.State = v1beta1.JobStatusCancelling
-	js.UpdateTime = strconv.FormatInt(s.Now.UnixMilli(), 10)
+	js.UpdateTime = strconv.FormatInt(s.now.UnixMilli(), 10)
 }
 
 // finishStop records the state to restart from and marks the job stopped.

@@ -20,7 +20,7 @@ import (
 // only recorded (applied on resume): upgrading is then false and nothing
 // else is to be done.
 func (s *State[T, S]) recordSpecChange(spec S, change Change) (upgrading bool, err error) {
-	old := s.Recorded
+	old := s.recorded
 	spec = spec.Copy()
 	if job, rec := jobOf(&spec), jobOf(&old.Spec); job != nil && rec != nil {
 		job.SavepointTriggerNonce, job.CheckpointTriggerNonce = rec.SavepointTriggerNonce, rec.CheckpointTriggerNonce
@@ -33,12 +33,12 @@ func (s *State[T, S]) recordSpecChange(spec S, change Change) (upgrading bool, e
 	if change == ChangeSuspended {
 		rs := s.Status().Reconciliation
 		rs.LastReconciledSpec = encoded
-		rs.ReconciliationTimestamp = s.Now.UnixMilli()
+		rs.ReconciliationTimestamp = s.now.UnixMilli()
 		s.Event(corev1.EventTypeNormal, reasons.ReasonSpecChanged, "Spec changed while the job is suspended; it is applied when the job resumes")
-		s.Recorded = &lifecycle.Reconciled[S]{Spec: spec, Meta: old.Meta}
+		s.recorded = &lifecycle.Reconciled[S]{Spec: spec, Meta: old.Meta}
 		return false, nil
 	}
-	s.Recorded = &lifecycle.Reconciled[S]{Spec: spec, Meta: lifecycle.Meta{APIVersion: old.Meta.APIVersion, FirstDeployment: wasSuspended && old.Meta.FirstDeployment}}
+	s.recorded = &lifecycle.Reconciled[S]{Spec: spec, Meta: lifecycle.Meta{APIVersion: old.Meta.APIVersion, FirstDeployment: wasSuspended && old.Meta.FirstDeployment}}
 	s.wasSuspended, s.firstDeployment = wasSuspended, old.Meta.FirstDeployment
 	return true, nil
 }
@@ -52,15 +52,15 @@ func (s *State[T, S]) recordSpecChange(spec S, change Change) (upgrading bool, e
 // chose. The controller's continueUpgrade then goes as far as one status
 // write allows.
 func (s *State[T, S]) beginUpgrade(ctx context.Context, change Change, restore string) error {
-	spec := &s.Recorded.Spec
-	encoded, err := lifecycle.Encode(*spec, s.Recorded.Meta.FirstDeployment)
+	spec := &s.recorded.Spec
+	encoded, err := lifecycle.Encode(*spec, s.recorded.Meta.FirstDeployment)
 	if err != nil {
 		return err
 	}
 	st := s.Status()
 	st.Reconciliation.State = v1beta1.ReconciliationUpgrading
 	st.Reconciliation.LastReconciledSpec = encoded
-	st.Reconciliation.ReconciliationTimestamp = s.Now.UnixMilli()
+	st.Reconciliation.ReconciliationTimestamp = s.now.UnixMilli()
 	js := st.Job
 	lifecycle.ClearStopTrigger(js)
 	// A legacy savepoint/checkpoint in flight belongs to the job being
@@ -119,7 +119,7 @@ func (s *State[T, S]) beginUpgrade(ctx context.Context, change Change, restore s
 // says how to go on.
 func (s *State[T, S]) resumeFrom(spec S) (restore string, ok bool) {
 	js := s.JobStatus()
-	first := s.Recorded.Meta.FirstDeployment
+	first := s.recorded.Meta.FirstDeployment
 	if UpgradeMode(&spec) == v1beta1.UpgradeModeStateless && !first {
 		return "", true
 	}
@@ -158,7 +158,7 @@ func (s *State[T, S]) stateEvidence() string {
 	if info := js.CheckpointInfo; info != nil && info.LastCheckpoint != nil {
 		return "status.jobStatus.checkpointInfo.lastCheckpoint records a checkpoint"
 	}
-	obj := s.Obj
+	obj := s.obj
 	snaps, err := s.e.Caches.SnapshotsOfJob(snapshotrules.JobKeyFor(obj.JobReferenceKind(), obj.GetNamespace(), obj.GetName()))
 	if err != nil {
 		return ""

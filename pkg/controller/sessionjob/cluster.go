@@ -25,21 +25,21 @@ const (
 // once deployed (spec.deploymentName is immutable; a changed one is
 // reported, not followed).
 func (sc *syncState) deploymentName() string {
-	if sc.Recorded != nil && sc.Recorded.Spec.DeploymentName != "" {
-		return sc.Recorded.Spec.DeploymentName
+	if sc.Recorded() != nil && sc.Recorded().Spec.DeploymentName != "" {
+		return sc.Recorded().Spec.DeploymentName
 	}
-	return sc.Obj.Spec.DeploymentName
+	return sc.Obj().Spec.DeploymentName
 }
 
 // specForConfig is the spec whose flinkConfiguration applies now: the
 // recorded one, with the operator-only keys of the current one
 // (jobengine.ConfigSpec).
 func (sc *syncState) specForConfig() *v1beta1.FlinkSessionJobSpec {
-	if sc.Recorded != nil {
-		s := jobengine.ConfigSpec(sc.Recorded.Spec, sc.Obj.Spec)
+	if sc.Recorded() != nil {
+		s := jobengine.ConfigSpec(sc.Recorded().Spec, sc.Obj().Spec)
 		return &s
 	}
-	return &sc.Obj.Spec
+	return &sc.Obj().Spec
 }
 
 // resolveCluster finds the session cluster in the cache and computes the
@@ -50,7 +50,7 @@ func (sc *syncState) specForConfig() *v1beta1.FlinkSessionJobSpec {
 // A missing cluster, or one that is not a session cluster, is reported in
 // status and with an event, and retried with backoff; it returns false.
 func (c *Controller) resolveCluster(sc *syncState) bool {
-	ns, name := sc.Obj.Namespace, sc.deploymentName()
+	ns, name := sc.Obj().Namespace, sc.deploymentName()
 	if name == "" {
 		sc.Fail(reasons.ReasonValidationError, "spec.deploymentName is required: the name of a session FlinkDeployment in namespace %s", ns)
 		return false
@@ -90,7 +90,7 @@ func (c *Controller) resolveCluster(sc *syncState) bool {
 		c.retryCluster(sc)
 		return false
 	}
-	c.clusterMisses.Delete(sc.Key)
+	c.clusterMisses.Delete(sc.Key())
 	sc.cluster, sc.Cfg, sc.version = dep, cfg, version
 	return true
 }
@@ -99,10 +99,10 @@ func (c *Controller) resolveCluster(sc *syncState) bool {
 // 5 s, 10 s, 20 s, ... up to 5 min.
 func (c *Controller) retryCluster(sc *syncState) {
 	n := 0
-	if v, ok := c.clusterMisses.Load(sc.Key); ok {
+	if v, ok := c.clusterMisses.Load(sc.Key()); ok {
 		n = v.(int)
 	}
-	c.clusterMisses.Store(sc.Key, n+1)
+	c.clusterMisses.Store(sc.Key(), n+1)
 	d := clusterRetryBase << min(n, 10)
 	if d > clusterRetryMax {
 		d = clusterRetryMax

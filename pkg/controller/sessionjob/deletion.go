@@ -67,8 +67,8 @@ func (c *Controller) syncDeletion(ctx context.Context, key string, cached *v1bet
 // session jobs are gone (the FlinkDeployment controller), so its
 // JobManager still answers.
 func (c *Controller) disposalsHoldRemoval(sc *syncState) (bool, error) {
-	name := sc.Obj.Spec.DeploymentName
-	cluster, err := c.Caches.Deployment(sc.Obj.Namespace, name)
+	name := sc.Obj().Spec.DeploymentName
+	cluster, err := c.Caches.Deployment(sc.Obj().Namespace, name)
 	ready := err == nil && cluster.Status.JobManagerDeploymentStatus == v1beta1.JobManagerReady
 	return sc.HoldForDisposals("session cluster "+name, ready)
 }
@@ -76,7 +76,7 @@ func (c *Controller) disposalsHoldRemoval(sc *syncState) (bool, error) {
 // hasCluster resolves the session cluster for a deletion; a missing one
 // means there is no job left to stop.
 func (c *Controller) hasCluster(sc *syncState) bool {
-	if sc.Recorded == nil || sc.Obj.Status.JobStatus.JobID == "" {
+	if sc.Recorded() == nil || sc.Obj().Status.JobStatus.JobID == "" {
 		return false
 	}
 	if !c.resolveCluster(sc) {

@@ -35,7 +35,7 @@ func (c *Controller) reconcile(ctx context.Context, sc *syncState) error {
 // the session cluster as it is now, and gives the spec's configuration.
 func (k sessionJob) Validate() (v1beta1.FlinkSessionJobSpec, config.Config, error) {
 	sc := k.sc
-	res, err := validation.SessionJob(sc.Obj, sc.cluster, k.c.CurrentConfig())
+	res, err := validation.SessionJob(sc.Obj(), sc.cluster, k.c.CurrentConfig())
 	if err != nil {
 		return v1beta1.FlinkSessionJobSpec{}, nil, err
 	}
@@ -43,13 +43,13 @@ func (k sessionJob) Validate() (v1beta1.FlinkSessionJobSpec, config.Config, erro
 	if cfg == nil {
 		cfg = sc.Cfg // no cluster yet: nothing is deployed with it
 	}
-	return *sc.Obj.Spec.DeepCopy(), cfg, nil
+	return *sc.Obj().Spec.DeepCopy(), cfg, nil
 }
 
 // RestorePath resolves spec.job.initialStateSnapshotRef (snapshotref.Path:
 // a cross-namespace reference needs the webhook's stamp).
 func (k sessionJob) RestorePath(ref *v1beta1.SnapshotReference) (string, error) {
-	return snapshotref.Path(k.c.Caches, k.c.Config, k.c.ReviewKeys, "FlinkSessionJob", k.sc.Obj, ref)
+	return snapshotref.Path(k.c.Caches, k.c.Config, k.c.ReviewKeys, "FlinkSessionJob", k.sc.Obj(), ref)
 }
 
 // CanRun: the session cluster exists (resolveCluster reports it missing).
@@ -61,7 +61,7 @@ func (k sessionJob) Suspended() string { return "Job suspended" }
 // NextJobID derives the new job's id from the resource and the id it
 // replaces.
 func (k sessionJob) NextJobID() string {
-	o := k.sc.Obj
+	o := k.sc.Obj()
 	return newJobID(string(o.UID), o.Status.JobStatus.JobID, o.Generation)
 }
 
@@ -88,17 +88,17 @@ func (k sessionJob) RollbackSupported() bool              { return false }
 // if Flink does not have it yet; the engine does the rest.
 func (k sessionJob) Steady(ctx context.Context) (jobengine.SteadyAnswer, error) {
 	c, sc := k.c, k.sc
-	spec := sc.Recorded.Spec
-	js := &sc.Obj.Status.JobStatus
+	spec := sc.Recorded().Spec
+	js := &sc.Obj().Status.JobStatus
 	if !sc.clusterReady() || !sc.jobs {
-		sc.Log.V(2).Info("Waiting for the session cluster to be ready", "cluster", sc.cluster.Name,
+		sc.Log().V(2).Info("Waiting for the session cluster to be ready", "cluster", sc.cluster.Name,
 			"jobManager", sc.cluster.Status.JobManagerDeploymentStatus)
 		sc.RequeueWithin(sc.ProgressInterval())
 		return jobengine.SteadyAnswer{}, nil
 	}
 	if sc.Job == nil {
 		switch {
-		case js.State == v1beta1.JobStatusReconciling && sc.Base.Status.JobStatus.JobID == js.JobID:
+		case js.State == v1beta1.JobStatusReconciling && sc.Base().Status.JobStatus.JobID == js.JobID:
 			c.submit(ctx, sc)
 		case jobengine.UpgradeMode(&spec) == v1beta1.UpgradeModeStateless:
 			// The cluster lost the job (a restart without HA): a stateless

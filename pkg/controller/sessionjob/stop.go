@@ -63,11 +63,11 @@ func (k sessionJob) Unreachable() (handled, stopped bool) {
 	if sc.jobs {
 		return false, false
 	}
-	js := &sc.Obj.Status.JobStatus
+	js := &sc.Obj().Status.JobStatus
 	if js.State.IsGloballyTerminal() || neverRan(sc) {
 		return true, true
 	}
-	sc.Log.Info("Waiting for the session cluster to stop the job", "cluster", sc.deploymentName(), "jobId", js.JobID)
+	sc.Log().Info("Waiting for the session cluster to stop the job", "cluster", sc.deploymentName(), "jobId", js.JobID)
 	sc.RequeueWithin(sc.ProgressInterval())
 	return true, false
 }
@@ -77,7 +77,7 @@ func (k sessionJob) Unreachable() (handled, stopped bool) {
 // recorded; a savepoint upgrade waits for it rather than falling back.
 func jobStarting(sc *syncState) bool {
 	timeout, _ := sc.Cfg.Duration(config.KeyDeploymentReadinessTimeout)
-	if sc.Now.Sub(time.UnixMilli(sc.Obj.Status.ReconciliationStatus.ReconciliationTimestamp)) > timeout || sc.Job == nil {
+	if sc.Now().Sub(time.UnixMilli(sc.Obj().Status.ReconciliationStatus.ReconciliationTimestamp)) > timeout || sc.Job == nil {
 		return false
 	}
 	switch lifecycle.EffectiveState(sc.Job) {
@@ -91,7 +91,7 @@ func jobStarting(sc *syncState) bool {
 // Flink does not know it, so the job still has the state it was deployed
 // from.
 func neverRan(sc *syncState) bool {
-	js := &sc.Obj.Status.JobStatus
+	js := &sc.Obj().Status.JobStatus
 	return sc.Job == nil && (js.State == v1beta1.JobStatusReconciling || js.State == "")
 }
 
@@ -110,15 +110,15 @@ func describeJob(sc *syncState) string {
 // upgrades, savepoint redeploys and suspends cancel it here. It reports
 // whether the job has ended (or never existed).
 func (c *Controller) ensureEnded(sc *syncState) bool {
-	js := &sc.Obj.Status.JobStatus
+	js := &sc.Obj().Status.JobStatus
 	if js.JobID == "" {
 		return true
 	}
 	if !sc.jobs {
-		if sc.Base.Status.JobStatus.State.IsGloballyTerminal() || neverRan(sc) || sc.Base.Status.JobStatus.State == "" {
+		if sc.Base().Status.JobStatus.State.IsGloballyTerminal() || neverRan(sc) || sc.Base().Status.JobStatus.State == "" {
 			return true
 		}
-		sc.Log.Info("Waiting for the session cluster to confirm the job ended", "cluster", sc.deploymentName(), "jobId", js.JobID)
+		sc.Log().Info("Waiting for the session cluster to confirm the job ended", "cluster", sc.deploymentName(), "jobId", js.JobID)
 		sc.RequeueWithin(sc.ProgressInterval())
 		return false
 	}

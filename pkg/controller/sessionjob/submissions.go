@@ -307,17 +307,17 @@ func (c *Controller) startSubmission(ctx context.Context, sc *syncState, id subm
 	runCtx, kill := context.WithCancel(context.WithoutCancel(ctx))
 	fetchCtx, abandon := context.WithCancel(runCtx)
 	t := &submitTask{
-		key: sc.Key, id: id, cluster: sc.deploymentName(), restore: req.SavepointPath, retryBase: sc.ProgressInterval(),
+		key: sc.Key(), id: id, cluster: sc.deploymentName(), restore: req.SavepointPath, retryBase: sc.ProgressInterval(),
 		abandon: abandon, kill: kill, done: make(chan struct{}), phase: "waiting",
 	}
 	s.mu.Lock()
-	if s.stopped || s.tasks[sc.Key] != nil {
+	if s.stopped || s.tasks[sc.Key()] != nil {
 		s.mu.Unlock()
 		abandon()
 		kill()
 		return false
 	}
-	s.tasks[sc.Key] = t
+	s.tasks[sc.Key()] = t
 	s.wg.Add(1)
 	s.mu.Unlock()
 	client := sc.Client

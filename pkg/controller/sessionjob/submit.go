@@ -30,8 +30,8 @@ import (
 // interval for a transient failure, from a minute otherwise, up to 10
 // minutes) or when the spec changes.
 func (c *Controller) submit(ctx context.Context, sc *syncState) {
-	js := &sc.Obj.Status.JobStatus
-	spec := sc.Recorded.Spec.Job
+	js := &sc.Obj().Status.JobStatus
+	spec := sc.Recorded().Spec.Job
 
 	req := flink.JarRunRequest{
 		EntryClass:            spec.EntryClass,
@@ -61,7 +61,7 @@ func (c *Controller) submit(ctx context.Context, sc *syncState) {
 		// Flink takes no configuration with a submission; there the
 		// session cluster's own configuration decides (sessionJob's
 		// LastStateStop reads it from the running job).
-		maps.Copy(conf, cluster.JobDefaults(mergedConf(sc.Cfg, conf), sc.Obj.Name, spec))
+		maps.Copy(conf, cluster.JobDefaults(mergedConf(sc.Cfg, conf), sc.Obj().Name, spec))
 	}
 	req.FlinkConfiguration = conf
 	policy, err := artifactPolicyFrom(sc.Cfg)
@@ -70,24 +70,24 @@ func (c *Controller) submit(ctx context.Context, sc *syncState) {
 		return
 	}
 
-	id := submissionID{uid: string(sc.Obj.UID), jobID: js.JobID, jarURI: spec.JarURI}
-	if f := c.submissions.failure(sc.Key, id); f != nil {
+	id := submissionID{uid: string(sc.Obj().UID), jobID: js.JobID, jarURI: spec.JarURI}
+	if f := c.submissions.failure(sc.Key(), id); f != nil {
 		// The last failure stays the status error (and its event is not
 		// repeated) until an attempt succeeds.
 		sc.Fail(f.reason, "%s", f.msg)
-		if wait := f.notBefore.Sub(sc.Now); wait > 0 {
+		if wait := f.notBefore.Sub(sc.Now()); wait > 0 {
 			sc.RequeueWithin(wait)
 			return
 		}
 	}
-	if c.submissions.task(sc.Key) != nil {
+	if c.submissions.task(sc.Key()) != nil {
 		// The gate waits for running tasks and takes finished ones over,
 		// so this is an abandoned task that has not ended yet.
 		sc.RequeueWithin(c.submitPoll())
 		return
 	}
 	if c.startSubmission(withArtifactPolicy(ctx, policy), sc, id, req) {
-		sc.Log.V(2).Info("Started the submission", "jobId", js.JobID, "jarURI", redactURI(spec.JarURI))
+		sc.Log().V(2).Info("Started the submission", "jobId", js.JobID, "jarURI", redactURI(spec.JarURI))
 	}
 	// A safety net: the task's completion enqueues the key at once.
 	sc.RequeueWithin(sc.ProgressInterval())
@@ -97,7 +97,7 @@ func (c *Controller) submit(ctx context.Context, sc *syncState) {
 // the submission: Flink options only (the operator's kubernetes.operator.*
 // keys stay with the operator).
 func jobFlinkConfiguration(sc *syncState) (map[string]string, error) {
-	raw, err := sc.Recorded.Spec.FlinkConfiguration.Values()
+	raw, err := sc.Recorded().Spec.FlinkConfiguration.Values()
 	if err != nil {
 		return nil, err
 	}

@@ -88,7 +88,7 @@ func (c *Controller) newSync(st *jobengine.State[*v1beta1.FlinkSessionJob, v1bet
 // lifecycle state) and hands the sync to the engine, which writes it once.
 func (c *Controller) commit(ctx context.Context, sc *syncState) (time.Duration, error) {
 	sc.SetError()
-	jobengine.KeepSuspendedStable(&sc.Obj.Status.ReconciliationStatus, sc.Recorded != nil && jobengine.JobSuspended(&sc.Recorded.Spec))
-	sc.Obj.Status.LifecycleState = lifecycleOf(sc.Obj, sc.Recorded, sc.NeedsManualRestore())
+	jobengine.KeepSuspendedStable(&sc.Obj().Status.ReconciliationStatus, sc.Recorded() != nil && jobengine.JobSuspended(&sc.Recorded().Spec))
+	sc.Obj().Status.LifecycleState = lifecycleOf(sc.Obj(), sc.Recorded(), sc.NeedsManualRestore())
 	return c.engine.Commit(ctx, sc.State)
 }
