@@ -3,6 +3,7 @@ package nativee2e
 import (
 	"fmt"
 	"strings"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,10 +17,11 @@ import (
 // (FAILED: --fail-after, no restarts) keeps its JobManager for
 // jm-deployment.shutdown-ttl; when that JobManager's pod is deleted, the
 // pod its ReplicaSet starts must not run the ended job again (it would,
-// from the restore path in its configuration: issue 36). The operator
-// records the ended job in the cluster's ConfigMap and the new JobManager
-// comes up as a session JobManager: its REST API answers with no job, the
-// resource still reports the ended job, FAILED.
+// from the restore path in its configuration: issue 36), nor must the
+// container restarted in the same pod after its JVM is killed. The
+// operator records the ended job in the cluster's ConfigMap and the
+// restarted JobManager comes up as a session JobManager: its REST API
+// answers with no job, the resource still reports the ended job, FAILED.
 func (r *run) endedJobNotRerun() {
 	t := r.t
 	const name = "ended"
@@ -58,32 +60,57 @@ func (r *run) endedJobNotRerun() {
 	if err != nil || len(pods.Items) != 1 {
 		t.Fatalf("JobManager pods of %s: %v %v", name, podNames(pods), err)
 	}
-	old := pods.Items[0].Name
+	pod := pods.Items[0].Name
+
+	// A container restart in the same pod: the JobManager JVM killed.
+	proc := r.onlyProcess(r.ns + "/" + pod + "/")
+	if err := syscall.Kill(proc.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
 	t0 = time.Now()
-	r.kubectl("delete", "pod", old, "-n", r.ns)
+	r.waitNoJobRuns(name, jobID, sel, func(p *corev1.Pod) bool {
+		return p.Name == pod && restarts(p) > 0
+	})
+	t.Logf("%s: %s: JobManager JVM (pid %d) killed; the restarted container answers with no job %s later", r.version, name, proc.PID, time.Since(t0).Round(100*time.Millisecond))
+
+	// A new pod: the old one deleted.
+	t0 = time.Now()
+	r.kubectl("delete", "pod", pod, "-n", r.ns)
+	r.waitNoJobRuns(name, jobID, sel, func(p *corev1.Pod) bool { return p.Name != pod })
+	t.Logf("%s: %s: JobManager pod deleted; the new one answers with no job %s later", r.version, name, time.Since(t0).Round(100*time.Millisecond))
+
+	r.kubectl("delete", "flinkdeployment", name, "-n", r.ns, "--wait=false")
+	r.waitGone(name, 2*time.Minute)
+	r.waitClusterGone(name, 2*time.Minute)
+}
+
+// waitNoJobRuns waits for a Ready JobManager pod that is (the restarted
+// one) to answer, then watches it long enough for an application to have
+// submitted its job: it must list none, and the resource must still
+// report the ended job.
+func (r *run) waitNoJobRuns(name, jobID string, sel metav1.ListOptions, is func(*corev1.Pod) bool) {
+	t := r.t
 	var jobs struct {
 		Jobs []struct {
 			ID    string `json:"jid"`
 			State string `json:"state"`
 		} `json:"jobs"`
 	}
-	r.WaitFor(t, 3*time.Minute, "a new JobManager pod answering", func() (bool, string) {
+	r.WaitFor(t, 3*time.Minute, "the restarted JobManager answering", func() (bool, string) {
 		l, err := r.Kube.CoreV1().Pods(r.ns).List(r.Ctx, sel)
 		if err != nil {
 			return false, err.Error()
 		}
-		for _, p := range l.Items {
-			if p.Name != old && podReady(&p) {
+		for i := range l.Items {
+			if p := &l.Items[i]; is(p) && podReady(p) {
 				return r.FlinkREST(t, r.ns, name).Get(r.Ctx, "/jobs/overview", &jobs) == nil, "REST not answering yet"
 			}
 		}
 		return false, podNames(l)
 	})
-	t.Logf("%s: %s: new JobManager answers %s after the pod's deletion", r.version, name, time.Since(t0).Round(100*time.Millisecond))
-	// The application would have submitted the job within seconds.
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Second) {
 		if err := r.FlinkREST(t, r.ns, name).Get(r.Ctx, "/jobs/overview", &jobs); err != nil {
-			t.Fatalf("new JobManager: %v", err)
+			t.Fatalf("restarted JobManager: %v", err)
 		}
 		if len(jobs.Jobs) > 0 {
 			t.Fatalf("the restarted JobManager runs %+v: the ended job %s ran again", jobs.Jobs, jobID)
@@ -96,10 +123,14 @@ func (r *run) endedJobNotRerun() {
 			t.Fatalf("after the JobManager's restart the resource reports job %s %s, want %s FAILED", js.JobID, js.State, jobID)
 		}
 	}
+}
 
-	r.kubectl("delete", "flinkdeployment", name, "-n", r.ns, "--wait=false")
-	r.waitGone(name, 2*time.Minute)
-	r.waitClusterGone(name, 2*time.Minute)
+func restarts(p *corev1.Pod) int32 {
+	var n int32
+	for _, c := range p.Status.ContainerStatuses {
+		n += c.RestartCount
+	}
+	return n
 }
 
 func podReady(p *corev1.Pod) bool {

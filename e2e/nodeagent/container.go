@@ -45,6 +45,13 @@ type container struct {
 	w     *podWorker
 	spec  *corev1.Container
 	class Classification
+	// guard is the operator's ended-job guard of a native application
+	// JobManager (nil without one): which entrypoint runs is decided at
+	// every start, with the container's variables read again then, as a
+	// kubelet does.
+	guard *flinkjvm.EndedJobGuard
+	// pod is what the container's variables are read from.
+	pod podFields
 	// waitReason/waitMessage keep an Unsupported container waiting.
 	waitReason, waitMessage string
 	// command prepares one run of the container (ctx bounds the
@@ -92,14 +99,11 @@ func (w *podWorker) newContainer(spec *corev1.Container, volumes map[string]volu
 	lookup := func(n string) (string, bool) { v, ok := values[n]; return v, ok }
 	command := expandAll(spec.Command, lookup)
 	args := expandAll(spec.Args, lookup)
-	if g := flinkjvm.SplitEndedJobGuard(args); g != nil {
+	if c.guard = flinkjvm.SplitEndedJobGuard(args); c.guard != nil {
 		// The operator's ended-job guard, as bash would run it with the
-		// container's variables (read when the pod starts: a restart of
-		// the container in the same pod keeps them).
-		var ended bool
-		if args, ended = g.Choose(values); ended {
-			w.logf("container %s: %s", spec.Name, g.Message)
-		}
+		// container's variables; chosen again at every start (guardedRun).
+		args, _ = c.guard.Choose(values)
+		c.pod = f
 	}
 	c.class = Classify(spec, command, args)
 	if w.a.cfg.HostCommands && spec.Image == HostCommandImage {
@@ -267,6 +271,10 @@ func (c *container) prepareFlink(env []EnvVar, values, mounts map[string]string,
 		c.restURL = fmt.Sprintf("http://%s:%d/config", f.podIP, restBindPort(conf))
 	}
 	c.command = func(ctx context.Context) (*exec.Cmd, error) {
+		opts := opts
+		if c.guard != nil {
+			opts.Mode, opts.Args = c.guardedRun(opts.Mode, opts.Args)
+		}
 		l, err := flinkjvm.Prepare(ctx, opts)
 		if err != nil {
 			return nil, err
@@ -699,4 +707,29 @@ func (a *Agent) fakeJobManager() (string, error) {
 		return "", errors.New("no fake-jobmanager binary")
 	}
 	return a.fakeBin, nil
+}
+
+// guardedRun is the entrypoint the ended-job guard starts now: the
+// container's variables are read again (a ConfigMap key the operator wrote
+// since the pod started counts), as a kubelet reads them at every
+// container start. On any error it keeps what the pod started with.
+func (c *container) guardedRun(mode flinkjvm.Mode, args []string) (flinkjvm.Mode, []string) {
+	env, err := containerEnv(c.spec, c.pod, c.w.a)
+	if err != nil {
+		c.w.logf("container %s: reading its variables again: %v", c.spec.Name, err)
+		return mode, args
+	}
+	values := map[string]string{}
+	for _, e := range env {
+		values[e.Name] = e.Value
+	}
+	chosen, ended := c.guard.Choose(values)
+	cl := Classify(c.spec, c.spec.Command, chosen)
+	if cl.Kind != Flink {
+		return mode, args
+	}
+	if ended {
+		c.w.logf("container %s: %s", c.spec.Name, c.guard.Message)
+	}
+	return cl.Mode, cl.Args
 }
