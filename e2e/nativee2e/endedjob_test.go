@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/flinkops/flink-operator/e2e/framework"
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/cluster"
 )
@@ -102,7 +103,7 @@ func (r *run) waitNoJobRuns(name, jobID string, sel metav1.ListOptions, is func(
 			return false, err.Error()
 		}
 		for i := range l.Items {
-			if p := &l.Items[i]; is(p) && podReady(p) {
+			if p := &l.Items[i]; is(p) && framework.PodReady(p) {
 				return r.FlinkREST(t, r.ns, name).Get(r.Ctx, "/jobs/overview", &jobs) == nil, "REST not answering yet"
 			}
 		}
@@ -131,15 +132,6 @@ func restarts(p *corev1.Pod) int32 {
 		n += c.RestartCount
 	}
 	return n
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 func podNames(l *corev1.PodList) string {
