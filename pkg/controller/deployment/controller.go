@@ -115,8 +115,10 @@ func (c *Controller) enqueueSessionCluster(obj any) {
 }
 
 // enqueueOwner maps an owned ConfigMap, Deployment or Service to the
-// FlinkDeployment that controls it, so drift (a deleted Service, a
-// JobManager becoming ready) is seen at once.
+// FlinkDeployment that owns it (ownedBy's rule: its controller, or, with no
+// controller, a FlinkDeployment among its owners, as on the JobManager
+// Deployment of a cluster upstream's operator made), so drift (a deleted
+// Service, a JobManager becoming ready) is seen at once.
 func (c *Controller) enqueueOwner(obj any) {
 	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tomb.Obj
@@ -125,11 +127,26 @@ func (c *Controller) enqueueOwner(obj any) {
 	if !ok {
 		return
 	}
-	ref := metav1.GetControllerOf(m)
-	if ref == nil || ref.Kind != "FlinkDeployment" || !isFlinkGroup(ref.APIVersion) {
-		return
+	if name, ok := owningDeployment(m); ok {
+		c.queue.Add(m.GetNamespace() + "/" + name)
 	}
-	c.queue.Add(m.GetNamespace() + "/" + ref.Name)
+}
+
+// owningDeployment is the name of the FlinkDeployment that owns obj by
+// ownedBy's rule, whatever its UID (the sync checks it).
+func owningDeployment(obj metav1.Object) (string, bool) {
+	isDeployment := func(ref metav1.OwnerReference) bool {
+		return ref.Kind == "FlinkDeployment" && isFlinkGroup(ref.APIVersion)
+	}
+	if ref := metav1.GetControllerOf(obj); ref != nil {
+		return ref.Name, isDeployment(*ref)
+	}
+	for _, ref := range obj.GetOwnerReferences() {
+		if isDeployment(ref) {
+			return ref.Name, true
+		}
+	}
+	return "", false
 }
 
 func isFlinkGroup(apiVersion string) bool {

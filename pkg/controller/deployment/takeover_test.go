@@ -422,3 +422,34 @@ func serviceOwned(owners []metav1.OwnerReference) metav1.Object {
 func configMapOwned(owners []metav1.OwnerReference) metav1.Object {
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "flink-config-run", Namespace: ns, OwnerReferences: owners}}
 }
+
+// TestOwningDeployment: events on an object wake the FlinkDeployment that
+// owns it by ownedBy's rule, so a JobManager Deployment upstream's operator
+// made (an owner reference with controller false) is watched as the
+// operator's own are.
+func TestOwningDeployment(t *testing.T) {
+	ref := func(apiVersion, kind, name string, controller *bool) metav1.OwnerReference {
+		return metav1.OwnerReference{APIVersion: apiVersion, Kind: kind, Name: name, UID: "u", Controller: controller}
+	}
+	for _, tc := range []struct {
+		name   string
+		owners []metav1.OwnerReference
+		want   string // "" none
+	}{
+		{"the operator's controller reference", []metav1.OwnerReference{ref("flink.apache.org/v1beta1", "FlinkDeployment", "run", ptr.To(true))}, "run"},
+		{"upstream's reference, controller false", []metav1.OwnerReference{ref("flink.apache.org/v1beta1", "FlinkDeployment", "run", ptr.To(false))}, "run"},
+		{"no owner", nil, ""},
+		{"controlled by a Deployment", []metav1.OwnerReference{ref("apps/v1", "Deployment", "run", ptr.To(true))}, ""},
+		{"ours, but controlled by something else", []metav1.OwnerReference{
+			ref("flink.apache.org/v1beta1", "FlinkDeployment", "run", ptr.To(false)), ref("argoproj.io/v1alpha1", "Rollout", "run", ptr.To(true))}, ""},
+		{"another group's kind", []metav1.OwnerReference{ref("example.com/v1", "FlinkDeployment", "run", ptr.To(false))}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			obj := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "run", Namespace: ns, OwnerReferences: tc.owners}}
+			name, ok := owningDeployment(obj)
+			if got := map[bool]string{true: name, false: ""}[ok]; got != tc.want {
+				t.Errorf("owningDeployment = %q (%v), want %q", name, ok, tc.want)
+			}
+		})
+	}
+}
