@@ -200,6 +200,7 @@ const (
 // by someone else are left alone and reported.
 func (c *Controller) ensureObjects(sc *syncState, built *cluster.Cluster, jmCreate jobManagerCreate) {
 	ns, o := sc.Obj().Namespace, sc.owned
+	sc.keepAdopted = jmCreate == keepJobManager && o.jobManager != nil
 	core, apps := c.Kube.CoreV1(), c.Kube.AppsV1()
 	create := metav1.CreateOptions{}
 	update := metav1.UpdateOptions{}
@@ -286,6 +287,13 @@ func (sc *syncState) ensure(w objectWrites) {
 		sc.Fail(reasons.ReasonDeploymentError, "%s exists and is not controlled by this FlinkDeployment (no owner reference to it, or another controller); delete or rename it", name)
 	case w.live.GetDeletionTimestamp() != nil:
 		sc.RequeueWithin(teardownPoll) // recreated once it is gone
+	case w.update != nil && sc.keepAdopted && !controlledByDeployment(w.live):
+		// Made by another operator (upstream's, whose cluster this one took
+		// over: ownedBy, without the controller reference this operator
+		// gives what it makes): kept as it is while its cluster runs, since
+		// rewriting a standalone cluster's TaskManager Deployment would
+		// restart the TaskManagers under the running job. The next deploy
+		// builds this operator's.
 	case w.update != nil && cluster.SpecHashChanged(w.desired, w.live):
 		sc.AfterStatusWrite("update "+name, func(ctx context.Context) error {
 			if err := w.update(ctx); err != nil {
@@ -333,4 +341,11 @@ func mergeAnnotations(live, desired map[string]string) map[string]string {
 		out[k] = v
 	}
 	return out
+}
+
+// controlledByDeployment: obj's controller is a FlinkDeployment, as on
+// everything this operator makes.
+func controlledByDeployment(obj metav1.Object) bool {
+	ref := metav1.GetControllerOf(obj)
+	return ref != nil && ref.Kind == "FlinkDeployment" && isFlinkGroup(ref.APIVersion)
 }

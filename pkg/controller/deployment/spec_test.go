@@ -138,3 +138,33 @@ func TestOperatorKeysApplyWithoutRestart(t *testing.T) {
 		t.Fatalf("%d snapshots, want the manual savepoint as a FlinkStateSnapshot (snapshot resources enabled by the current spec)", len(snaps))
 	}
 }
+
+// TestUnrecordedJobFieldsApplyWithoutRedeploy: as upstream's spec diff
+// ignores upgradeMode, allowNonRestoredState and initialSavepointPath, a
+// change of them alone does not redeploy the running job, and the next
+// upgrade goes by the current upgradeMode (here stateless: no savepoint).
+func TestUnrecordedJobFieldsApplyWithoutRedeploy(t *testing.T) {
+	f := newFixture(t)
+	before := f.Deploy(f.application("job", v1beta1.UpgradeModeSavepoint))
+	jm := f.jm("job")
+	f.edit("job", func(s *v1beta1.FlinkDeploymentSpec) {
+		s.Job.UpgradeMode = v1beta1.UpgradeModeStateless
+		s.Job.AllowNonRestoredState = new(true)
+		s.Job.InitialSavepointPath = "file:///elsewhere/savepoint-1"
+	})
+	for range 3 {
+		f.Step("job")
+	}
+	got := f.Get("job")
+	if f.stops() != 0 || f.jm("job") != jm || got.Status.JobStatus.JobID != before.Status.JobStatus.JobID ||
+		got.Status.ReconciliationStatus.LastReconciledSpec != before.Status.ReconciliationStatus.LastReconciledSpec {
+		t.Fatalf("a change of unrecorded fields redeployed (%d stops): %s", f.stops(), statusString(got))
+	}
+	f.edit("job", func(s *v1beta1.FlinkDeploymentSpec) { s.Job.Args = []string{"--changed"} })
+	upgraded := f.Until("job", 20, "upgraded", func(d *v1beta1.FlinkDeployment) bool {
+		return running(d) && d.Status.JobStatus.JobID != before.Status.JobStatus.JobID
+	})
+	if f.stops() != 0 || upgraded.Status.JobStatus.UpgradeSavepointPath != "" {
+		t.Errorf("the upgrade after upgradeMode stateless took a savepoint (%d stops), restore %q", f.stops(), upgraded.Status.JobStatus.UpgradeSavepointPath)
+	}
+}

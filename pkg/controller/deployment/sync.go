@@ -32,6 +32,10 @@ type syncState struct {
 	// refPath is the resolved spec.job.initialStateSnapshotRef of a
 	// savepointRedeployNonce change.
 	refPath string
+
+	// keepAdopted: ensureObjects keeps the running cluster, so objects
+	// another operator made (ensure) are left as they are.
+	keepAdopted bool
 }
 
 // Sync reconciles one FlinkDeployment: read it and its cluster from the

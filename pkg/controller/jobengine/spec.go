@@ -99,3 +99,24 @@ func UpgradeMode[S Spec[S]](spec *S) v1beta1.UpgradeMode {
 	}
 	return job.UpgradeMode
 }
+
+// withCurrentUnrecorded is recorded with the job fields upstream's spec
+// diff ignores (JobSpec's @SpecDiff(IGNORE): upgradeMode,
+// allowNonRestoredState, initialSavepointPath; the nonces are
+// withoutNonces') taken from current. A change of them alone never
+// redeploys, and the operator acts on their current values, as upstream
+// reads the current spec's upgradeMode at every step of an upgrade; the
+// status keeps lastReconciledSpec as recorded until the next deploy records
+// the whole spec. Upstream records a first deployment without
+// initialSavepointPath as upgradeMode stateless (its
+// updateStatusBeforeFirstDeployment): a job taken over from it keeps the
+// upgrade mode its spec says.
+func withCurrentUnrecorded[S Spec[S]](recorded, current S) S {
+	rj, cj := recorded.GetJob(), current.GetJob()
+	if rj == nil || cj == nil {
+		return recorded
+	}
+	j := rj.DeepCopy()
+	j.UpgradeMode, j.AllowNonRestoredState, j.InitialSavepointPath = cj.UpgradeMode, cj.AllowNonRestoredState, cj.InitialSavepointPath
+	return recorded.WithJob(j)
+}

@@ -117,6 +117,9 @@ func (e *Engine[T, S]) NewState(ctx context.Context, key string, base T, now tim
 	if err != nil {
 		return nil, err
 	}
+	if rec != nil {
+		rec.Spec = withCurrentUnrecorded(rec.Spec, base.CurrentSpec())
+	}
 	s := &State[T, S]{e: e, key: key, base: base, obj: base.DeepCopyObject().(T), now: now, log: klog.FromContext(ctx), recorded: rec,
 		operator: e.operatorConfig()}
 	if err := s.decodeRollback(); err != nil {
