@@ -295,6 +295,17 @@ func (e *Env) RestartOperator(t *testing.T) {
 	e.Op = StartOperator(t, e.OperatorBinary(), e.Local.OperatorKubeconfig, e.OpLog, e.opArgs...)
 }
 
+// WhileOperatorStopped runs f with the operator process stopped, then
+// starts it again with the same flags: what f creates is there before the
+// new process's first sync, as when a user switches operators (local
+// provider only).
+func (e *Env) WhileOperatorStopped(t *testing.T, f func()) {
+	t.Helper()
+	e.Op.Stop()
+	f()
+	e.Op = StartOperator(t, e.OperatorBinary(), e.Local.OperatorKubeconfig, e.OpLog, e.opArgs...)
+}
+
 // OperatorBinary is the operator binary built for the local provider.
 func (e *Env) OperatorBinary() string { return filepath.Join(e.bins, "flink-operator") }
 

@@ -98,6 +98,9 @@ func TestNativeMode(t *testing.T) {
 			if i == len(versions)-1 { // the guard is the same on every line
 				r.step("ended-job-not-rerun", r.endedJobNotRerun)
 			}
+			if strings.HasPrefix(v, "1.") { // the line upstream's recording ran
+				r.step("take-over-upstream-suspended", r.takeOverUpstreamSuspended)
+			}
 			r.step("session-and-no-pods-serviceaccount", r.sessionAndUnderprivileged)
 		})
 	}
