@@ -99,6 +99,7 @@ func TestNativeMode(t *testing.T) {
 				r.step("ended-job-not-rerun", r.endedJobNotRerun)
 			}
 			if strings.HasPrefix(v, "1.") { // the line upstream's recording ran
+				r.step("take-over-upstream-running", r.takeOverUpstreamRunning)
 				r.step("take-over-upstream-suspended", r.takeOverUpstreamSuspended)
 			}
 			r.step("session-and-no-pods-serviceaccount", r.sessionAndUnderprivileged)
