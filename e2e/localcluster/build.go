@@ -2,6 +2,8 @@ package localcluster
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,7 +14,7 @@ import (
 
 // BuildCommands builds main packages of the operator module (paths relative
 // to its root, e.g. "./cmd/fake-jobmanager") with go build into
-// <CacheDir>/bin, and returns that directory. Each binary is named after the
+// <CacheDir>/bin/<checkout>, and returns that directory. Each binary is named after the
 // last element of its package path. Builds of concurrent test processes are
 // serialized by a lock file; go build does nothing for an up-to-date binary.
 func BuildCommands(ctx context.Context, pkgs ...string) (string, error) {
@@ -37,14 +39,18 @@ func BuildTaggedCommand(ctx context.Context, pkg, name string, tags ...string) (
 // without it and has none.
 const FaultInjectTag = "faultinject"
 
-// goBuild runs go build into <CacheDir>/bin (into the file name there if
-// name is set) under the build lock.
+// goBuild runs go build into <CacheDir>/bin/<checkout> (into the file
+// name there if name is set) under the build lock.
 func goBuild(ctx context.Context, name string, tags []string, pkgs ...string) (string, error) {
 	root, err := ModuleRoot()
 	if err != nil {
 		return "", err
 	}
-	dir := filepath.Join(CacheDir(), "bin")
+	// One directory per checkout: two checkouts testing at once (a clean
+	// clone's CI run beside a working tree) must not run each other's
+	// binaries, which a shared one swapped under a running test.
+	sum := sha256.Sum256([]byte(root))
+	dir := filepath.Join(CacheDir(), "bin", hex.EncodeToString(sum[:6]))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
