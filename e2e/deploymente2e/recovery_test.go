@@ -208,20 +208,7 @@ func TestJobManagerDeploymentRecovered(t *testing.T) {
 // (jobmanager, taskmanager) that are not being deleted, sorted.
 func (r *run) componentPods(component string) []string {
 	r.t.Helper()
-	l, err := r.Kube.CoreV1().Pods(r.ns).List(r.Ctx, metav1.ListOptions{
-		LabelSelector: cluster.LabelApp + "=" + name + "," + cluster.LabelComponent + "=" + component,
-	})
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	var out []string
-	for _, p := range l.Items {
-		if p.DeletionTimestamp == nil {
-			out = append(out, p.Name)
-		}
-	}
-	slices.Sort(out)
-	return out
+	return r.ComponentPods(r.t, r.ns, name, component)
 }
 
 // completedCheckpoints is Flink's count of the job's completed checkpoints

@@ -2,13 +2,16 @@ package framework
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/flinkops/flink-operator/e2e/localcluster"
+	"github.com/flinkops/flink-operator/pkg/cluster"
 )
 
 // PodNames renders pods for a failure message: name, phase, terminating.
@@ -66,4 +69,25 @@ func (e *Env) WaitProcessesGone(t *testing.T, recordPath, ns string, pids []loca
 		}
 		return len(alive) == 0, "alive: " + strings.Join(alive, ", ")
 	})
+}
+
+// ComponentPods are the names of the pods of one component (jobmanager,
+// taskmanager) of cluster name in namespace ns that are not being deleted,
+// sorted.
+func (e *Env) ComponentPods(t testing.TB, ns, name, component string) []string {
+	t.Helper()
+	l, err := e.Kube.CoreV1().Pods(ns).List(e.Ctx, metav1.ListOptions{
+		LabelSelector: cluster.LabelApp + "=" + name + "," + cluster.LabelComponent + "=" + component,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, p := range l.Items {
+		if p.DeletionTimestamp == nil {
+			out = append(out, p.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

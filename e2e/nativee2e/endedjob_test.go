@@ -2,7 +2,6 @@ package nativee2e
 
 import (
 	"fmt"
-	"strings"
 	"syscall"
 	"time"
 
@@ -59,7 +58,7 @@ func (r *run) endedJobNotRerun() {
 	sel := metav1.ListOptions{LabelSelector: cluster.LabelApp + "=" + name + "," + cluster.LabelComponent + "=" + cluster.ComponentJobManager}
 	pods, err := r.Kube.CoreV1().Pods(r.ns).List(r.Ctx, sel)
 	if err != nil || len(pods.Items) != 1 {
-		t.Fatalf("JobManager pods of %s: %v %v", name, podNames(pods), err)
+		t.Fatalf("JobManager pods of %s: %s", name, framework.PodNamesOrErr(pods, err))
 	}
 	pod := pods.Items[0].Name
 
@@ -107,7 +106,7 @@ func (r *run) waitNoJobRuns(name, jobID string, sel metav1.ListOptions, is func(
 				return r.FlinkREST(t, r.ns, name).Get(r.Ctx, "/jobs/overview", &jobs) == nil, "REST not answering yet"
 			}
 		}
-		return false, podNames(l)
+		return false, framework.PodNames(l.Items)
 	})
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Second) {
 		if err := r.FlinkREST(t, r.ns, name).Get(r.Ctx, "/jobs/overview", &jobs); err != nil {
@@ -132,15 +131,4 @@ func restarts(p *corev1.Pod) int32 {
 		n += c.RestartCount
 	}
 	return n
-}
-
-func podNames(l *corev1.PodList) string {
-	if l == nil {
-		return "none"
-	}
-	var out []string
-	for _, p := range l.Items {
-		out = append(out, p.Name+" "+string(p.Status.Phase))
-	}
-	return strings.Join(out, ", ")
 }

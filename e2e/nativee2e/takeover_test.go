@@ -268,7 +268,7 @@ func (r *run) takeOverUpstreamRunning() {
 		// framework wait: it stops at an operator that is not running).
 		r.waitJobRunningWithoutOperator(name, jobID, 3*time.Minute)
 	})
-	pods := r.jobManagerPodNames(name)
+	pods := r.ComponentPods(t, r.ns, name, cluster.ComponentJobManager)
 	t.Logf("%s: %s: upstream's running application recreated, job %s RUNNING on %v before this operator started, %s after the apply", r.version, name, jobID, pods, time.Since(t0).Round(100*time.Millisecond))
 
 	// Taken over: the same job on the same JobManager pod, STABLE, no
@@ -282,7 +282,7 @@ func (r *run) takeOverUpstreamRunning() {
 			d.Status.JobStatus.State != v1beta1.JobStatusRunning {
 			t.Fatalf("taken over: %s, error %q; want job %s RUNNING, STABLE", summary(d), d.Status.Error, jobID)
 		}
-		if now := r.jobManagerPodNames(name); !slices.Equal(now, pods) {
+		if now := r.ComponentPods(t, r.ns, name, cluster.ComponentJobManager); !slices.Equal(now, pods) {
 			t.Fatalf("JobManager pods %v, were %v: the JobManager was replaced", now, pods)
 		}
 	}
@@ -324,21 +324,6 @@ func lastRecorded(uids map[string]string) string {
 		}
 	}
 	return ""
-}
-
-func (r *run) jobManagerPodNames(name string) []string {
-	l, err := r.Kube.CoreV1().Pods(r.ns).List(r.Ctx, metav1.ListOptions{LabelSelector: cluster.LabelApp + "=" + name + "," + cluster.LabelComponent + "=" + cluster.ComponentJobManager})
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	var out []string
-	for _, p := range l.Items {
-		if p.DeletionTimestamp == nil {
-			out = append(out, p.Name)
-		}
-	}
-	slices.Sort(out)
-	return out
 }
 
 // waitJobRunningWithoutOperator waits for the job to run on all its tasks
