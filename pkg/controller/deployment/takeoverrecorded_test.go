@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
 	"sigs.k8s.io/yaml"
 
@@ -47,46 +48,35 @@ func (f *takeoverFixture) loadRecorded(scenario string) (deployments []string) {
 		if err := yaml.Unmarshal(raw, &tm); err != nil {
 			f.T.Fatalf("%s: %v", e.Name(), err)
 		}
-		decode := func(into metav1.Object) {
-			if err := yaml.Unmarshal(raw, into); err != nil {
-				f.T.Fatalf("%s: %v", e.Name(), err)
-			}
-			into.SetNamespace(ns)
-			into.SetResourceVersion("")
+		// Added to the trackers, not created: the fakes' create reactors
+		// would give new UIDs, which the owner references name.
+		kinds := map[string]struct {
+			obj     func() runtime.Object
+			tracker k8stesting.ObjectTracker
+		}{
+			"FlinkDeployment":    {func() runtime.Object { return &v1beta1.FlinkDeployment{} }, f.Client.Tracker()},
+			"FlinkSessionJob":    {func() runtime.Object { return &v1beta1.FlinkSessionJob{} }, f.Client.Tracker()},
+			"FlinkStateSnapshot": {func() runtime.Object { return &v1beta1.FlinkStateSnapshot{} }, f.Client.Tracker()},
+			"Deployment":         {func() runtime.Object { return &appsv1.Deployment{} }, f.Kube.Tracker()},
+			"Service":            {func() runtime.Object { return &corev1.Service{} }, f.Kube.Tracker()},
+			"ConfigMap":          {func() runtime.Object { return &corev1.ConfigMap{} }, f.Kube.Tracker()},
+			"Pod":                {func() runtime.Object { return &corev1.Pod{} }, f.Kube.Tracker()},
 		}
-		switch tm.Kind {
-		case "FlinkDeployment":
-			o := &v1beta1.FlinkDeployment{}
-			decode(o)
-			_, err = f.Client.FlinkV1beta1().FlinkDeployments(ns).Create(f.Ctx, o, metav1.CreateOptions{})
-			deployments = append(deployments, o.Name)
-		case "FlinkSessionJob":
-			o := &v1beta1.FlinkSessionJob{}
-			decode(o)
-			_, err = f.Client.FlinkV1beta1().FlinkSessionJobs(ns).Create(f.Ctx, o, metav1.CreateOptions{})
-		case "FlinkStateSnapshot":
-			o := &v1beta1.FlinkStateSnapshot{}
-			decode(o)
-			_, err = f.Client.FlinkV1beta1().FlinkStateSnapshots(ns).Create(f.Ctx, o, metav1.CreateOptions{})
-		case "Deployment":
-			o := &appsv1.Deployment{}
-			decode(o)
-			err = f.Kube.Tracker().Add(o) // keeps the recorded UID (owner references)
-		case "Service":
-			o := &corev1.Service{}
-			decode(o)
-			err = f.Kube.Tracker().Add(o) // keeps the recorded UID (owner references)
-		case "ConfigMap":
-			o := &corev1.ConfigMap{}
-			decode(o)
-			err = f.Kube.Tracker().Add(o) // keeps the recorded UID (owner references)
-		case "Pod":
-			o := &corev1.Pod{}
-			decode(o)
-			err = f.Kube.Tracker().Add(o) // keeps the recorded UID (owner references)
-		default:
+		k, ok := kinds[tm.Kind]
+		if !ok {
 			f.T.Fatalf("%s: kind %q", e.Name(), tm.Kind)
 		}
+		o := k.obj()
+		if err := yaml.Unmarshal(raw, o); err != nil {
+			f.T.Fatalf("%s: %v", e.Name(), err)
+		}
+		m := o.(metav1.Object)
+		m.SetNamespace(ns)
+		m.SetResourceVersion("")
+		if tm.Kind == "FlinkDeployment" {
+			deployments = append(deployments, m.GetName())
+		}
+		err = k.tracker.Add(o)
 		if err != nil {
 			f.T.Fatalf("%s: %v", e.Name(), err)
 		}
