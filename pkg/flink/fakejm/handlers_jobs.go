@@ -97,15 +97,14 @@ func (s *Server) getJob(in *inbound) reply {
 		}
 	}
 	vertices := []any{}
-	nodes := []any{}
-	for i, name := range vertexNames {
-		vid := fmt.Sprintf("%032x", i+1)
+	views, total := j.vertexViews(), j.totalTasks() // graph.go
+	for _, v := range views {
 		vtasks := map[string]any{}
 		for _, st := range allExecutionStates {
-			vtasks[string(st)] = counts[st] / len(vertexNames)
+			vtasks[string(st)] = counts[st] * v.parallelism / max(total, 1)
 		}
-		vertices = append(vertices, map[string]any{
-			"id": vid, "name": name, "maxParallelism": 128, "parallelism": j.parallelism,
+		vertex := map[string]any{
+			"id": v.id, "name": v.name, "maxParallelism": v.maxParallelism, "parallelism": v.parallelism,
 			"status": string(vertexStatus), "start-time": j.startTime.UnixMilli(), "end-time": msOrMinus1(j),
 			"duration": s.duration(j), "tasks": vtasks,
 			"metrics": map[string]any{
@@ -113,8 +112,11 @@ func (s *Server) getJob(in *inbound) reply {
 				"read-records": 0, "read-records-complete": true, "write-records": 0, "write-records-complete": true,
 				"accumulated-backpressured-time": 0, "accumulated-idle-time": 0, "accumulated-busy-time": 0.0,
 			},
-		})
-		nodes = append(nodes, map[string]any{"id": vid, "parallelism": j.parallelism, "operator": "", "description": name})
+		}
+		if j.graph != nil && j.graph.omitMaxPar {
+			delete(vertex, "maxParallelism")
+		}
+		vertices = append(vertices, vertex)
 	}
 	m := map[string]any{
 		"jid":            j.id,
@@ -129,7 +131,10 @@ func (s *Server) getJob(in *inbound) reply {
 		"timestamps":     timestamps,
 		"vertices":       vertices,
 		"status-counts":  statusCounts,
-		"plan":           map[string]any{"jid": j.id, "name": j.name, "type": "STREAMING", "nodes": nodes},
+		"plan":           j.plan(),
+	}
+	if j.graph != nil && j.graph.omitPlan {
+		delete(m, "plan")
 	}
 	if s.opts.Version.AtLeast(flink.V1_20) {
 		m["job-type"] = "STREAMING"

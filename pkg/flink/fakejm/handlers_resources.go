@@ -10,11 +10,11 @@ import (
 
 // Job resource requirements (Flink 1.18+, what the adaptive scheduler
 // rescales a running job to): GET gives each vertex's parallelism bounds,
-// lower 1 and upper the job's parallelism until a PUT sets them; PUT
+// lower 1 and upper the vertex's parallelism until a PUT sets them; PUT
 // replaces them all, as Flink does, after Flink's checks (every vertex of
 // the job, 1 <= lower <= upper <= maxParallelism). The vertices are the
-// fake's two (vertexNames, ids 000…01 and 000…02). Older versions have no
-// such route.
+// job graph's (graph.go; by default the fake's two, vertexNames, ids
+// 000…01 and 000…02). Older versions have no such route.
 
 // Routes of the job resource requirements.
 const (
@@ -30,13 +30,13 @@ const fakeMaxParallelism = 128
 
 func (s *Server) requirementsOf(j *job) flink.ResourceRequirements {
 	out := flink.ResourceRequirements{}
-	for i := range vertexNames {
-		id := VertexID(i)
+	for _, v := range j.vertexViews() { // graph.go
+		id := v.id
 		if r, ok := j.requirements[id]; ok {
 			out[id] = r
 			continue
 		}
-		out[id] = flink.VertexResourceRequirements{Parallelism: flink.Parallelism{LowerBound: 1, UpperBound: j.parallelism}}
+		out[id] = flink.VertexResourceRequirements{Parallelism: flink.Parallelism{LowerBound: 1, UpperBound: v.parallelism}}
 	}
 	return out
 }
@@ -64,16 +64,17 @@ func (s *Server) updateResourceRequirements(in *inbound) reply {
 	if err := json.Unmarshal(in.body, &req); err != nil {
 		return badFormat("JobResourceRequirementsBody", err.Error())
 	}
-	if len(req) != len(vertexNames) {
-		return restError(http.StatusBadRequest, fmt.Sprintf("Invalid job resource requirements: expected %d job vertices, got %d.", len(vertexNames), len(req)))
+	views := j.vertexViews() // graph.go
+	if len(req) != len(views) {
+		return restError(http.StatusBadRequest, fmt.Sprintf("Invalid job resource requirements: expected %d job vertices, got %d.", len(views), len(req)))
 	}
-	for i := range vertexNames {
-		r, ok := req[VertexID(i)]
+	for _, v := range views {
+		r, ok := req[v.id]
 		if !ok {
-			return restError(http.StatusBadRequest, "Invalid job resource requirements: missing job vertex "+VertexID(i)+".")
+			return restError(http.StatusBadRequest, "Invalid job resource requirements: missing job vertex "+v.id+".")
 		}
-		if p := r.Parallelism; p.LowerBound < 1 || p.LowerBound > p.UpperBound || p.UpperBound > fakeMaxParallelism {
-			return restError(http.StatusBadRequest, fmt.Sprintf("Invalid job resource requirements: parallelism [%d, %d] of job vertex %s.", p.LowerBound, p.UpperBound, VertexID(i)))
+		if p := r.Parallelism; p.LowerBound < 1 || p.LowerBound > p.UpperBound || p.UpperBound > v.maxParallelism {
+			return restError(http.StatusBadRequest, fmt.Sprintf("Invalid job resource requirements: parallelism [%d, %d] of job vertex %s.", p.LowerBound, p.UpperBound, v.id))
 		}
 	}
 	if j.state.IsGloballyTerminal() {

@@ -69,6 +69,10 @@ type job struct {
 	// requirements set by PUT /jobs/{jobid}/resource-requirements
 	// (handlers_resources.go); nil: the defaults.
 	requirements flink.ResourceRequirements
+
+	// graph is the job graph (graph.go): set by SetJobGraph, else the
+	// default two vertices, built on first use.
+	graph *graphModel
 }
 
 type exceptionEntry struct {
@@ -76,10 +80,10 @@ type exceptionEntry struct {
 	timestamp                  int64
 }
 
-// vertices are fixed: a source and a sink, enough for task counting.
+// vertexNames are the default vertices (graph.go): a source and a sink.
 var vertexNames = []string{"Source: fake-source", "Sink: fake-sink"}
 
-func (j *job) numTasks() int { return j.parallelism * len(vertexNames) }
+func (j *job) numTasks() int { return j.totalTasks() }
 
 // setState moves the job and records the transition time.
 func (s *Server) setState(j *job, st flink.JobStatus) {

@@ -43,6 +43,9 @@ func (s *Server) routes() {
 	s.handle(RouteJobMetrics, s.getJobMetrics)                              // handlers_metrics.go
 	s.handle(RouteResourceRequirements, s.getResourceRequirements)          // handlers_resources.go
 	s.handle(RouteResourceRequirementsUpdate, s.updateResourceRequirements) // handlers_resources.go
+	s.handle(RouteJobPlan, s.getJobPlan)                                    // handlers_vertices.go
+	s.handle(RouteVertex, s.getVertex)                                      // handlers_vertices.go
+	s.handle(RouteVertexSubtaskMetrics, s.getVertexSubtaskMetrics)          // handlers_vertices.go
 	s.handle(RouteSavepointTrigger, s.triggerSavepoint)
 	s.handle(RouteSavepointStatus, s.savepointStatus)
 	s.handle(RouteStop, s.stopWithSavepoint)
