@@ -35,7 +35,17 @@
 //     status.error and a Warning ServiceAccountError event naming the
 //     missing permission within 30 s, creating nothing, while the second
 //     session job, applied with it, reaches RUNNING; deleting the session
-//     jobs cancels their jobs, deleting the cluster removes every pod.
+//     jobs cancels their jobs, deleting the cluster removes every pod;
+//   - an ended application job never runs again when its JobManager
+//     restarts (the last line only: the guard is the same on every line);
+//   - taking over from upstream's operator (the 1.20 line, the one
+//     upstream's recording ran; takeover_test.go): the objects upstream's
+//     operator 1.15.0 left for a running native application, a running
+//     standalone application, a session cluster with a FlinkSessionJob and
+//     a suspended application, recreated as upstream left them while this
+//     operator is stopped, are taken over with no restart, no upgrade and
+//     no error, a new savepoint of each running job completes, and the
+//     suspended one resumes from upstream's savepoint with its keyed state.
 //
 // Run it with
 //

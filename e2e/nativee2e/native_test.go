@@ -101,6 +101,8 @@ func TestNativeMode(t *testing.T) {
 			if strings.HasPrefix(v, "1.") { // the line upstream's recording ran
 				r.step("take-over-upstream-running", r.takeOverUpstreamRunning)
 				r.step("take-over-upstream-suspended", r.takeOverUpstreamSuspended)
+				r.step("take-over-upstream-standalone", r.takeOverUpstreamStandalone)
+				r.step("take-over-upstream-session", r.takeOverUpstreamSession)
 			}
 			r.step("session-and-no-pods-serviceaccount", r.sessionAndUnderprivileged)
 		})

@@ -1,12 +1,16 @@
 package nativee2e
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"mime/multipart"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -15,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
 	"github.com/flinkops/flink-operator/e2e/framework"
@@ -41,60 +46,20 @@ const recordedUpstream = "pkg/controller/deployment/testdata/upstream-1.15.0"
 func (r *run) takeOverUpstreamSuspended() {
 	t := r.t
 	const name = "suspended"
-	dir := filepath.Join(r.Root, recordedUpstream)
-	upstreamData := filepath.Join(r.data, "upstream")
-	if err := os.MkdirAll(upstreamData, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("cp", "-r", filepath.Join(dir, "flink-data", "suspended"), upstreamData).CombinedOutput(); err != nil {
-		t.Fatalf("copying upstream's savepoint: %v: %s", err, out)
-	}
-	read := func(file string, into any) {
-		t.Helper()
-		raw, err := os.ReadFile(filepath.Join(dir, "native-suspended-savepoint", file))
-		if err != nil {
-			t.Fatal(err)
-		}
-		text := strings.ReplaceAll(string(raw), "/tmp/flink-data-upstream", upstreamData)
-		if err := yaml.Unmarshal([]byte(text), into); err != nil {
-			t.Fatal(err)
-		}
-	}
-	dep := &v1beta1.FlinkDeployment{}
-	read("flinkdeployment-suspended.yaml", dep)
-	snaps, err := filepath.Glob(filepath.Join(dir, "native-suspended-savepoint", "flinkstatesnapshot-*.yaml"))
+	const scenario = "native-suspended-savepoint"
+	snaps, err := filepath.Glob(filepath.Join(r.Root, recordedUpstream, scenario, "flinkstatesnapshot-*.yaml"))
 	if err != nil || len(snaps) != 1 {
 		t.Fatalf("upstream's upgrade snapshot: %v %v", snaps, err)
 	}
-	snap := &v1beta1.FlinkStateSnapshot{}
-	read(filepath.Base(snaps[0]), snap)
-	savepoint := dep.Status.JobStatus.UpgradeSavepointPath
-	if savepoint == "" || snap.Status.Path != savepoint {
-		t.Fatalf("recorded savepoint %q, snapshot path %q", savepoint, snap.Status.Path)
-	}
-	for _, o := range []metav1.Object{dep, snap} {
-		o.SetNamespace(r.ns)
-		o.SetUID("")
-		o.SetResourceVersion("")
-		o.SetCreationTimestamp(metav1.Time{})
-	}
+	var dep *v1beta1.FlinkDeployment
+	var savepoint string
 	t0 := time.Now()
 	r.WhileOperatorStopped(t, func() {
-		created, err := r.Flink.FlinkV1beta1().FlinkDeployments(r.ns).Create(r.Ctx, dep, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		created.Status = dep.Status
-		if _, err := r.Flink.FlinkV1beta1().FlinkDeployments(r.ns).UpdateStatus(r.Ctx, created, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		cs, err := r.Flink.FlinkV1beta1().FlinkStateSnapshots(r.ns).Create(r.Ctx, snap, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cs.Status = snap.Status
-		if _, err := r.Flink.FlinkV1beta1().FlinkStateSnapshots(r.ns).UpdateStatus(r.Ctx, cs, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
+		objs := r.createRecorded(scenario, name, nil, "flinkdeployment-suspended.yaml", filepath.Base(snaps[0]))
+		dep = objs["flinkdeployment-suspended.yaml"].(*v1beta1.FlinkDeployment)
+		savepoint = dep.Status.JobStatus.UpgradeSavepointPath
+		if snap := objs[filepath.Base(snaps[0])].(*v1beta1.FlinkStateSnapshot); savepoint == "" || snap.Status.Path != savepoint {
+			t.Fatalf("recorded savepoint %q, snapshot path %q", savepoint, snap.Status.Path)
 		}
 	})
 	// Taken over: still suspended, nothing deployed, no error, no upgrade.
@@ -169,160 +134,394 @@ func (r *run) noEvent(name, reason string) {
 // made, its Services and ConfigMaps, the savepoint and checkpoint
 // FlinkStateSnapshots upstream took), created while this operator is
 // stopped: the JobManager Deployment's pod starts the job under upstream's
-// job id. Flink's HA ConfigMaps are left out (they point at checkpoints of
-// the recording machine, which a restarted JobManager would fail to
-// recover); UIDs in owner references are the new objects'. Taken over, the
-// job keeps its id and its JobManager pod and stays STABLE, with no
-// upgrade or error; a new savepoint of it completes. (The recording's
-// namespace, in the objects and in Flink's kubernetes.namespace, and its
-// data directory are this test's.)
+// job id. Taken over, the job keeps its id and its JobManager pod and
+// stays STABLE, with no upgrade or error; a new savepoint of it completes.
 func (r *run) takeOverUpstreamRunning() {
-	t := r.t
 	const name = "run"
-	dir := filepath.Join(r.Root, recordedUpstream, "native-running-with-snapshots")
-	upstreamData := filepath.Join(r.data, "upstream")
-	if err := os.MkdirAll(upstreamData, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("cp", "-r", filepath.Join(r.Root, recordedUpstream, "flink-data", "run"), upstreamData).CombinedOutput(); err != nil {
-		t.Fatalf("copying upstream's savepoints: %v: %s", err, out)
-	}
-	uids := map[string]string{} // recorded UID -> the new object's
-	read := func(file string, into metav1.Object) {
-		t.Helper()
-		raw, err := os.ReadFile(filepath.Join(dir, file))
-		if err != nil {
-			t.Fatal(err)
-		}
-		text := strings.ReplaceAll(string(raw), "/tmp/flink-data-upstream", upstreamData)
-		// The namespace Flink's configuration names (the recording's).
-		text = strings.ReplaceAll(text, "kubernetes.namespace: default", "kubernetes.namespace: "+r.ns)
-		for old, cur := range uids {
-			if old != "" && cur != "" {
-				text = strings.ReplaceAll(text, old, cur)
-			}
-		}
-		if err := yaml.Unmarshal([]byte(text), into); err != nil {
-			t.Fatal(err)
-		}
-		if _, ok := uids[string(into.GetUID())]; !ok {
-			uids[string(into.GetUID())] = ""
-		}
-		into.SetNamespace(r.ns)
-		into.SetUID("")
-		into.SetResourceVersion("")
-		into.SetCreationTimestamp(metav1.Time{})
-	}
-	created := func(recorded string, o metav1.Object) { uids[recorded] = string(o.GetUID()) }
 	var jobID string
 	t0 := time.Now()
-	r.WhileOperatorStopped(t, func() {
-		dep := &v1beta1.FlinkDeployment{}
-		read("flinkdeployment-run.yaml", dep)
-		recordedUID := lastRecorded(uids)
-		c, err := r.Flink.FlinkV1beta1().FlinkDeployments(r.ns).Create(r.Ctx, dep, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.Status = dep.Status
-		if _, err := r.Flink.FlinkV1beta1().FlinkDeployments(r.ns).UpdateStatus(r.Ctx, c, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		created(recordedUID, c)
-		jobID = dep.Status.JobStatus.JobID
-
-		jm := &appsv1.Deployment{}
-		read("deployment-run.yaml", jm)
-		recordedUID = lastRecorded(uids)
-		cj, err := r.Kube.AppsV1().Deployments(r.ns).Create(r.Ctx, jm, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		created(recordedUID, cj)
-		for _, file := range []string{"configmap-flink-config-run.yaml", "configmap-autoscaler-run.yaml"} {
-			cm := &corev1.ConfigMap{}
-			read(file, cm)
-			if _, err := r.Kube.CoreV1().ConfigMaps(r.ns).Create(r.Ctx, cm, metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		svc := &corev1.Service{}
-		read("service-run-rest.yaml", svc)
-		svc.Spec.ClusterIP, svc.Spec.ClusterIPs = "", nil // allocated anew
-		if _, err := r.Kube.CoreV1().Services(r.ns).Create(r.Ctx, svc, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		for _, file := range []string{"flinkstatesnapshot-run-savepoint.yaml", "flinkstatesnapshot-run-checkpoint.yaml"} {
-			s := &v1beta1.FlinkStateSnapshot{}
-			read(file, s)
-			cs, err := r.Flink.FlinkV1beta1().FlinkStateSnapshots(r.ns).Create(r.Ctx, s, metav1.CreateOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			cs.Status = s.Status
-			if _, err := r.Flink.FlinkV1beta1().FlinkStateSnapshots(r.ns).UpdateStatus(r.Ctx, cs, metav1.UpdateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-		}
+	r.WhileOperatorStopped(r.t, func() {
+		objs := r.createRecorded("native-running-with-snapshots", name, nil,
+			"flinkdeployment-run.yaml", "deployment-run.yaml", "configmap-flink-config-run.yaml",
+			"configmap-autoscaler-run.yaml", "service-run-rest.yaml",
+			"flinkstatesnapshot-run-savepoint.yaml", "flinkstatesnapshot-run-checkpoint.yaml")
+		jobID = objs["flinkdeployment-run.yaml"].(*v1beta1.FlinkDeployment).Status.JobStatus.JobID
 		// Running, as upstream left it, before this operator starts (no
 		// framework wait: it stops at an operator that is not running).
 		r.waitJobRunningWithoutOperator(name, jobID, 3*time.Minute)
 	})
-	pods := r.ComponentPods(t, r.ns, name, cluster.ComponentJobManager)
-	t.Logf("%s: %s: upstream's running application recreated, job %s RUNNING on %v before this operator started, %s after the apply", r.version, name, jobID, pods, time.Since(t0).Round(100*time.Millisecond))
+	r.checkTakenOver(name, jobID, t0, nil, cluster.ComponentJobManager, cluster.ComponentTaskManager)
+	r.savepointAfterTakeover(name, "FlinkDeployment", name, t0)
+	r.kubectl("delete", "flinkdeployment", name, "-n", r.ns, "--wait=false")
+	r.waitGone(name, 2*time.Minute)
+}
 
-	// Taken over: the same job on the same JobManager pod, STABLE, no
-	// upgrade, no error.
+// takeOverUpstreamStandalone (Flink 1.20): the running standalone
+// application upstream deployed (its JobManager and TaskManager
+// Deployments, both with upstream's non-controller owner reference to the
+// FlinkDeployment, Services and ConfigMaps controlled by the JobManager
+// Deployment, its savepoint FlinkStateSnapshot), created as it was while
+// this operator is stopped; the JobManager runs the job under upstream's
+// job id ($internal.pipeline.job-id in upstream's configuration). Taken
+// over, the job keeps its id, the JobManager and TaskManager pods stay (the
+// TaskManager Deployment is not rewritten under the running job), STABLE;
+// a new savepoint completes.
+func (r *run) takeOverUpstreamStandalone() {
+	const name = "standalone"
+	var jobID string
+	t0 := time.Now()
+	r.WhileOperatorStopped(r.t, func() {
+		objs := r.createRecorded("standalone-application-running", name, nil,
+			"flinkdeployment-standalone.yaml", "deployment-standalone.yaml", "deployment-standalone-taskmanager.yaml",
+			"configmap-flink-config-standalone.yaml", "configmap-autoscaler-standalone.yaml",
+			"service-standalone.yaml", "service-standalone-rest.yaml", "flinkstatesnapshot-standalone-savepoint.yaml")
+		jobID = objs["flinkdeployment-standalone.yaml"].(*v1beta1.FlinkDeployment).Status.JobStatus.JobID
+		r.waitJobRunningWithoutOperator(name, jobID, 3*time.Minute)
+	})
+	r.checkTakenOver(name, jobID, t0, nil, cluster.ComponentJobManager, cluster.ComponentTaskManager)
+	r.savepointAfterTakeover(name, "FlinkDeployment", name, t0)
+	r.kubectl("delete", "flinkdeployment", name, "-n", r.ns, "--wait=false")
+	r.waitGone(name, 2*time.Minute)
+}
+
+// takeOverUpstreamSession (Flink 1.20): the native session cluster upstream
+// deployed and the FlinkSessionJob it submitted there, as upstream left
+// them (the FlinkDeployment and FlinkSessionJob with their status, the
+// JobManager Deployment, its Service and ConfigMap, the session job's
+// savepoint FlinkStateSnapshot), created while this operator is stopped;
+// the test then submits the job to the fresh session cluster as upstream
+// did, under upstream's job id (the HA ConfigMaps that would recover it
+// name the recording machine's files). Taken over, the session cluster
+// keeps its JobManager pod, the session job keeps its job id, both STABLE
+// with no resubmission or error; a new savepoint of the session job
+// completes.
+func (r *run) takeOverUpstreamSession() {
+	const session, job = "session", "session-job"
+	t := r.t
+	var jobID string
+	t0 := time.Now()
+	r.WhileOperatorStopped(t, func() {
+		// Upstream's operator fetched the jar from a file:// URI of the
+		// recording machine; this test's is served over HTTP (the spec
+		// and upstream's record of it name the same one).
+		objs := r.createRecorded("native-session-with-sessionjob", session,
+			map[string]string{"file:///root/.cache/flink-operator/flink/1.20.5/testjob.jar": r.jar},
+			"flinkdeployment-session.yaml", "deployment-session.yaml", "configmap-flink-config-session.yaml",
+			"service-session-rest.yaml", "flinksessionjob-session-job.yaml", "flinkstatesnapshot-session-job-savepoint.yaml")
+		sj := objs["flinksessionjob-session-job.yaml"].(*v1beta1.FlinkSessionJob)
+		jobID = sj.Status.JobStatus.JobID
+		r.submitAsUpstream(session, jobID, sj.Spec.Job)
+		r.waitJobRunningWithoutOperator(session, jobID, 3*time.Minute)
+	})
+	r.checkTakenOver(session, "", t0, func() {
+		j, err := r.Flink.FlinkV1beta1().FlinkSessionJobs(r.ns).Get(r.Ctx, job, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !stableSessionJob(j) || j.Status.JobStatus.JobID != jobID || j.Status.Error != "" {
+			t.Fatalf("session job taken over: %s; want job %s RUNNING, STABLE", sessionJobSummary(j), jobID)
+		}
+	}, cluster.ComponentJobManager, cluster.ComponentTaskManager)
+	r.noEvent(job, reasons.ReasonSpecChanged)
+	if jobs := r.liveJobs(r.FlinkREST(t, r.ns, session)); !slices.Equal(jobs, []string{jobID}) {
+		t.Fatalf("session cluster runs %v, want only upstream's job %s (no resubmission)", jobs, jobID)
+	}
+	r.savepointAfterTakeover(job, "FlinkSessionJob", job, t0)
+	r.kubectl("delete", "flinksessionjob", job, "-n", r.ns, "--wait=false")
+	r.WaitFor(t, 2*time.Minute, "FlinkSessionJob "+job+" deleted", func() (bool, string) {
+		_, err := r.Flink.FlinkV1beta1().FlinkSessionJobs(r.ns).Get(r.Ctx, job, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	r.kubectl("delete", "flinkdeployment", session, "-n", r.ns, "--wait=false")
+	r.waitGone(session, 2*time.Minute)
+}
+
+// createRecorded creates the recorded objects of one scenario of
+// upstream's recording, in the order given (owners first), as upstream
+// left them: the resources with their status, the others as recorded but
+// for what the API server assigns (UID, resourceVersion, creation time, a
+// Service's cluster IP), owner references pointing at the new UIDs, this
+// test's namespace (in the objects and in Flink's configuration:
+// kubernetes.namespace, a standalone cluster's jobmanager.rpc.address) and
+// data directory (the scenario's savepoints are copied there), and the
+// extra replacements given. It returns the objects as read, by file.
+func (r *run) createRecorded(scenario, name string, replace map[string]string, files ...string) map[string]metav1.Object {
+	t := r.t
+	t.Helper()
+	upstreamData := filepath.Join(r.data, "upstream")
+	if err := os.MkdirAll(upstreamData, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("cp", "-r", filepath.Join(r.Root, recordedUpstream, "flink-data", name), upstreamData).CombinedOutput(); err != nil {
+		t.Fatalf("copying upstream's savepoints: %v: %s", err, out)
+	}
+	uids := map[string]string{} // recorded UID -> the new object's
+	objs := map[string]metav1.Object{}
+	for _, file := range files {
+		raw, err := os.ReadFile(filepath.Join(r.Root, recordedUpstream, scenario, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := strings.ReplaceAll(string(raw), "/tmp/flink-data-upstream", upstreamData)
+		text = strings.ReplaceAll(text, "kubernetes.namespace: default", "kubernetes.namespace: "+r.ns)
+		text = rpcAddressNamespace.ReplaceAllString(text, "${1}."+r.ns)
+		for old, cur := range replace {
+			text = strings.ReplaceAll(text, old, cur)
+		}
+		for old, cur := range uids {
+			text = strings.ReplaceAll(text, old, cur)
+		}
+		var head struct {
+			Kind string `json:"kind"`
+		}
+		if err := yaml.Unmarshal([]byte(text), &head); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		var o metav1.Object
+		switch head.Kind {
+		case "FlinkDeployment":
+			o = &v1beta1.FlinkDeployment{}
+		case "FlinkSessionJob":
+			o = &v1beta1.FlinkSessionJob{}
+		case "FlinkStateSnapshot":
+			o = &v1beta1.FlinkStateSnapshot{}
+		case "Deployment":
+			o = &appsv1.Deployment{}
+		case "ConfigMap":
+			o = &corev1.ConfigMap{}
+		case "Service":
+			o = &corev1.Service{}
+		default:
+			t.Fatalf("%s: kind %q is not created here", file, head.Kind)
+		}
+		if err := yaml.Unmarshal([]byte(text), o); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		recorded := string(o.GetUID())
+		objs[file] = o
+		in := o.(interface{ DeepCopyObject() runtime.Object }).DeepCopyObject().(metav1.Object)
+		in.SetNamespace(r.ns)
+		in.SetUID("")
+		in.SetResourceVersion("")
+		in.SetCreationTimestamp(metav1.Time{})
+		var created metav1.Object
+		switch in := in.(type) {
+		case *v1beta1.FlinkDeployment:
+			c, err := r.Flink.FlinkV1beta1().FlinkDeployments(r.ns).Create(r.Ctx, in, metav1.CreateOptions{})
+			if err == nil {
+				c.Status = in.Status
+				c, err = r.Flink.FlinkV1beta1().FlinkDeployments(r.ns).UpdateStatus(r.Ctx, c, metav1.UpdateOptions{})
+			}
+			created = c
+			if err != nil {
+				t.Fatalf("%s: %v", file, err)
+			}
+		case *v1beta1.FlinkSessionJob:
+			c, err := r.Flink.FlinkV1beta1().FlinkSessionJobs(r.ns).Create(r.Ctx, in, metav1.CreateOptions{})
+			if err == nil {
+				c.Status = in.Status
+				c, err = r.Flink.FlinkV1beta1().FlinkSessionJobs(r.ns).UpdateStatus(r.Ctx, c, metav1.UpdateOptions{})
+			}
+			created = c
+			if err != nil {
+				t.Fatalf("%s: %v", file, err)
+			}
+		case *v1beta1.FlinkStateSnapshot:
+			c, err := r.Flink.FlinkV1beta1().FlinkStateSnapshots(r.ns).Create(r.Ctx, in, metav1.CreateOptions{})
+			if err == nil {
+				c.Status = in.Status
+				c, err = r.Flink.FlinkV1beta1().FlinkStateSnapshots(r.ns).UpdateStatus(r.Ctx, c, metav1.UpdateOptions{})
+			}
+			created = c
+			if err != nil {
+				t.Fatalf("%s: %v", file, err)
+			}
+		case *appsv1.Deployment:
+			c, err := r.Kube.AppsV1().Deployments(r.ns).Create(r.Ctx, in, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatalf("%s: %v", file, err)
+			}
+			created = c
+		case *corev1.ConfigMap:
+			c, err := r.Kube.CoreV1().ConfigMaps(r.ns).Create(r.Ctx, in, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatalf("%s: %v", file, err)
+			}
+			created = c
+		case *corev1.Service:
+			in.Spec.ClusterIP, in.Spec.ClusterIPs = "", nil // allocated anew
+			c, err := r.Kube.CoreV1().Services(r.ns).Create(r.Ctx, in, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatalf("%s: %v", file, err)
+			}
+			created = c
+		}
+		if recorded != "" {
+			uids[recorded] = string(created.GetUID())
+		}
+	}
+	return objs
+}
+
+// rpcAddressNamespace matches a standalone cluster's JobManager address
+// in the recording's namespace, default.
+var rpcAddressNamespace = regexp.MustCompile(`(jobmanager\.rpc\.address: [a-z0-9-]+)\.default\b`)
+
+// checkTakenOver checks, for 30 s after this operator started, that the
+// FlinkDeployment upstream left is STABLE with no error, still runs jobID
+// (unless empty: a session cluster), that the pods of the components
+// given are the ones upstream's cluster ran (no new JobManager, no rolled
+// TaskManagers) and that also (if not nil) holds; and that no SpecChanged
+// or DeploymentError was recorded.
+func (r *run) checkTakenOver(name, jobID string, t0 time.Time, also func(), components ...string) {
+	t := r.t
+	t.Helper()
+	pods := map[string][]string{}
+	for _, c := range components {
+		pods[c] = r.ComponentPods(t, r.ns, name, c)
+	}
+	t.Logf("%s: %s: upstream's cluster recreated (job %q RUNNING; pods %v) before this operator started, %s after the apply", r.version, name, jobID, pods, time.Since(t0).Round(100*time.Millisecond))
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(3 * time.Second) {
 		d, err := r.Flink.FlinkV1beta1().FlinkDeployments(r.ns).Get(r.Ctx, name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d.Status.LifecycleState != v1beta1.LifecycleStable || d.Status.Error != "" || d.Status.JobStatus.JobID != jobID ||
-			d.Status.JobStatus.State != v1beta1.JobStatusRunning {
-			t.Fatalf("taken over: %s, error %q; want job %s RUNNING, STABLE", summary(d), d.Status.Error, jobID)
+		if d.Status.LifecycleState != v1beta1.LifecycleStable || d.Status.Error != "" ||
+			jobID != "" && (d.Status.JobStatus.JobID != jobID || d.Status.JobStatus.State != v1beta1.JobStatusRunning) {
+			t.Fatalf("taken over: %s, error %q; want job %q RUNNING, STABLE", summary(d), d.Status.Error, jobID)
 		}
-		if now := r.ComponentPods(t, r.ns, name, cluster.ComponentJobManager); !slices.Equal(now, pods) {
-			t.Fatalf("JobManager pods %v, were %v: the JobManager was replaced", now, pods)
+		for _, c := range components {
+			if now := r.ComponentPods(t, r.ns, name, c); !slices.Equal(now, pods[c]) {
+				t.Fatalf("%s pods %v, were %v: replaced after the takeover", c, now, pods[c])
+			}
+		}
+		if also != nil {
+			also()
 		}
 	}
 	r.noEvent(name, reasons.ReasonSpecChanged)
 	r.noEvent(name, reasons.ReasonDeploymentError)
+	t.Logf("%s: %s: taken over without a restart (same job, same pods, STABLE for 30 s), %s after the apply", r.version, name, time.Since(t0).Round(100*time.Millisecond))
+}
 
-	// A new savepoint of the job taken over.
+// savepointAfterTakeover takes a savepoint of the resource taken over by a
+// new FlinkStateSnapshot and waits for it to complete.
+func (r *run) savepointAfterTakeover(snapshot, kind, target string, t0 time.Time) {
+	name := snapshot + "-after-takeover"
 	r.apply(`apiVersion: flink.apache.org/v1beta1
 kind: FlinkStateSnapshot
 metadata:
-  name: run-after-takeover
+  name: ` + name + `
   namespace: ` + r.ns + `
 spec:
   backoffLimit: 1
   jobReference:
-    kind: FlinkDeployment
-    name: run
+    kind: ` + kind + `
+    name: ` + target + `
   savepoint:
     disposeOnDelete: false
 `)
-	r.WaitFor(t, 2*time.Minute, "the savepoint after the takeover COMPLETED", func() (bool, string) {
-		s, err := r.Flink.FlinkV1beta1().FlinkStateSnapshots(r.ns).Get(r.Ctx, "run-after-takeover", metav1.GetOptions{})
+	r.WaitFor(r.t, 2*time.Minute, "the savepoint after the takeover COMPLETED", func() (bool, string) {
+		s, err := r.Flink.FlinkV1beta1().FlinkStateSnapshots(r.ns).Get(r.Ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
 		return s.Status.State == v1beta1.SnapshotCompleted && s.Status.Path != "", fmt.Sprintf("%+v", s.Status)
 	})
-	t.Logf("%s: %s: taken over without a restart (same job, same JobManager pod, STABLE), a new savepoint COMPLETED %s after the apply", r.version, name, time.Since(t0).Round(100*time.Millisecond))
-
-	r.kubectl("delete", "flinkdeployment", name, "-n", r.ns, "--wait=false")
-	r.waitGone(name, 2*time.Minute)
+	r.t.Logf("%s: %s %s: a new savepoint COMPLETED %s after the apply", r.version, kind, target, time.Since(t0).Round(100*time.Millisecond))
 }
 
-// lastRecorded is the recorded UID read last (the one read maps to "").
-func lastRecorded(uids map[string]string) string {
-	for old, cur := range uids {
-		if cur == "" {
-			return old
+// submitAsUpstream submits job to the session cluster's JobManager as
+// upstream's operator does: the jar uploaded, then run under the job id
+// upstream chose.
+func (r *run) submitAsUpstream(session, jobID string, job *v1beta1.JobSpec) {
+	t := r.t
+	t.Helper()
+	base := r.jobManagerURL(session, 3*time.Minute)
+	jar, err := http.Get(job.JarURI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer jar.Body.Close()
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	part, err := mw.CreateFormFile("jarfile", "testjob.jar")
+	if err == nil {
+		_, err = io.Copy(part, jar.Body)
+	}
+	if err == nil {
+		err = mw.Close()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var uploaded struct {
+		Filename string `json:"filename"`
+	}
+	r.postJSON(base+"/jars/upload", mw.FormDataContentType(), &body, &uploaded)
+	run, err := json.Marshal(map[string]any{
+		"entryClass": job.EntryClass, "programArgsList": job.Args, "parallelism": job.Parallelism, "jobId": jobID,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var started struct {
+		JobID string `json:"jobid"`
+	}
+	r.postJSON(base+"/jars/"+filepath.Base(uploaded.Filename)+"/run", "application/json", bytes.NewReader(run), &started)
+	if started.JobID != jobID {
+		t.Fatalf("submitted as job %q, want upstream's %s", started.JobID, jobID)
+	}
+}
+
+func (r *run) postJSON(url, contentType string, body io.Reader, into any) {
+	r.t.Helper()
+	resp, err := (&http.Client{Timeout: time.Minute}).Post(url, contentType, body)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		r.t.Fatalf("POST %s: %s: %s", url, resp.Status, raw)
+	}
+	if err := json.Unmarshal(raw, into); err != nil {
+		r.t.Fatalf("POST %s: %v: %s", url, err, raw)
+	}
+}
+
+// jobManagerURL is the REST address of the cluster's Ready JobManager pod,
+// found without the operator.
+func (r *run) jobManagerURL(name string, timeout time.Duration) string {
+	r.t.Helper()
+	sel := metav1.ListOptions{LabelSelector: cluster.LabelApp + "=" + name + "," + cluster.LabelComponent + "=" + cluster.ComponentJobManager}
+	client := &http.Client{Timeout: 3 * time.Second}
+	last := ""
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(time.Second) {
+		l, err := r.Kube.CoreV1().Pods(r.ns).List(r.Ctx, sel)
+		if err != nil {
+			last = err.Error()
+			continue
+		}
+		for i := range l.Items {
+			p := &l.Items[i]
+			if !framework.PodReady(p) || p.Status.PodIP == "" {
+				continue
+			}
+			base := "http://" + p.Status.PodIP + ":8081"
+			resp, err := client.Get(base + "/overview")
+			if err != nil {
+				last = err.Error()
+				continue
+			}
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return base
+			}
+			last = base + ": " + resp.Status
 		}
 	}
+	r.t.Fatalf("no JobManager of %s answers within %s: %s", name, timeout, last)
 	return ""
 }
 
