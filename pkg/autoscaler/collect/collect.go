@@ -216,7 +216,8 @@ func (c *Collector) Reset() {
 // history, then drops samples older than now-Window and beyond MaxSamples.
 // It rebuilds the graph and restarts the history when the job id, its
 // vertices or their parallelism changed, or the job restarted since the
-// first sample. A collection that fails changes nothing.
+// first sample. A collection that fails adds no sample and keeps the
+// history and the graph (it may only have learnt a source's metric names).
 func (c *Collector) Collect(ctx context.Context, jobID string, now time.Time) (Sample, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -496,3 +496,25 @@ func (f *finishingClient) Job(ctx context.Context, id string) (*flink.JobDetails
 	}
 	return d, err
 }
+
+// Load driven through the fake's VertexLoad comes out as set.
+func TestCollectVertexLoad(t *testing.T) {
+	e := newEnv(t, flink.V1_18)
+	job := e.jm.MustAddJob(fakejm.JobSpec{Parallelism: 4})
+	must(t, e.jm.SetVertexLoad(job, fakejm.VertexID(0), fakejm.VertexLoad{BusyTimeMsPerSecond: 250, RecordsInPerSecond: 800, RecordsOutPerSecond: 800, PendingRecords: 1e6}))
+	must(t, e.jm.SetVertexLoad(job, fakejm.VertexID(1), fakejm.VertexLoad{BusyTimeMsPerSecond: 950, BackPressuredTimeMsPerSecond: 0, RecordsInPerSecond: 800}))
+	col := newCollector(t, e.c, collect.Options{})
+	s, err := col.Collect(context.Background(), job, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []collect.VertexMetrics{
+		{VertexID: fakejm.VertexID(0), BusyTimeMsPerSecond: 250, NumRecordsOutPerSecond: 800, PendingRecords: 1e6, SourceIncomingRate: 800},
+		{VertexID: fakejm.VertexID(1), BusyTimeMsPerSecond: 950, NumRecordsInPerSecond: 800, PendingRecords: -1},
+	}
+	for i, w := range want {
+		if s.Vertices[i] != w {
+			t.Errorf("vertex %d:\n got %+v\nwant %+v", i, s.Vertices[i], w)
+		}
+	}
+}
