@@ -259,6 +259,7 @@ func (c *Collector) Collect(ctx context.Context, jobID string, now time.Time) (S
 	st.graph.RunningSince = runningSince
 	c.state = st
 	if restart {
+		clear(c.history) // release the old samples
 		c.history = c.history[:0]
 	}
 	c.append(sample, now)
