@@ -50,8 +50,9 @@ type PendingScaleDown struct {
 
 // Recommendation is one evaluation's proposal for a pending scale-down.
 type Recommendation struct {
-	Time        time.Time
-	Parallelism int
+	Time          time.Time
+	Parallelism   int
+	OutsideBounds bool // the vertex was outside its utilization band
 }
 
 // RecordRestart stores how long the latest scaling took to take effect:

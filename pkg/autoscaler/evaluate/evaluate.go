@@ -113,10 +113,21 @@ func Window(samples []Sample, runningSince, now time.Time, o options.Options) ([
 	return window, Readiness{Ready: len(window) >= 2}
 }
 
+// Mode selects our rules or upstream's where they differ.
+type Mode int
+
+const (
+	// Ours applies this package's deliberate differences.
+	Ours Mode = iota
+	// Upstream evaluates as upstream 1.15.0 does, as a baseline the
+	// simulation compares against; not meant for production use.
+	Upstream
+)
+
 // Evaluate computes every vertex's metrics from a window of samples (see
 // Window). restartTime is the restart time the decision assumes (configured
 // or observed, see package decide).
-func Evaluate(g Graph, window []Sample, o options.Options, restartTime time.Duration) (Evaluation, error) {
+func Evaluate(g Graph, window []Sample, o options.Options, restartTime time.Duration, mode Mode) (Evaluation, error) {
 	order, err := topologicalOrder(g)
 	if err != nil {
 		return Evaluation{}, err
@@ -154,7 +165,7 @@ func Evaluate(g Graph, window []Sample, o options.Options, restartTime time.Dura
 			// 15-minute window still averages 5 samples, enough to keep
 			// ±10 % noise from triggering anything.
 			m.TargetRate = math.Max(0, in+lagGrowth(window, id))
-			if recent := window[len(window)-len(window)/3:]; len(window)/3 >= 3 {
+			if recent := window[len(window)-len(window)/3:]; mode == Ours && len(window)/3 >= 3 {
 				recentIn := vertexAverage(recent, id, func(s VertexSample) float64 { return s.RecordsInPerSecond })
 				m.TargetRate = math.Max(m.TargetRate, recentIn+lagGrowth(recent, id))
 			}

@@ -184,7 +184,7 @@ func TestEvaluate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ev, err := Evaluate(tt.graph, tt.samples, o, o.RestartTime)
+			ev, err := Evaluate(tt.graph, tt.samples, o, o.RestartTime, Ours)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -200,7 +200,7 @@ func TestEvaluateRejectsBadGraphs(t *testing.T) {
 		"unknown input": {{ID: "a", Inputs: []Edge{{From: "x"}}}},
 		"duplicate":     {{ID: "a"}, {ID: "a"}},
 	} {
-		if _, err := Evaluate(g, s, options.Defaults(), 0); err == nil {
+		if _, err := Evaluate(g, s, options.Defaults(), 0, Ours); err == nil {
 			t.Errorf("%s: no error", name)
 		}
 	}

@@ -51,6 +51,9 @@ type Job struct {
 	// (the operator's reconcile interval); 1 minute when zero.
 	Step    time.Duration
 	Options options.Options
+	// Upstream runs the decisions as upstream 1.15.0 would (decide.Input's
+	// Upstream), for comparison.
+	Upstream bool
 }
 
 // Rescale is one applied decision.
@@ -166,7 +169,7 @@ func Run(job Job, duration time.Duration) (Result, error) {
 		graph := graphOf(job.Vertices, parallelism)
 		state = decide.RecordRestart(state, graph, runningSince)
 		d, err := decide.Decide(decide.Input{Graph: graph, Samples: samples, RunningSince: runningSince,
-			Now: now, Options: job.Options, State: state})
+			Now: now, Options: job.Options, State: state, Upstream: job.Upstream})
 		if err != nil {
 			return Result{}, fmt.Errorf("at %s: %w", t, err)
 		}

@@ -189,27 +189,46 @@ func TestLowerLoadScalesDownOnlyAfterTheInterval(t *testing.T) {
 	}
 }
 
-// BenchmarkConvergence reports the decisions a 3× step in load takes to
-// converge and the decisions over 6 h of noisy constant load afterwards.
+// BenchmarkConvergence reports, for a step in load (1000→3000/s, and
+// 1000→10000/s with 10-minute restarts), the decisions taken until the last
+// rescale after the step and the decisions in the 6 h after it, with ±10 %
+// noise; the upstream- metrics are the same runs under upstream's rules.
 func BenchmarkConvergence(b *testing.B) {
 	step := 2 * time.Hour
-	var toConverge, in6h float64
-	for n := 0; n < b.N; n++ {
-		job := Job{Vertices: pipeline(), RestartDelay: 3 * time.Minute, Noise: 0.1, Seed: int64(n + 1), Options: enabled(),
-			Load: steps([]time.Duration{step}, []float64{1000, 3000})}
-		res, err := Run(job, step+12*time.Hour)
-		if err != nil {
-			b.Fatal(err)
-		}
-		last := step
-		for _, r := range res.Rescales {
-			if r.At >= step {
-				last = r.At
+	cases := []struct {
+		name    string
+		to      float64
+		restart time.Duration
+	}{{"3x", 3000, 3 * time.Minute}, {"10x-slow-restart", 10000, 10 * time.Minute}}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			for _, upstream := range []bool{false, true} {
+				var toConverge, in6h float64
+				for n := 0; n < b.N; n++ {
+					o := enabled()
+					o.RestartTime = c.restart
+					job := Job{Vertices: pipeline(), RestartDelay: c.restart, Noise: 0.1, Seed: int64(n%5 + 1), Options: o,
+						Load: steps([]time.Duration{step}, []float64{1000, c.to}), Upstream: upstream}
+					res, err := Run(job, step+12*time.Hour)
+					if err != nil {
+						b.Fatal(err)
+					}
+					last := step
+					for _, r := range res.Rescales {
+						if r.At >= step {
+							last = r.At
+						}
+					}
+					toConverge += float64(res.RescalesBetween(step, last+time.Nanosecond))
+					in6h += float64(res.RescalesBetween(last+time.Nanosecond, last+6*time.Hour))
+				}
+				prefix := ""
+				if upstream {
+					prefix = "upstream-"
+				}
+				b.ReportMetric(toConverge/float64(b.N), prefix+"decisions-to-converge")
+				b.ReportMetric(in6h/float64(b.N), prefix+"decisions-in-6h")
 			}
-		}
-		toConverge += float64(res.RescalesBetween(step, last+time.Nanosecond))
-		in6h += float64(res.RescalesBetween(last+time.Nanosecond, last+6*time.Hour))
+		})
 	}
-	b.ReportMetric(toConverge/float64(b.N), "decisions-to-converge")
-	b.ReportMetric(in6h/float64(b.N), "decisions-in-6h")
 }
