@@ -3,6 +3,7 @@ package decide
 import (
 	"fmt"
 	"math"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -451,15 +452,40 @@ func TestOverridesString(t *testing.T) {
 
 func TestHistoryTrim(t *testing.T) {
 	o := enabled(func(o *options.Options) { o.HistoryMaxCount = 2; o.HistoryMaxAge = 24 * time.Hour })
-	var s State
-	for n := range 5 {
-		s.Scalings = append(s.Scalings, Scaling{Time: t0.Add(time.Duration(n) * time.Hour)})
+	change := VertexChange{From: 1, To: 2}
+	at := func(h int) time.Time { return t0.Add(time.Duration(h) * time.Hour) }
+	s := State{Scalings: []Scaling{
+		{Time: at(-48), Vertices: map[string]VertexChange{"a": change}},            // too old
+		{Time: at(0), Vertices: map[string]VertexChange{"a": change, "b": change}}, // a: third newest
+		{Time: at(1), Vertices: map[string]VertexChange{"a": change}},
+		{Time: at(2), Vertices: map[string]VertexChange{"a": change}},
+	}}
+	got := s.trim(at(3), o)
+	var desc []string
+	for _, sc := range got.Scalings {
+		desc = append(desc, fmt.Sprintf("%s:%s", sc.Time.Sub(t0), strings.Join(slicesSorted(sc.Vertices), "+")))
 	}
-	s.Scalings[0].Time = t0.Add(-48 * time.Hour)
-	got := s.trim(t0.Add(5*time.Hour), o)
-	if len(got.Scalings) != 2 || !got.Scalings[1].Time.Equal(t0.Add(4*time.Hour)) {
-		t.Errorf("kept %v", got.Scalings)
+	// a keeps its two latest changes, b its only one; nothing before the age limit.
+	if want := "0s:b 1h0m0s:a 2h0m0s:a"; strings.Join(desc, " ") != want {
+		t.Errorf("kept %v, want %s", desc, want)
 	}
+	if len(s.Scalings[1].Vertices) != 2 {
+		t.Error("trim changed its input")
+	}
+	// The latest scaling stays however old.
+	old := State{Scalings: []Scaling{{Time: at(-72), Vertices: map[string]VertexChange{"a": change}}}}
+	if got := old.trim(at(3), o); len(got.Scalings) != 1 {
+		t.Errorf("latest scaling dropped: %v", got.Scalings)
+	}
+}
+
+func slicesSorted(m map[string]VertexChange) []string {
+	var ids []string
+	for id := range m {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
 }
 
 func ptr(x float64) *float64 { return &x }

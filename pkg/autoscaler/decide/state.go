@@ -107,20 +107,35 @@ func RestartTime(s State, o options.Options) time.Duration {
 	return min(longest, o.RestartTimeTrackingLimit)
 }
 
-// trim drops scalings older than history.max.age and keeps at most
-// history.max.count, but always the latest (its restart may still be
-// measured, and the effectiveness check needs it).
+// trim drops scalings older than history.max.age and keeps, per vertex, at
+// most history.max.count of its changes (upstream keeps its history per
+// vertex too), but always the latest scaling: its restart may still be
+// measured, and the effectiveness check needs it.
 func (s State) trim(now time.Time, o options.Options) State {
 	out := s.clone()
 	cut := now.Add(-o.HistoryMaxAge)
+	limit := max(o.HistoryMaxCount, 1)
+	seen := map[string]int{} // changes kept per vertex, newest first
 	var kept []Scaling
-	for n, sc := range out.Scalings {
-		if !sc.Time.Before(cut) || n == len(out.Scalings)-1 {
-			kept = append(kept, sc)
+	for n := len(out.Scalings) - 1; n >= 0; n-- {
+		sc := out.Scalings[n]
+		if n != len(out.Scalings)-1 {
+			if sc.Time.Before(cut) {
+				continue
+			}
+			for id := range sc.Vertices {
+				if seen[id] >= limit {
+					delete(sc.Vertices, id)
+				}
+			}
+			if len(sc.Vertices) == 0 {
+				continue
+			}
 		}
-	}
-	if limit := max(o.HistoryMaxCount, 1); len(kept) > limit {
-		kept = kept[len(kept)-limit:]
+		for id := range sc.Vertices {
+			seen[id]++
+		}
+		kept = append([]Scaling{sc}, kept...)
 	}
 	out.Scalings = kept
 	return out
