@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flinkops/flink-operator/pkg/autoscaler/periods"
 	"github.com/flinkops/flink-operator/pkg/cluster"
 	"github.com/flinkops/flink-operator/pkg/config"
 )
@@ -411,6 +412,9 @@ func (o Options) check() []error {
 	}
 	if o.MetricsWindow <= 0 {
 		bad("metrics.window", o.MetricsWindow, "must be positive")
+	}
+	if _, err := periods.ParseAll(o.ExcludedPeriods); err != nil {
+		bad("excluded.periods", strings.Join(o.ExcludedPeriods, ";"), err.Error())
 	}
 	return errs
 }

@@ -146,6 +146,8 @@ func TestEveryKeyIsRead(t *testing.T) {
 			v = "300"
 		case op.key == "utilization.min":
 			v = "0.5"
+		case op.key == "excluded.periods":
+			v = "9:00-10:00;* * 1 * * ?"
 		}
 		o, err := Parse(map[string]string{Prefix + op.key: v})
 		if err != nil {
@@ -198,6 +200,7 @@ func TestParse(t *testing.T) {
 		{"bad boolean", map[string]string{"job.autoscaler.scaling.enabled": "yes"}, nil, "job.autoscaler.scaling.enabled"},
 		{"bad memory", map[string]string{"job.autoscaler.quota.memory": "lots"}, nil, "job.autoscaler.quota.memory"},
 		{"target out of range", map[string]string{"job.autoscaler.utilization.target": "1.5"}, nil, "job.autoscaler.utilization.target"},
+		{"a period that is neither a daily range nor cron", map[string]string{"job.autoscaler.excluded.periods": "9:00-10:00;weekends"}, nil, "job.autoscaler.excluded.periods"},
 		{"min parallelism above max", map[string]string{"job.autoscaler.vertex.min-parallelism": "300"}, nil, "job.autoscaler.vertex.max-parallelism"},
 	}
 	for _, tt := range tests {
