@@ -1,6 +1,7 @@
 package deployment
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,20 +22,37 @@ import (
 	"github.com/flinkops/flink-operator/pkg/reasons"
 )
 
-// The objects upstream's operator 1.15.0 left on a cluster, recorded from
-// real runs (testdata/upstream-1.15.0, SOURCES.md says how): the tests
-// below load one scenario's objects as they were and let this operator
-// take over.
+// The objects upstream's operator left on a cluster, recorded from real
+// runs of its releases 1.15.0 and 1.10.0 (testdata/upstream-<release>,
+// SOURCES.md there says how): the tests below load one scenario's objects
+// as they were and let this operator take over, for every recording.
 
-const recorded = "testdata/upstream-1.15.0"
+// recordings are the recorded upstream releases (testdata/upstream-*),
+// by release: 1.15.0 and 1.10.0 at least.
+func recordings(t *testing.T) map[string]string {
+	t.Helper()
+	dirs, err := filepath.Glob("testdata/upstream-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, d := range dirs {
+		out[strings.TrimPrefix(filepath.Base(d), "upstream-")] = d
+	}
+	for _, want := range []string{"1.15.0", "1.10.0"} {
+		if out[want] == "" {
+			t.Fatalf("no recording of upstream %s in testdata (%v)", want, dirs)
+		}
+	}
+	return out
+}
 
-// loadRecorded creates every object of a recorded scenario in the fake
-// API servers, in namespace ns (the recording's namespace is kept in the
-// files; the fixture's is used instead), status, UIDs and owner
-// references included.
-func (f *takeoverFixture) loadRecorded(scenario string) (deployments []string) {
+// loadRecorded creates every object of a recorded scenario (a directory of
+// a recording) in the fake API servers, in namespace ns (the recording's
+// namespace is kept in the files; the fixture's is used instead), status,
+// UIDs and owner references included.
+func (f *takeoverFixture) loadRecorded(dir string) (deployments []string) {
 	f.T.Helper()
-	dir := filepath.Join(recorded, scenario)
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		f.T.Fatal(err)
@@ -127,7 +145,8 @@ func (f *takeoverFixture) writes() []string {
 }
 
 // TestTakeOverRecordedUpstream: for each FlinkDeployment state recorded
-// from upstream's operator, the syncs after the takeover write no spec
+// from upstream's operator (each release recorded, subtests
+// <release>/<scenario>), the syncs after the takeover write no spec
 // change, start no upgrade, update or delete nothing of the cluster (the
 // standalone TaskManager Deployment is not rolled, nor the JobManager
 // replaced; only a missing headless Service is created), record no error,
@@ -136,6 +155,13 @@ func (f *takeoverFixture) writes() []string {
 // upgradeMode stateless where the spec says savepoint: upstream records a
 // first deployment so).
 func TestTakeOverRecordedUpstream(t *testing.T) {
+	recs := recordings(t)
+	for _, release := range slices.Sorted(maps.Keys(recs)) {
+		t.Run(release, func(t *testing.T) { takeOverRecordedUpstream(t, recs[release]) })
+	}
+}
+
+func takeOverRecordedUpstream(t *testing.T, rec string) {
 	for _, scenario := range []string{
 		"native-running-with-snapshots", "native-suspended-savepoint", "native-resumed-from-savepoint",
 		"native-upgraded-savepoint", "native-session-with-sessionjob", "standalone-application-running",
@@ -143,7 +169,7 @@ func TestTakeOverRecordedUpstream(t *testing.T) {
 	} {
 		t.Run(scenario, func(t *testing.T) {
 			f := newTakeoverFixture(t)
-			names := f.loadRecorded(scenario)
+			names := f.loadRecorded(filepath.Join(rec, scenario))
 			if len(names) != 1 {
 				t.Fatalf("%d FlinkDeployments in %s", len(names), scenario)
 			}

@@ -1,8 +1,10 @@
 package sessionjob
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,18 +19,43 @@ import (
 	"github.com/flinkops/flink-operator/pkg/reasons"
 )
 
-// recordedSession is the session cluster and FlinkSessionJob upstream's
-// operator 1.15.0 left running, recorded from a real run (the deployment
-// controller's testdata; its SOURCES.md says how).
-const recordedSession = "../deployment/testdata/upstream-1.15.0/native-session-with-sessionjob"
+// recordedSessions are, by upstream release (1.15.0 and 1.10.0 at least),
+// the session cluster and FlinkSessionJob upstream's operator left
+// running, recorded from real runs (the deployment controller's
+// testdata/upstream-<release>; SOURCES.md there says how).
+func recordedSessions(t *testing.T) map[string]string {
+	t.Helper()
+	dirs, err := filepath.Glob("../deployment/testdata/upstream-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, d := range dirs {
+		out[strings.TrimPrefix(filepath.Base(d), "upstream-")] = filepath.Join(d, "native-session-with-sessionjob")
+	}
+	for _, want := range []string{"1.15.0", "1.10.0"} {
+		if out[want] == "" {
+			t.Fatalf("no recording of upstream %s (%v)", want, dirs)
+		}
+	}
+	return out
+}
 
 // TestTakeOverRecordedSessionJob: the FlinkSessionJob upstream submitted,
 // on its session cluster, taken over: the job upstream submitted (its job
 // id, running on the cluster) is kept, no spec change starts an upgrade
 // (upstream recorded upgradeMode stateless for the first deployment where
 // the spec says savepoint), nothing is submitted, cancelled or stopped, no
-// error is recorded, and the status reports what upstream reported.
+// error is recorded, and the status reports what upstream reported; for
+// every upstream release recorded (subtests by release).
 func TestTakeOverRecordedSessionJob(t *testing.T) {
+	recs := recordedSessions(t)
+	for _, release := range slices.Sorted(maps.Keys(recs)) {
+		t.Run(release, func(t *testing.T) { takeOverRecordedSessionJob(t, recs[release]) })
+	}
+}
+
+func takeOverRecordedSessionJob(t *testing.T, recordedSession string) {
 	f := newFixture(t)
 	read := func(file string, into any) {
 		t.Helper()

@@ -4,7 +4,9 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,19 +17,44 @@ import (
 	"github.com/flinkops/flink-operator/pkg/flink/fakejm"
 )
 
-// recordedRun is a running native application with a savepoint and a
-// checkpoint FlinkStateSnapshot that upstream's operator 1.15.0 took,
-// recorded from a real run (the deployment controller's testdata; its
-// SOURCES.md says how).
-const recordedRun = "../deployment/testdata/upstream-1.15.0/native-running-with-snapshots"
+// recordedRuns are, by upstream release (1.15.0 and 1.10.0 at least), a
+// running native application with a savepoint and a checkpoint
+// FlinkStateSnapshot that upstream's operator took, recorded from real
+// runs (the deployment controller's testdata/upstream-<release>;
+// SOURCES.md there says how).
+func recordedRuns(t *testing.T) map[string]string {
+	t.Helper()
+	dirs, err := filepath.Glob("../deployment/testdata/upstream-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, d := range dirs {
+		out[strings.TrimPrefix(filepath.Base(d), "upstream-")] = filepath.Join(d, "native-running-with-snapshots")
+	}
+	for _, want := range []string{"1.15.0", "1.10.0"} {
+		if out[want] == "" {
+			t.Fatalf("no recording of upstream %s (%v)", want, dirs)
+		}
+	}
+	return out
+}
 
 // TestTakeOverRecordedSnapshots: upstream's COMPLETED snapshots, with its
 // names and labels, are taken over as they are: syncs write no status and
 // no label (the first drops upstream's finalizer, which a snapshot with
 // nothing to dispose of does not keep here, and nothing is written after),
 // trigger nothing and dispose of nothing, and they stay COMPLETED with
-// upstream's paths.
+// upstream's paths; for every upstream release recorded (subtests by
+// release).
 func TestTakeOverRecordedSnapshots(t *testing.T) {
+	recs := recordedRuns(t)
+	for _, release := range slices.Sorted(maps.Keys(recs)) {
+		t.Run(release, func(t *testing.T) { takeOverRecordedSnapshots(t, recs[release]) })
+	}
+}
+
+func takeOverRecordedSnapshots(t *testing.T, recordedRun string) {
 	f := newFixture(t)
 	read := func(file string, into metav1.Object) {
 		t.Helper()
