@@ -67,21 +67,28 @@ type Decision struct {
 	Reason   string
 	Vertices []VertexReport
 	State    State
+	// ScalingReport is the message of upstream's ScalingReport event, in
+	// upstream's format, for a decision that changes parallelism (applied,
+	// or held back by scaling.enabled or excluded.periods); "" otherwise.
+	ScalingReport string
 }
 
 // VertexReport is one vertex's line of the ScalingReport.
 type VertexReport struct {
-	ID                  string
-	Current             int
-	Recommended         int // = Current when no change is proposed
-	TrueProcessingRate  float64
-	TargetRate          float64
-	CatchUpRate         float64
-	Utilization         float64
-	OutsideBounds       bool
-	Excluded            bool
-	ScaleDownPendingFor time.Duration // how long a scale-down has waited
-	Note                string        // why the recommendation is what it is
+	ID          string
+	Current     int
+	Recommended int // = Current when no change is proposed
+	// ExpectedProcessingRate is the capacity the recommendation aims at
+	// (NaN without a change).
+	ExpectedProcessingRate float64
+	TrueProcessingRate     float64
+	TargetRate             float64
+	CatchUpRate            float64
+	Utilization            float64
+	OutsideBounds          bool
+	Excluded               bool
+	ScaleDownPendingFor    time.Duration // how long a scale-down has waited
+	Note                   string        // why the recommendation is what it is
 }
 
 // OverridesString renders overrides as pipeline.jobvertex-parallelism-overrides
@@ -141,7 +148,7 @@ func Decide(in Input) (Decision, error) {
 	anyOutside := false
 	for _, id := range ev.Order {
 		m := ev.Vertices[id]
-		r := VertexReport{ID: id, Current: m.Parallelism, Recommended: m.Parallelism,
+		r := VertexReport{ID: id, Current: m.Parallelism, Recommended: m.Parallelism, ExpectedProcessingRate: math.NaN(),
 			TrueProcessingRate: m.TrueProcessingRate, TargetRate: m.TargetRate, CatchUpRate: m.CatchUpRate,
 			Utilization: m.Utilization(), OutsideBounds: m.OutsideBounds()}
 		if excluded[id] {
@@ -179,6 +186,7 @@ func Decide(in Input) (Decision, error) {
 				expected = m.TrueProcessingRate * float64(r.Recommended) / float64(m.Parallelism)
 			}
 			changes[id] = VertexChange{From: m.Parallelism, To: r.Recommended, TrueProcessingRate: m.TrueProcessingRate, ExpectedProcessingRate: expected}
+			r.ExpectedProcessingRate = expected
 			anyOutside = anyOutside || r.OutsideBounds
 		}
 		out.Vertices = append(out.Vertices, r)
@@ -201,12 +209,15 @@ func Decide(in Input) (Decision, error) {
 		out.Reason = fmt.Sprintf("not scaling: heap usage %.2f above memory.heap-usage.threshold %.2f", ev.HeapUsage, o.HeapUsageThreshold)
 		return out, nil
 	}
-	if p, ok := periods.Any(excludedPeriods, in.Now); ok {
-		out.Reason = fmt.Sprintf("not scaling: %s is in excluded period %q", in.Now.Format(time.RFC3339), p.String())
-		return out, nil
-	}
+	// Upstream's order: scaling.enabled first, then excluded.periods.
 	if !o.ScalingEnabled {
 		out.Reason = "recommendation only: job.autoscaler.scaling.enabled is false"
+		out.ScalingReport = scalingReport(reportHeaderDisabled+fmt.Sprintf(reportDisabledReason, options.Prefix+"scaling.enabled", false), out.Vertices)
+		return out, nil
+	}
+	if p, ok := periods.Any(excludedPeriods, in.Now); ok {
+		out.Reason = fmt.Sprintf("not scaling: %s is in excluded period %q", in.Now.Format(time.RFC3339), p.String())
+		out.ScalingReport = scalingReport(reportHeaderDisabled+fmt.Sprintf(reportDisabledReason, options.Prefix+"excluded.periods", "["+strings.Join(o.ExcludedPeriods, ", ")+"]"), out.Vertices)
 		return out, nil
 	}
 
@@ -229,7 +240,29 @@ func Decide(in Input) (Decision, error) {
 		parts[n] = fmt.Sprintf("%s %d→%d", id, changes[id].From, changes[id].To)
 	}
 	out.Reason = "rescaling " + strings.Join(parts, ", ")
+	out.ScalingReport = scalingReport(reportHeaderEnabled, out.Vertices)
 	return out, nil
+}
+
+// Upstream's ScalingReport texts (AutoScalerEventHandler), kept identical
+// so tools that read upstream's events read ours.
+const (
+	reportHeaderEnabled  = "Scaling execution enabled, begin scaling vertices:"
+	reportHeaderDisabled = "Scaling execution disabled by config "
+	reportDisabledReason = "%s:%v, recommended parallelism change:"
+	reportEntry          = "{ Vertex ID %s | Parallelism %d -> %d | Processing capacity %.2f -> %.2f | Target data rate %.2f}"
+)
+
+// scalingReport appends one entry per changed vertex, in graph order.
+func scalingReport(header string, vertices []VertexReport) string {
+	var b strings.Builder
+	b.WriteString(header)
+	for _, r := range vertices {
+		if r.Recommended != r.Current {
+			fmt.Fprintf(&b, reportEntry, r.ID, r.Current, r.Recommended, r.TrueProcessingRate, r.ExpectedProcessingRate, r.TargetRate)
+		}
+	}
+	return b.String()
 }
 
 // recommend is the parallelism a vertex needs to run at the target

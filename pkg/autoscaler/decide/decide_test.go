@@ -516,3 +516,72 @@ func TestMemoryPressureBlocks(t *testing.T) {
 		})
 	}
 }
+
+func TestScalingReport(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(o *options.Options)
+		want   string
+	}{
+		{"applied", nil, "Scaling execution enabled, begin scaling vertices:" +
+			"{ Vertex ID sink | Parallelism 4 -> 8 | Processing capacity 1000.00 -> 1838.00 | Target data rate 1100.00}"},
+		{"scaling disabled", func(o *options.Options) { o.ScalingEnabled = false },
+			"Scaling execution disabled by config job.autoscaler.scaling.enabled:false, recommended parallelism change:" +
+				"{ Vertex ID sink | Parallelism 4 -> 8 | Processing capacity 1000.00 -> 1838.00 | Target data rate 1100.00}"},
+		{"excluded period", func(o *options.Options) { o.ExcludedPeriods = []string{"* * * ? * MON"} },
+			"Scaling execution disabled by config job.autoscaler.excluded.periods:[* * * ? * MON], recommended parallelism change:" +
+				"{ Vertex ID sink | Parallelism 4 -> 8 | Processing capacity 1000.00 -> 1838.00 | Target data rate 1100.00}"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g, samples := job(ready, 0, overloadedSink...)
+			d, err := Decide(Input{Graph: g, Samples: samples, RunningSince: t0, Now: ready, Options: enabled(tt.change)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.ScalingReport != tt.want {
+				t.Errorf("report\n%s\nwant\n%s", d.ScalingReport, tt.want)
+			}
+		})
+	}
+	// Nothing to change: no report.
+	g, samples := job(ready, 0, vertex{id: "src", p: 4, perTask: 500, in: 1200})
+	if d, _ := Decide(Input{Graph: g, Samples: samples, RunningSince: t0, Now: ready, Options: enabled(nil)}); d.ScalingReport != "" {
+		t.Errorf("report %q without a change", d.ScalingReport)
+	}
+}
+
+func TestObservedScalability(t *testing.T) {
+	// Three past scalings of the sink show capacity growing at half the
+	// linear rate: 250/s per subtask at 1, then 2 subtasks gave 375/s and
+	// 4 gave 625/s. With observed scalability on, the scale factor is divided
+	// by the fitted coefficient, so the recommendation is higher.
+	history := State{Scalings: []Scaling{
+		{Time: t0.Add(-3 * time.Hour), Vertices: map[string]VertexChange{"sink": {From: 1, To: 2, TrueProcessingRate: 250}}},
+		{Time: t0.Add(-2 * time.Hour), Vertices: map[string]VertexChange{"sink": {From: 2, To: 4, TrueProcessingRate: 375}}},
+		{Time: t0.Add(-1 * time.Hour), Vertices: map[string]VertexChange{"sink": {From: 4, To: 4, TrueProcessingRate: 625}}},
+	}}
+	o := enabled(func(o *options.Options) { o.HistoryMaxCount = 5; o.ObservedScalabilityEnabled = true })
+	// least squares: (1·250 + 2·375 + 4·625)/((1+4+16)·250) = 3500/5250 = 0.667 → 0.67
+	if got := observedScalingCoefficient(history.changes("sink"), o); got != 0.67 {
+		t.Errorf("coefficient %v, want 0.67", got)
+	}
+	g, samples := job(ready, 0, overloadedSink...)
+	linear, err := Decide(Input{Graph: g, Samples: samples, RunningSince: t0, Now: ready, Options: enabled(nil), State: history})
+	if err != nil {
+		t.Fatal(err)
+	}
+	observed, err := Decide(Input{Graph: g, Samples: samples, RunningSince: t0, Now: ready, Options: o, State: history})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// linear: 4 · 1.838 → 8; observed: 4 · 1.838 / 0.67 = 10.97 → 11.
+	if linear.Overrides["sink"] != 8 || observed.Overrides["sink"] != 11 {
+		t.Errorf("sink %d (linear) and %d (observed), want 8 and 11", linear.Overrides["sink"], observed.Overrides["sink"])
+	}
+	// Too few observations: linear.
+	o.ObservedScalabilityMinObs = 4
+	if got := observedScalingCoefficient(history.changes("sink"), o); got != 1 {
+		t.Errorf("coefficient %v with too few observations, want 1", got)
+	}
+}
