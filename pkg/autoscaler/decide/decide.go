@@ -103,7 +103,10 @@ func OverridesString(overrides map[string]int) string {
 	return strings.Join(parts, ",")
 }
 
-// Decide makes one decision.
+// Decide makes one decision: a reset when the nonce changed, nothing until
+// the metrics window is full, else a recommendation per vertex and, when some
+// vertex is outside its band and nothing blocks, the rescale. It never
+// modifies its input; the caller stores Decision.State.
 func Decide(in Input) (Decision, error) {
 	o := in.Options
 	if in.ResetNonce != in.State.ResetNonce {
@@ -118,9 +121,12 @@ func Decide(in Input) (Decision, error) {
 	}
 	window, ready := evaluate.Window(in.Samples, in.RunningSince, in.Now, o)
 	if !ready.Ready {
-		if ready.Stabilizing {
+		switch {
+		case ready.Until.IsZero():
+			out.Reason = "too few samples in the metrics window"
+		case ready.Stabilizing:
 			out.Reason = fmt.Sprintf("stabilizing after the job started: no decision before %s", ready.Until.UTC().Format(time.RFC3339))
-		} else {
+		default:
 			out.Reason = fmt.Sprintf("metrics window not full: no decision before %s", ready.Until.UTC().Format(time.RFC3339))
 		}
 		return out, nil
