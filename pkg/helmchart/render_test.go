@@ -29,6 +29,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
@@ -115,9 +116,32 @@ func render(t *testing.T, args ...string) rendered {
 		if meta.Kind == "" {
 			continue // a document of comments only
 		}
-		out = append(out, object{meta.Kind, meta.Metadata.Name, meta.Metadata.Namespace, doc})
+		o := object{meta.Kind, meta.Metadata.Name, meta.Metadata.Namespace, doc}
+		// Every object decodes strictly into its API type: a misspelt or misplaced field fails.
+		if newObj, ok := apiTypes[o.Kind]; ok {
+			if err := yaml.UnmarshalStrict(doc, newObj()); err != nil {
+				t.Errorf("%s does not decode strictly as a %s: %v", o, o.Kind, err)
+			}
+		} else {
+			t.Errorf("%s: unexpected kind", o)
+		}
+		out = append(out, o)
 	}
 	return out
+}
+
+var apiTypes = map[string]func() any{
+	"Deployment":                     func() any { return new(appsv1.Deployment) },
+	"ServiceAccount":                 func() any { return new(corev1.ServiceAccount) },
+	"Service":                        func() any { return new(corev1.Service) },
+	"ConfigMap":                      func() any { return new(corev1.ConfigMap) },
+	"Role":                           func() any { return new(rbacv1.Role) },
+	"RoleBinding":                    func() any { return new(rbacv1.RoleBinding) },
+	"ClusterRole":                    func() any { return new(rbacv1.ClusterRole) },
+	"ClusterRoleBinding":             func() any { return new(rbacv1.ClusterRoleBinding) },
+	"ValidatingWebhookConfiguration": func() any { return new(admissionv1.ValidatingWebhookConfiguration) },
+	"MutatingWebhookConfiguration":   func() any { return new(admissionv1.MutatingWebhookConfiguration) },
+	"CustomResourceDefinition":       func() any { return new(apiextensionsv1.CustomResourceDefinition) },
 }
 
 func (r rendered) names() []string {
@@ -694,5 +718,26 @@ func TestRenderNothingCreated(t *testing.T) {
 	d, _ := deployment(t, r, "flink-operator")
 	if d.Spec.Template.Spec.ServiceAccountName != "flink-operator" {
 		t.Errorf("serviceAccountName %q", d.Spec.Template.Spec.ServiceAccountName)
+	}
+}
+
+func TestRenderWithoutHealth(t *testing.T) {
+	r := render(t, "--set", "operatorHealth=null")
+	_, c := deployment(t, r, "flink-operator")
+	if c.LivenessProbe != nil || c.StartupProbe != nil || c.ReadinessProbe != nil {
+		t.Errorf("probes with operatorHealth null: %+v %+v %+v", c.LivenessProbe, c.StartupProbe, c.ReadinessProbe)
+	}
+	if !slices.Contains(c.Args, "--health-probe-bind-address=0") {
+		t.Errorf("args %v: want the probe server off", c.Args)
+	}
+}
+
+func TestLint(t *testing.T) {
+	for _, args := range [][]string{nil, {"-f", upstreamValues}, {"-f", filepath.Join("testdata", "all-set.yaml")}} {
+		all := append([]string{"lint", "--strict", chartDir}, args...)
+		out, err := exec.Command(helm(t), all...).CombinedOutput()
+		if err != nil {
+			t.Errorf("helm %s: %v\n%s", strings.Join(all, " "), err, out)
+		}
 	}
 }

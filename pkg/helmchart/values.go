@@ -3,8 +3,6 @@ package helmchart
 import (
 	"fmt"
 	"os"
-	"path/filepath"
-	"runtime"
 	"slices"
 	"sort"
 
@@ -33,12 +31,6 @@ var freeForm = map[string]bool{
 	"operatorPod.dnsConfig":              true,
 	"webhook.serviceLabels":              true,
 	"postStart":                          true,
-}
-
-// RepoRoot is the repository's root directory (this file is in pkg/helmchart).
-func RepoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
 // ReadValues decodes a Helm values file.

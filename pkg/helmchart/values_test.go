@@ -9,6 +9,9 @@ import (
 	"testing"
 )
 
+// RepoRoot is the repository's root: tests run in pkg/helmchart.
+func RepoRoot() string { return filepath.Join("..", "..") }
+
 var (
 	chartDir       = filepath.Join(RepoRoot(), "helm", "flink-operator")
 	upstreamValues = filepath.Join("testdata", "upstream-1.15.0", "values.yaml")
