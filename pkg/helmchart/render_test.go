@@ -86,7 +86,13 @@ type rendered []object
 // render runs helm template with args and decodes every document.
 func render(t *testing.T, args ...string) rendered {
 	t.Helper()
-	all := append([]string{"template", release, chartDir, "--namespace", namespace, "--include-crds"}, args...)
+	return renderIn(t, namespace, args...)
+}
+
+// renderIn renders a release in namespace ns.
+func renderIn(t *testing.T, ns string, args ...string) rendered {
+	t.Helper()
+	all := append([]string{"template", release, chartDir, "--namespace", ns, "--include-crds"}, args...)
 	cmd := exec.Command(helm(t), all...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -320,8 +326,8 @@ var webhookConfig = "flink-operator-" + namespace + "-webhook-configuration"
 // kustomizeRoles maps the chart's role names (default values) to the kustomize install's.
 var kustomizeRoles = []struct{ kind, ns, chart, kustomize string }{
 	{"ClusterRole", "", "flink-operator", "flink-operator"},
-	{"ClusterRole", "", "flink-operator-cluster", "flink-operator-cluster"},
-	{"ClusterRole", "", "flink-operator-webhook-config", "flink-operator-webhook-config"},
+	{"ClusterRole", "", "flink-operator-" + namespace + "-cluster", "flink-operator-cluster"},
+	{"ClusterRole", "", "flink-operator-" + namespace + "-webhook-config", "flink-operator-webhook-config"},
 	{"Role", namespace, "flink-operator-leader-election", "flink-operator-leader-election"},
 	{"Role", namespace, "flink-operator-webhook-cert", "flink-operator-webhook-cert"},
 	{"Role", namespace, "flink-operator-review-key", "flink-operator-review-key"},
@@ -331,11 +337,11 @@ func TestRenderDefault(t *testing.T) {
 	r := render(t)
 	want := []string{
 		"ClusterRole /flink-operator",
-		"ClusterRole /flink-operator-cluster",
-		"ClusterRole /flink-operator-webhook-config",
-		"ClusterRoleBinding /flink-operator-cluster",
+		"ClusterRole /flink-operator-flink-operator-cluster",
+		"ClusterRole /flink-operator-flink-operator-webhook-config",
+		"ClusterRoleBinding /flink-operator-flink-operator-cluster",
+		"ClusterRoleBinding /flink-operator-flink-operator-webhook-config",
 		"ClusterRoleBinding /flink-operator-role-binding",
-		"ClusterRoleBinding /flink-operator-webhook-config",
 		"ConfigMap flink-operator/flink-operator-config",
 		"CustomResourceDefinition /flinkdeployments.flink.apache.org",
 		"CustomResourceDefinition /flinksessionjobs.flink.apache.org",
@@ -437,7 +443,7 @@ func TestRenderDefault(t *testing.T) {
 		var got, want rbacv1.ClusterRole // Role has the same rules field
 		r.get(t, k.kind, k.ns, k.chart, &got)
 		manifest(t, "manifests/base/rbac.yaml", k.kind, k.kustomize, &want)
-		if k.chart == "flink-operator-webhook-config" { // the chart's webhook configurations' name
+		if k.kustomize == "flink-operator-webhook-config" { // the chart's webhook configurations' name
 			want.Rules[0].ResourceNames = []string{webhookConfig}
 		}
 		sameRules(t, k.kind+" "+k.chart, got.Rules, want.Rules)
@@ -586,7 +592,7 @@ func TestRenderWatchNamespaces(t *testing.T) {
 		t.Error("ServiceAccount flink in the release namespace, which is not watched")
 	}
 	// Cluster-scoped grants stay: SubjectAccessReviews, the webhook configurations' caBundle.
-	for _, name := range []string{"flink-operator-cluster", "flink-operator-webhook-config"} {
+	for _, name := range []string{"flink-operator-flink-operator-cluster", "flink-operator-flink-operator-webhook-config"} {
 		if _, ok := r.find("ClusterRole", "", name); !ok {
 			t.Errorf("ClusterRole %s missing", name)
 		}
@@ -700,7 +706,7 @@ func TestRenderAllSet(t *testing.T) {
 	var crb rbacv1.ClusterRoleBinding
 	r.get(t, "ClusterRoleBinding", "", "my-binding", &crb)
 	var cluster rbacv1.ClusterRole
-	r.get(t, "ClusterRole", "", "my-operator-cluster", &cluster)
+	r.get(t, "ClusterRole", "", "my-operator-flink-operator-cluster", &cluster)
 	if !slices.ContainsFunc(cluster.Rules, func(p rbacv1.PolicyRule) bool { return slices.Contains(p.Resources, "nodes") }) {
 		t.Errorf("rbac.nodesRule.create: no nodes rule in %+v", cluster.Rules)
 	}
@@ -738,6 +744,18 @@ func TestLint(t *testing.T) {
 		out, err := exec.Command(helm(t), all...).CombinedOutput()
 		if err != nil {
 			t.Errorf("helm %s: %v\n%s", strings.Join(all, " "), err, out)
+		}
+	}
+}
+
+// Two releases in their own namespaces, each watching its own namespaces (upstream's chart allows
+// it): no object but the CRDs is claimed by both, so Helm installs the second.
+func TestRenderTwoReleasesCoexist(t *testing.T) {
+	a := renderIn(t, "ops-a", "--set", "watchNamespaces={team-a}")
+	b := renderIn(t, "ops-b", "--set", "watchNamespaces={team-b}")
+	for _, o := range a.names() {
+		if slices.Contains(b.names(), o) && !strings.HasPrefix(o, "CustomResourceDefinition ") {
+			t.Errorf("both releases render %s", o)
 		}
 	}
 }
