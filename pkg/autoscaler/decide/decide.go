@@ -215,6 +215,10 @@ func Decide(in Input) (Decision, error) {
 		out.Reason = fmt.Sprintf("not scaling: heap usage %.2f above memory.heap-usage.threshold %.2f", ev.HeapUsage, o.HeapUsageThreshold)
 		return out, nil
 	}
+	if ev.LoadChanging != "" && !in.Upstream {
+		out.Reason = fmt.Sprintf("waiting: the arrival rate at source %s is still changing", ev.LoadChanging)
+		return out, nil
+	}
 	// Upstream's order: scaling.enabled first, then excluded.periods.
 	if !o.ScalingEnabled {
 		out.Reason = "recommendation only: job.autoscaler.scaling.enabled is false"

@@ -585,3 +585,38 @@ func TestObservedScalability(t *testing.T) {
 		t.Errorf("coefficient %v with too few observations, want 1", got)
 	}
 }
+
+// TestWaitsWhileTheLoadSteps: two minutes after a step in load the decision
+// waits; once the step fills the window's latest third, it sizes for the new
+// load in one go.
+func TestWaitsWhileTheLoadSteps(t *testing.T) {
+	o := enabled(nil)
+	step := ready.Add(-2 * time.Minute)
+	run := func(now time.Time) Decision {
+		// Before the step 1000/s arrive and are read at half capacity;
+		// after it 3000/s arrive, the source reads 2000/s flat out and
+		// the rest piles up.
+		g, _ := job(now, 0, vertex{id: "src", p: 2, perTask: 1000, in: 1000})
+		var samples []evaluate.Sample
+		for at := t0; !at.After(now); at = at.Add(time.Minute) {
+			v := vertex{id: "src", p: 2, perTask: 1000, in: 1000}
+			if !at.Before(step) {
+				v.in, v.growth, v.lag = 2000, 1000, 1000*at.Sub(step).Seconds()
+			}
+			_, s := job(at, 0, v)
+			samples = append(samples, s[len(s)-1])
+		}
+		d, err := Decide(Input{Graph: g, Samples: samples, RunningSince: t0, Now: now, Options: o})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	if d := run(ready); d.Scale || !strings.Contains(d.Reason, "still changing") {
+		t.Errorf("2 min after the step: scale %v, reason %q, want a wait; %s", d.Scale, d.Reason, reports(d))
+	}
+	// 8 min after: 3000/0.7 + 3000/6 + 480000/1800 = 5053 → 2 · 5053/2000 = 5.05 → 6.
+	if d := run(ready.Add(6 * time.Minute)); !d.Scale || d.Overrides["src"] != 6 {
+		t.Errorf("8 min after the step: %v (%s), want src at 6; %s", d.Overrides, d.Reason, reports(d))
+	}
+}

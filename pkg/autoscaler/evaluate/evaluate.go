@@ -3,6 +3,7 @@ package evaluate
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/flinkops/flink-operator/pkg/autoscaler/options"
@@ -66,6 +67,11 @@ type Evaluation struct {
 	// and (as upstream) no vertex is scaled down meanwhile, since a restart
 	// would only add backlog.
 	ProcessingBacklog bool
+	// LoadChanging names a source whose arrival rate moved by more than a
+	// fifth between the two halves of the window's latest third ("" when
+	// none): the load is still stepping, and a decision now would size for a
+	// level it is leaving.
+	LoadChanging string
 	// GCPressure and HeapUsage are the latest GC pressure and the window's
 	// average heap usage ratio (NaN when unknown).
 	GCPressure, HeapUsage float64
@@ -168,6 +174,9 @@ func Evaluate(g Graph, window []Sample, o options.Options, restartTime time.Dura
 			if recent := window[len(window)-len(window)/3:]; mode == Ours && len(window)/3 >= 3 {
 				recentIn := vertexAverage(recent, id, func(s VertexSample) float64 { return s.RecordsInPerSecond })
 				m.TargetRate = math.Max(m.TargetRate, recentIn+lagGrowth(recent, id))
+				if ev.LoadChanging == "" && changing(window, recent, id) {
+					ev.LoadChanging = id
+				}
 			}
 			m.Lag = latest(window, id, func(s VertexSample) float64 { return s.PendingRecords })
 			if math.IsNaN(m.Lag) {
@@ -268,6 +277,43 @@ func trueProcessingRate(window []Sample, id string, in, busy float64, o options.
 		return observed, stderr
 	}
 	return rate, stderr
+}
+
+// changing compares a source's arrival rate (records read plus backlog
+// growth) over the first and the second half of the window's latest third.
+// It counts as changing when the two differ by more than a fifth and by more
+// than four standard errors of the read rate's noise, so a noisy source is
+// not mistaken for a changing one (and cannot hold decisions back for ever).
+// The noise is estimated from the median of successive differences over the
+// whole window, which a step in load barely moves.
+func changing(window, recent []Sample, id string) bool {
+	half := len(recent) / 2
+	first, second := recent[:half+1], recent[half:]
+	arrival := func(part []Sample) float64 {
+		return vertexAverage(part, id, func(s VertexSample) float64 { return s.RecordsInPerSecond }) + lagGrowth(part, id)
+	}
+	a, b := arrival(first), arrival(second)
+	if !(a > 0) || !(b > 0) {
+		return false
+	}
+	diff := math.Abs(b - a)
+	if diff <= 0.2*math.Min(a, b) {
+		return false
+	}
+	var steps []float64
+	for n := 1; n < len(window); n++ {
+		x, y := window[n-1].Vertices[id].RecordsInPerSecond, window[n].Vertices[id].RecordsInPerSecond
+		if !math.IsNaN(x) && !math.IsNaN(y) {
+			steps = append(steps, math.Abs(y-x))
+		}
+	}
+	if len(steps) == 0 {
+		return true
+	}
+	slices.Sort(steps)
+	// For independent noise of deviation σ, |x - y| has median ≈ 0.95σ.
+	sd := steps[len(steps)/2] / 0.95
+	return diff > 4*sd*math.Sqrt(1/float64(len(first))+1/float64(len(second)))
 }
 
 // edgeRatio is how many records reach `to` over the edge per record `from`

@@ -2,6 +2,7 @@ package evaluate
 
 import (
 	"math"
+	"math/rand"
 	"strings"
 	"testing"
 	"time"
@@ -211,4 +212,50 @@ func near(a, b float64) bool {
 		return a == b
 	}
 	return math.Abs(a-b) <= 1e-6*math.Max(1, math.Abs(b))
+}
+
+func TestLoadChanging(t *testing.T) {
+	o := options.Defaults()
+	g := Graph{{ID: "src", Parallelism: 10, MaxParallelism: 128}}
+	rng := rand.New(rand.NewSource(3))
+	tests := []struct {
+		name string
+		rate func(n int) float64 // read rate of the n-th sample (of 16)
+		want bool
+	}{
+		{"steady", func(int) float64 { return 1000 }, false},
+		{"±10 % alternating noise", func(n int) float64 { return 1000 * (1 + 0.1*float64(1-2*(n%2))) }, false},
+		{"±30 % random noise", func(int) float64 { return 1000 * (1 + 0.3*(2*rng.Float64()-1)) }, false},
+		{"a step two minutes ago", func(n int) float64 {
+			if n >= 14 {
+				return 3000
+			}
+			return 1000
+		}, true},
+		{"a step ten minutes ago (settled)", func(n int) float64 {
+			if n >= 6 {
+				return 3000
+			}
+			return 1000
+		}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var samples []Sample
+			for n := 0; n <= 15; n++ {
+				samples = append(samples, Sample{Time: t0.Add(time.Duration(n) * time.Minute), Vertices: map[string]VertexSample{
+					"src": {BusyMsPerSecond: 500, RecordsInPerSecond: tt.rate(n), PendingRecords: 0}}})
+			}
+			ev, err := Evaluate(g, samples, o, o.RestartTime, Ours)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := ev.LoadChanging != ""; got != tt.want {
+				t.Errorf("load changing %v, want %v", got, tt.want)
+			}
+			if ev, _ := Evaluate(g, samples, o, o.RestartTime, Upstream); ev.LoadChanging != "" {
+				t.Error("upstream's rules flag a changing load")
+			}
+		})
+	}
 }

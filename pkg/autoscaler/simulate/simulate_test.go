@@ -232,3 +232,23 @@ func BenchmarkConvergence(b *testing.B) {
 		})
 	}
 }
+
+// TestNoisySourceStillScales: with ±30 % noise the wait for a load step to
+// settle must not hold a needed scale-up back: an overloaded job (the
+// window vertex at 1.67 at 4000/s) is rescaled within the first hour, once.
+func TestNoisySourceStillScales(t *testing.T) {
+	for seed := int64(1); seed <= 5; seed++ {
+		job := Job{Vertices: pipeline(), RestartDelay: 3 * time.Minute, Noise: 0.3, Seed: seed, Options: enabled(),
+			Load: func(time.Duration) float64 { return 4000 }}
+		res, err := Run(job, 8*time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Rescales) == 0 || res.Rescales[0].At > time.Hour {
+			t.Errorf("seed %d: first rescale %+v, want one within the first hour", seed, res.Rescales)
+		}
+		if out := inBand(t, res.Final, 4000, job.Options); len(out) > 0 {
+			t.Errorf("seed %d: %v after %+v", seed, out, res.Rescales)
+		}
+	}
+}
