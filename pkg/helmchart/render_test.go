@@ -786,3 +786,28 @@ func TestRenderTwoReleasesCoexist(t *testing.T) {
 		}
 	}
 }
+
+// append: false: only the values' file, even one whose first line is indented (nested YAML cut
+// out of a larger file).
+func TestRenderConfigWithoutAppend(t *testing.T) {
+	values := filepath.Join(t.TempDir(), "values.yaml")
+	data := "defaultConfiguration:\n  append: false\n  flink-conf.yaml: null\n  config.yaml: |\n" +
+		"      kubernetes.operator:\n        reconcile.interval: 10 s\n      parallelism.default: 2\n"
+	if err := os.WriteFile(values, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := render(t, "-f", values)
+	_, c := deployment(t, r, "flink-operator")
+	cfg := operatorConfig(t, r, c)
+	if got := cfg.String("kubernetes.operator.reconcile.interval"); got != "10 s" {
+		t.Errorf("reconcile.interval %q, want 10 s", got)
+	}
+	if got := cfg.String("parallelism.default"); got != "2" {
+		t.Errorf("parallelism.default %q, want 2", got)
+	}
+	var cm corev1.ConfigMap
+	r.get(t, "ConfigMap", namespace, "flink-operator-config", &cm)
+	if strings.Contains(cm.Data["config.yaml"], "# Operator configuration") {
+		t.Errorf("append: false, yet config.yaml starts with the chart's default:\n%s", cm.Data["config.yaml"])
+	}
+}
