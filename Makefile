@@ -80,11 +80,15 @@ e2e: integration flink-e2e ## End-to-end tests: real control plane, real Flink
 # The control plane and yq are built (once, cached) before `go test`; the operator, node agent and
 # Flink jars by the test itself. UPSTREAM_E2E_SCRIPTS=test_batch_job.sh runs a subset (comma-separated).
 # Script output, pod logs and a status trail per script: .cache/upstream-e2e/<time>/.
+# UPSTREAM_E2E_TESTS: upstream's e2e-tests directory (a checkout of tag release-1.15.0); this repository
+# keeps none of upstream's scripts (e2e/upstreame2e/testdata/SOURCES.md lists them with their blobs).
 UPSTREAM_E2E_SCRIPTS ?=
+UPSTREAM_E2E_TESTS ?=
 .PHONY: e2e-upstream
 e2e-upstream: ## Upstream's e2e scripts against this operator on the local cluster (~15 min)
 	@bin_dir="$$(hack/build-cluster-bins.sh)" && yq_dir="$$(hack/build-yq.sh)" && \
 	  FLINKOP_KUBE_BIN_DIR="$$bin_dir" FLINKOP_YQ_BIN_DIR="$$yq_dir" FLINKOP_UPSTREAM_E2E_SCRIPTS="$(UPSTREAM_E2E_SCRIPTS)" \
+	  FLINKOP_UPSTREAM_E2E_TESTS="$(abspath $(UPSTREAM_E2E_TESTS))" \
 	  $(GO) test -p 1 -count=1 -v -timeout=100m -run='^TestUpstreamScripts$$' ./e2e/upstreame2e/
 
 test: verify unit-hermetic codegen-check fuzz e2e ## Everything CI runs

@@ -2,9 +2,12 @@
 // test_snapshot.sh, test_application_operations.sh,
 // test_sessionjob_operations.sh and test_batch_job.sh of
 // apache/flink-kubernetes-operator release 1.15.0, with their utils.sh and
-// data, kept verbatim in testdata/e2e-tests (testdata/SOURCES.md: origin,
-// commit, license). `make e2e-upstream` runs TestUpstreamScripts, one
-// subtest per script, in that order (FLINKOP_UPSTREAM_E2E_SCRIPTS selects).
+// data, unedited. This repository does not keep them (they are upstream's
+// code): FLINKOP_UPSTREAM_E2E_TESTS (make's UPSTREAM_E2E_TESTS) names the
+// e2e-tests directory of a checkout of that release, and every file is
+// checked against the git blob testdata/SOURCES.md records before anything
+// runs. `make e2e-upstream` runs TestUpstreamScripts, one subtest per
+// script, in that order (FLINKOP_UPSTREAM_E2E_SCRIPTS selects).
 //
 // Each script runs as upstream's CI runs it (.github/workflows/e2e.yaml:
 // `bash e2e-tests/<script>` after a fresh minikube and a Helm install of the
@@ -30,7 +33,7 @@
 //     ServiceAccount token), --flink-endpoint=pod-ip. Then, as CI, `kubectl
 //     wait --for=condition=Available` on it (and its "Informer caches
 //     synced" log line).
-//  3. A copy of testdata/e2e-tests, whose data/*.yaml get CI's `sed`
+//  3. A copy of upstream's e2e-tests directory, whose data/*.yaml get CI's `sed`
 //     substitutions (ciPrepare): image flink:2.3, flinkVersion v2_3, mode
 //     native, STREAMING_EXAMPLES_JAR_URL the URL at which the harness serves
 //     flink-examples-streaming-2.3.0.jar from ~/.m2 over http on 127.0.0.1.

@@ -46,6 +46,10 @@ const (
 	operatorContainer  = "flink-kubernetes-operator"
 	operatorLabel      = "app.kubernetes.io/name=flink-kubernetes-operator"
 
+	// envUpstreamTests names upstream's e2e-tests directory (of a checkout
+	// of the release testdata/SOURCES.md records), which this repository
+	// does not keep: upstream's scripts are its code.
+	envUpstreamTests = "FLINKOP_UPSTREAM_E2E_TESTS"
 	// envScripts selects scripts (comma-separated file names).
 	envScripts = "FLINKOP_UPSTREAM_E2E_SCRIPTS"
 	// envYQ is the directory holding mikefarah's yq (hack/build-yq.sh,
@@ -93,11 +97,13 @@ exit 1
 
 // shared is what every script's run uses.
 type shared struct {
-	ctx     context.Context
-	root    string // module root
-	yqDir   string
-	jarURL  string // STREAMING_EXAMPLES_JAR_URL
-	results string // .cache/upstream-e2e/<time>
+	ctx  context.Context
+	root string // module root
+	// upstreamTests is upstream's e2e-tests directory (envUpstreamTests).
+	upstreamTests string
+	yqDir         string
+	jarURL        string // STREAMING_EXAMPLES_JAR_URL
+	results       string // .cache/upstream-e2e/<time>
 
 	scriptTime map[string]time.Duration // how long each script itself ran
 }
@@ -126,14 +132,18 @@ func TestUpstreamScripts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if checkVerbatim(t, filepath.Join(root, "e2e", "upstreame2e", "testdata")); t.Failed() {
-		return
+	upstreamTests := os.Getenv(envUpstreamTests)
+	if upstreamTests == "" {
+		t.Fatalf("%s is not set: it names upstream's e2e-tests directory (apache/flink-kubernetes-operator, tag release-1.15.0), which this repository does not keep (testdata/SOURCES.md)", envUpstreamTests)
+	}
+	if errs := notVerbatim(filepath.Join(root, "e2e", "upstreame2e", "testdata", "SOURCES.md"), upstreamTests); len(errs) != 0 {
+		t.Fatalf("%s: %v", envUpstreamTests, errs)
 	}
 	// Maven work first (flink-examples-streaming lands in ~/.m2 with it).
 	if _, err := flinkjvm.Ensure(ctx, pinnedFlink); err != nil {
 		t.Fatal(err)
 	}
-	s := &shared{ctx: ctx, root: root, yqDir: findYQ(t, ctx, root), scriptTime: map[string]time.Duration{}}
+	s := &shared{ctx: ctx, root: root, upstreamTests: upstreamTests, yqDir: findYQ(t, ctx, root), scriptTime: map[string]time.Duration{}}
 	s.results = filepath.Join(root, ".cache", "upstream-e2e", time.Now().Format("20060102-150405"))
 	if err := os.MkdirAll(s.results, 0o755); err != nil {
 		t.Fatal(err)
@@ -295,12 +305,12 @@ func (s *shared) installOperator(t *testing.T, work string, sh func(*testing.T, 
 			operatorNamespace, operatorLabel, operatorContainer))
 }
 
-// prepareData copies testdata/e2e-tests into work, prepares data/*.yaml as
+// prepareData copies upstream's e2e-tests directory into work, prepares data/*.yaml as
 // upstream's CI does (ciPrepare) and makes the harness's one data
 // adaptation (adaptInitContainers). It returns the copy's directory.
 func (s *shared) prepareData(t *testing.T, work string, sh func(*testing.T, string, string, ...string) string) string {
 	t.Helper()
-	src := filepath.Join(s.root, "e2e", "upstreame2e", "testdata", "e2e-tests")
+	src := s.upstreamTests
 	dst := filepath.Join(work, "e2e-tests")
 	if err := copyTree(src, dst); err != nil {
 		t.Fatal(err)
@@ -308,7 +318,7 @@ func (s *shared) prepareData(t *testing.T, work string, sh func(*testing.T, stri
 	sh(t, "upstream CI's data preparation", ciPrepare,
 		"FLINK_VERSION="+flinkVersion, "MODE="+mode, "EXAMPLES_JAR="+s.jarURL)
 	s.adaptInitContainers(t, dst, sh)
-	sh(t, "prepared data (diff against the copy in testdata)", fmt.Sprintf("diff -ru %s %s || true", filepath.Join(src, "data"), filepath.Join(dst, "data")))
+	sh(t, "prepared data (diff against upstream's)", fmt.Sprintf("diff -ru %s %s || true", filepath.Join(src, "data"), filepath.Join(dst, "data")))
 	return dst
 }
 
