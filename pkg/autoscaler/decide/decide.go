@@ -7,7 +7,9 @@
 //
 // Where it deliberately differs from upstream (each says why where it is
 // implemented, and docs/autoscaler.md lists them):
-//   - the target rate reacts to a load step at once (package evaluate).
+//   - a decision waits while a source's arrival rate is still stepping, then
+//     sizes for the new load in one go; the target rate is the larger of the
+//     whole window's and its latest third's (package evaluate).
 //   - effectiveness: a scale-up is judged ineffective only when the shortfall
 //     is larger than the noise of the measurement (ineffective).
 //
