@@ -25,16 +25,25 @@ func (s *Server) logRequest(r Request) {
 	n := min(len(r.Body), maxLoggedBody)
 	r.Body = append([]byte(nil), r.Body[:n]...) // never pin a large upload
 	s.log = append(s.log, r)
-	if over := len(s.log) - s.opts.MaxRequestLog; over > 0 {
-		s.log = append([]Request(nil), s.log[over:]...)
+	// Compacted only once it holds twice the bound: copying the whole log
+	// at every request past the bound made a long benchmark's requests cost
+	// the log's size each. Readers see the newest MaxRequestLog (logged).
+	if len(s.log) >= 2*s.opts.MaxRequestLog {
+		s.log = append([]Request(nil), s.logged()...)
 	}
+}
+
+// logged is the bounded log: its newest MaxRequestLog entries. Callers
+// hold s.mu.
+func (s *Server) logged() []Request {
+	return s.log[max(0, len(s.log)-s.opts.MaxRequestLog):]
 }
 
 // Requests returns a copy of the request log, oldest first.
 func (s *Server) Requests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]Request(nil), s.log...)
+	return append([]Request(nil), s.logged()...)
 }
 
 // RequestsTo returns the logged requests that hit route (a Route* constant).
@@ -42,7 +51,7 @@ func (s *Server) RequestsTo(route string) []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []Request
-	for _, r := range s.log {
+	for _, r := range s.logged() {
 		if r.Route == route {
 			out = append(out, r)
 		}
