@@ -64,7 +64,8 @@ type Evaluation struct {
 	Vertices map[string]Metrics
 	// ProcessingBacklog is true when some source's backlog is more than
 	// backlog-processing.lag-threshold of its input: the job is catching up,
-	// and (as upstream) no vertex is scaled down meanwhile, since a restart
+	// so (as upstream) the band widens to [0, 1]. No vertex then counts as
+	// underused, and no restart happens for a scale-down alone, since it
 	// would only add backlog.
 	ProcessingBacklog bool
 	// LoadChanging names a source whose arrival rate moved by more than a

@@ -37,10 +37,8 @@ func steps(at []time.Duration, levels []float64) func(time.Duration) float64 {
 	}
 }
 
-// settle runs the job at a constant load until no rescale happened for two
-// hours, and returns the time that happened.
-func settled(t *testing.T, res Result) time.Duration {
-	t.Helper()
+// settled returns when the run's last rescale happened (0 without any).
+func settled(res Result) time.Duration {
 	if len(res.Rescales) == 0 {
 		return 0
 	}
@@ -60,8 +58,8 @@ func inBand(t *testing.T, par map[string]int, load float64, o options.Options) [
 	// The band's low end includes the capacity kept to catch up after a
 	// restart (upstream's scale-down threshold): a vertex there is not
 	// over-provisioned, it is ready for its next restart. 5 % more is
-	// tolerated there: the scale-down hysteresis ignores over-provisioning
-	// that metric noise can hide.
+	// tolerated there: over-provisioning that metric noise can hide does not
+	// reliably trigger a scale-down.
 	allowance := o.RestartTime.Seconds() / o.CatchUpDuration.Seconds()
 	var out []string
 	for id, x := range u {
@@ -129,7 +127,7 @@ func TestNoDecisionsUnderNoisyConstantLoad(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				converged := settled(t, res)
+				converged := settled(res)
 				if converged > 4*time.Hour {
 					t.Fatalf("still rescaling at %s: %+v", converged, res.Rescales)
 				}
@@ -153,7 +151,7 @@ func TestDipWithinScaleDownIntervalDoesNotScaleDown(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if settled(t, res) >= at {
+			if settled(res) >= at {
 				t.Errorf("rescaled after the dip: %+v", res.Rescales)
 			}
 		})
