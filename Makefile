@@ -12,7 +12,7 @@ UNIT_PKGS := ./cmd/... ./pkg/... ./hack/...
 FUZZ_DECODE_EXECS ?= 100000x
 FUZZ_VALIDATE_EXECS ?= 30000x
 
-.PHONY: all build generate verify unit unit-hermetic fuzz codegen-check integration flink-e2e e2e test run cluster-down mutate bench cluster-bins clean
+.PHONY: all build generate verify unit unit-hermetic helm-chart fuzz codegen-check integration flink-e2e e2e test run cluster-down mutate bench cluster-bins clean
 
 all: build
 
@@ -25,6 +25,7 @@ generate: ## Regenerate deepcopy, clientset, listers, informers and CRDs
 verify: ## gofmt, go vet, generated code up to date, go.mod tidy
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) vet -tags helm ./pkg/helmchart/
 	hack/verify-codegen.sh
 	hack/verify-hermetic.sh
 	@cp go.mod /tmp/flinkop-go.mod.bak; cp go.sum /tmp/flinkop-go.sum.bak; \
@@ -41,6 +42,12 @@ unit: ## Unit tests (no cluster needed)
 # beside it, so a test reading outside the repository cannot pass.
 unit-hermetic: ## Unit tests from an isolated copy of the checkout
 	hack/hermetic-unit.sh -count=1 $(UNIT_PKGS)
+
+# The chart rendered by Helm (built once from the Go module proxy, cached: ~3 min cold, then
+# seconds); the chart's values, files and docs are checked by the unit tests without Helm.
+helm-chart: ## Render the Helm chart (helm template, helm lint) and check what it renders
+	@hack/build-helm.sh >/dev/null
+	$(GO) test -count=1 -tags helm ./pkg/helmchart/
 
 fuzz: ## Bounded fuzzing of decoders and webhook validation (execution counts)
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeResponse$$' -fuzztime=$(FUZZ_DECODE_EXECS) ./pkg/flink
@@ -91,7 +98,7 @@ e2e-upstream: ## Upstream's e2e scripts against this operator on the local clust
 	  FLINKOP_UPSTREAM_E2E_TESTS="$(abspath $(UPSTREAM_E2E_TESTS))" \
 	  $(GO) test -p 1 -count=1 -v -timeout=100m -run='^TestUpstreamScripts$$' ./e2e/upstreame2e/
 
-test: verify unit-hermetic codegen-check fuzz e2e ## Everything CI runs
+test: verify unit-hermetic helm-chart codegen-check fuzz e2e ## Everything CI runs
 	@echo "make test: all passed"
 
 # The operator runs outside the local cluster, so it reaches Flink through
