@@ -50,9 +50,19 @@ type Input struct {
 	// ResetNonce is the job spec's autoscalerResetNonce.
 	ResetNonce int64
 	State      State
+	// TaskManager describes one TaskManager, for quota.cpu and quota.memory;
+	// zero values skip the check that needs them.
+	TaskManager TaskManager
 	// Upstream decides as upstream 1.15.0 would, without the deliberate
 	// differences: the baseline the simulation measures them against.
 	Upstream bool
+}
+
+// TaskManager is the size of one TaskManager of the job.
+type TaskManager struct {
+	CPU         float64 // cores
+	MemoryBytes int64   // total process memory
+	Slots       int     // taskmanager.numberOfTaskSlots
 }
 
 // Decision is the outcome.
@@ -240,6 +250,10 @@ func Decide(in Input) (Decision, error) {
 			overrides[id] = c.To
 		}
 	}
+	if why := exceedsQuota(in.Graph, overrides, in.TaskManager, o); why != "" {
+		out.Reason = "not scaling: " + why
+		return out, nil
+	}
 	out.Scale = true
 	out.Overrides = overrides
 	out.State.Overrides = overrides
@@ -387,4 +401,42 @@ func maxRecommendation(ps PendingScaleDown, since time.Time) (int, bool) {
 		}
 	}
 	return best.Parallelism, best.OutsideBounds
+}
+
+// exceedsQuota says why the new parallelisms would need more CPU or memory
+// than quota.cpu or quota.memory allow, or "". The job needs, per slot
+// sharing group, as many slots as its most parallel vertex, and
+// ceil(slots / slots per TaskManager) TaskManagers. As upstream, a rescale
+// that needs no more TaskManagers than now always passes.
+//
+// Deliberate difference: upstream counts only the vertices being rescaled and
+// rounds the TaskManager count down, which can let a rescale exceed the
+// quota; here every vertex counts and the count is rounded up.
+func exceedsQuota(g evaluate.Graph, overrides map[string]int, tm TaskManager, o options.Options) string {
+	if (o.QuotaCPU == nil && o.QuotaMemoryBytes == nil) || tm.Slots <= 0 {
+		return ""
+	}
+	current, next := map[string]int{}, map[string]int{}
+	for _, v := range g {
+		current[v.SlotSharingGroup] = max(current[v.SlotSharingGroup], v.Parallelism)
+		next[v.SlotSharingGroup] = max(next[v.SlotSharingGroup], overrides[v.ID])
+	}
+	taskManagers := func(groups map[string]int) int {
+		slots := 0
+		for _, n := range groups {
+			slots += n
+		}
+		return (slots + tm.Slots - 1) / tm.Slots
+	}
+	now, after := taskManagers(current), taskManagers(next)
+	if after <= now {
+		return ""
+	}
+	if o.QuotaCPU != nil && tm.CPU > 0 && float64(after)*tm.CPU > *o.QuotaCPU {
+		return fmt.Sprintf("%d TaskManagers would need %.1f CPU, above quota.cpu %.1f", after, float64(after)*tm.CPU, *o.QuotaCPU)
+	}
+	if o.QuotaMemoryBytes != nil && tm.MemoryBytes > 0 && int64(after)*tm.MemoryBytes > *o.QuotaMemoryBytes {
+		return fmt.Sprintf("%d TaskManagers would need %d bytes of memory, above quota.memory %d", after, int64(after)*tm.MemoryBytes, *o.QuotaMemoryBytes)
+	}
+	return ""
 }

@@ -620,3 +620,39 @@ func TestWaitsWhileTheLoadSteps(t *testing.T) {
 		t.Errorf("8 min after the step: %v (%s), want src at 6; %s", d.Overrides, d.Reason, reports(d))
 	}
 }
+
+func TestResourceQuota(t *testing.T) {
+	// overloadedSink goes from 4 to 8 subtasks: with 2 slots per
+	// TaskManager (one default slot sharing group) from 2 to 4 TaskManagers.
+	tm := TaskManager{CPU: 2, MemoryBytes: 4 << 30, Slots: 2}
+	cpu := func(x float64) func(o *options.Options) { return func(o *options.Options) { o.QuotaCPU = &x } }
+	mem := func(x int64) func(o *options.Options) { return func(o *options.Options) { o.QuotaMemoryBytes = &x } }
+	tests := []struct {
+		name   string
+		change func(o *options.Options)
+		tm     TaskManager
+		scale  bool
+	}{
+		{"no quota", nil, tm, true},
+		{"CPU quota fits 4 TaskManagers", cpu(8), tm, true},
+		{"CPU quota below 4 TaskManagers", cpu(7.5), tm, false},
+		{"memory quota fits", mem(16 << 30), tm, true},
+		{"memory quota below", mem(15 << 30), tm, false},
+		{"TaskManager size unknown: no check", cpu(1), TaskManager{}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g, samples := job(ready, 0, overloadedSink...)
+			d, err := Decide(Input{Graph: g, Samples: samples, RunningSince: t0, Now: ready, Options: enabled(tt.change), TaskManager: tt.tm})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Scale != tt.scale {
+				t.Errorf("scale %v (%s), want %v", d.Scale, d.Reason, tt.scale)
+			}
+			if !tt.scale && !strings.Contains(d.Reason, "quota") {
+				t.Errorf("reason %q does not name the quota", d.Reason)
+			}
+		})
+	}
+}

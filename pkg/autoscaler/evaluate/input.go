@@ -31,6 +31,9 @@ type Vertex struct {
 	// parallelism is aligned to it.
 	SourcePartitions int
 	Inputs           []Edge // none for a source
+	// SlotSharingGroup names the vertex's slot sharing group ("" = the
+	// default group); the resource quota check counts slots per group.
+	SlotSharingGroup string
 }
 
 // IsSource says whether the vertex has no inputs.
