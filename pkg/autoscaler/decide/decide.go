@@ -131,7 +131,11 @@ func Decide(in Input) (Decision, error) {
 		out.Reason = "autoscaler disabled (job.autoscaler.enabled is false)"
 		return out, nil
 	}
-	window, ready := evaluate.Window(in.Samples, in.RunningSince, in.Now, o)
+	mode := evaluate.Ours
+	if in.Upstream {
+		mode = evaluate.Upstream
+	}
+	window, ready := evaluate.Window(in.Samples, in.RunningSince, in.Now, o, mode)
 	if !ready.Ready {
 		switch {
 		case ready.Until.IsZero():
@@ -148,10 +152,6 @@ func Decide(in Input) (Decision, error) {
 		return Decision{}, fmt.Errorf("%s%s: %w", options.Prefix, "excluded.periods", err)
 	}
 	restart := RestartTime(state, o)
-	mode := evaluate.Ours
-	if in.Upstream {
-		mode = evaluate.Upstream
-	}
 	ev, err := evaluate.Evaluate(in.Graph, window, o, restart, mode)
 	if err != nil {
 		return Decision{}, err

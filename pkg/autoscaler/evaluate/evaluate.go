@@ -88,15 +88,28 @@ type Readiness struct {
 	Stabilizing bool
 }
 
+// minCoverage is the share of metrics.window the usable samples must span
+// before a decision: a collector that trims its history to the window (as
+// pkg/autoscaler/collect does) never holds a sample exactly one window old,
+// since collections are not exactly periodic.
+const minCoverage = 0.9
+
 // Window keeps the samples a decision may use: those taken after the job
 // has been running for stabilization.interval (a job restoring state or
 // warming up reports rates that say nothing about its capacity), and of
-// those only the last metrics.window. It is Ready once the first usable
-// sample is metrics.window old, as in upstream's ScalingMetricCollector.
-func Window(samples []Sample, runningSince, now time.Time, o options.Options) ([]Sample, Readiness) {
+// those only the last metrics.window. It is Ready once the usable samples
+// span 90 % of metrics.window. Upstream waits until the first usable sample
+// is a full window old; the 10 % leeway is for a collector that trims its
+// history to the window, and an operator restart that lost the history
+// still waits for a nearly full window.
+func Window(samples []Sample, runningSince, now time.Time, o options.Options, mode Mode) ([]Sample, Readiness) {
+	span := time.Duration(minCoverage * float64(o.MetricsWindow))
+	if mode == Upstream {
+		span = o.MetricsWindow
+	}
 	stable := runningSince.Add(o.StabilizationInterval)
 	if now.Before(stable) {
-		return nil, Readiness{Until: stable.Add(o.MetricsWindow), Stabilizing: true}
+		return nil, Readiness{Until: stable.Add(span), Stabilizing: true}
 	}
 	var usable []Sample
 	for _, s := range samples {
@@ -105,9 +118,9 @@ func Window(samples []Sample, runningSince, now time.Time, o options.Options) ([
 		}
 	}
 	if len(usable) == 0 {
-		return nil, Readiness{Until: now.Add(o.MetricsWindow)}
+		return nil, Readiness{Until: now.Add(span)}
 	}
-	if full := usable[0].Time.Add(o.MetricsWindow); now.Before(full) {
+	if full := usable[0].Time.Add(span); now.Before(full) {
 		return usable, Readiness{Until: full}
 	}
 	cut := now.Add(-o.MetricsWindow)

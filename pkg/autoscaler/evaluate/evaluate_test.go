@@ -39,8 +39,11 @@ func TestWindow(t *testing.T) {
 		until       time.Time
 		first       time.Time // first sample kept, when ready
 	}{
-		{"stabilizing", t0.Add(4 * time.Minute), false, true, t0.Add(20 * time.Minute), time.Time{}},
-		{"window filling", t0.Add(12 * time.Minute), false, false, t0.Add(20 * time.Minute), time.Time{}},
+		// 90 % of the 15 min window: 13.5 min of usable samples.
+		{"stabilizing", t0.Add(4 * time.Minute), false, true, t0.Add(18*time.Minute + 30*time.Second), time.Time{}},
+		{"window filling", t0.Add(12 * time.Minute), false, false, t0.Add(18*time.Minute + 30*time.Second), time.Time{}},
+		{"nearly full", t0.Add(18 * time.Minute), false, false, t0.Add(18*time.Minute + 30*time.Second), time.Time{}},
+		{"full enough", t0.Add(19 * time.Minute), true, false, time.Time{}, t0.Add(5 * time.Minute)},
 		{"full", t0.Add(20 * time.Minute), true, false, time.Time{}, t0.Add(5 * time.Minute)},
 		{"sliding", t0.Add(40 * time.Minute), true, false, time.Time{}, t0.Add(25 * time.Minute)},
 	}
@@ -52,7 +55,7 @@ func TestWindow(t *testing.T) {
 					upToNow = append(upToNow, s)
 				}
 			}
-			w, r := Window(upToNow, running, tt.now, o)
+			w, r := Window(upToNow, running, tt.now, o, Ours)
 			if r.Ready != tt.ready || r.Stabilizing != tt.stabilizing || !r.Until.Equal(tt.until) {
 				t.Fatalf("readiness %+v, want ready %v stabilizing %v until %s", r, tt.ready, tt.stabilizing, tt.until)
 			}
@@ -61,6 +64,26 @@ func TestWindow(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestWindowTrimmedHistory: a history trimmed to the window by the
+// collector, with collections 61 s apart, still becomes ready.
+func TestWindowTrimmedHistory(t *testing.T) {
+	o := options.Defaults()
+	var samples []Sample
+	for at := t0; at.Before(t0.Add(time.Hour)); at = at.Add(61 * time.Second) {
+		samples = append(samples, Sample{Time: at})
+		for len(samples) > 0 && samples[0].Time.Before(at.Add(-o.MetricsWindow)) {
+			samples = samples[1:]
+		}
+		if _, r := Window(samples, t0, at, o, Ours); r.Ready {
+			if at.Before(t0.Add(o.StabilizationInterval + o.MetricsWindow*9/10)) {
+				t.Fatalf("ready at %s, before 90 %% of a window after stabilization", at.Sub(t0))
+			}
+			return
+		}
+	}
+	t.Fatal("never ready")
 }
 
 func TestEvaluate(t *testing.T) {
