@@ -395,6 +395,11 @@ func TestResetNonce(t *testing.T) {
 	if !d.Reset || d.Scale || len(d.State.Scalings) != 0 || d.State.Overrides != nil || d.State.ResetNonce != 2 {
 		t.Errorf("decision %+v, want a reset with an empty state under nonce 2", d)
 	}
+	// A new job with a nonce already set is not reset.
+	d, err = Decide(Input{Graph: g, Samples: samples, RunningSince: t0, Now: ready, Options: enabled(nil), State: NewState(7), ResetNonce: 7})
+	if err != nil || d.Reset {
+		t.Errorf("fresh state reset: %+v %v", d, err)
+	}
 	// Same nonce: the history stays.
 	d, err = Decide(Input{Graph: g, Samples: samples, RunningSince: t0, Now: ready, Options: enabled(nil), State: state, ResetNonce: 1})
 	if err != nil {

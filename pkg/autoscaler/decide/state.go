@@ -23,6 +23,11 @@ type State struct {
 	Overrides map[string]int
 }
 
+// NewState is the state of a job the autoscaler has not seen before, built
+// under the spec's current nonce: a job that starts with a nonce set is not
+// reset (upstream resets only when the nonce changes).
+func NewState(resetNonce int64) State { return State{ResetNonce: resetNonce} }
+
 // Scaling is one applied decision.
 type Scaling struct {
 	Time     time.Time
