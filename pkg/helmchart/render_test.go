@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,6 +31,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
@@ -540,29 +543,123 @@ func checkJobAccount(t *testing.T, r rendered, ns string, annotations map[string
 	}
 }
 
-// Upstream's values.yaml itself, as a user who copied it whole would pass it.
-func TestRenderUpstreamValuesFile(t *testing.T) {
-	r := render(t, "-f", upstreamValues)
-	def := render(t)
-	if got, want := r.names(), def.names(); !slices.Equal(got, want) {
-		t.Errorf("with upstream's values.yaml\n  %v\nwith the defaults\n  %v", got, want)
+// upstreamStyleValues is a values file in upstream's chart's schema, as a user switching from
+// upstream's chart would keep it (written for these tests; upstream's own values.yaml is not kept).
+var upstreamStyleValues = filepath.Join("testdata", "upstream-style-values.yaml")
+
+// decoded is an object's generic form, to compare two renderings whole.
+func decoded(t *testing.T, o object) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := yaml.Unmarshal(o.raw, &m); err != nil {
+		t.Fatalf("%s: %v", o, err)
 	}
+	return m
+}
+
+// A user's values file written for upstream's chart. It renders as the defaults with its
+// watchNamespaces, replicas and metrics.port given on the command line (the keys that change which
+// objects are rendered, and the Deployment's replicas and arguments): every object but the
+// Deployment and the ConfigMap is identical; the Deployment differs in the fields the file sets
+// (pod uid/gid, resources, env) and nothing else, and runs this project's image although the file
+// names upstream's with a tag; the ConfigMap carries the file's flink-conf.yaml, which the operator
+// loads, logging upstream's metric reporter keys as unknown and nothing else.
+func TestRenderUpstreamStyleValues(t *testing.T) {
+	r := render(t, "-f", upstreamStyleValues)
+	ref := render(t, "--set", "watchNamespaces={flink-jobs,flink-batch},replicas=2,metrics.port=9249")
+	if got, want := r.names(), ref.names(); !slices.Equal(got, want) {
+		t.Errorf("with %s\n  %v\nwith the same watchNamespaces, replicas and metrics.port set\n  %v", upstreamStyleValues, got, want)
+	}
+	for _, o := range ref {
+		if o.Kind == "Deployment" || o.Kind == "ConfigMap" {
+			continue
+		}
+		got, ok := r.find(o.Kind, o.Namespace, o.Name)
+		if !ok {
+			continue // reported above
+		}
+		if !reflect.DeepEqual(decoded(t, got), decoded(t, o)) {
+			t.Errorf("%s differs from the one rendered with the same keys set:\n%s\nwant\n%s", o, got.raw, o.raw)
+		}
+	}
+	for _, ns := range []string{"flink-jobs", "flink-batch"} {
+		checkJobAccount(t, r, ns, map[string]string{"helm.sh/resource-policy": "keep"})
+	}
+
 	d, c := deployment(t, r, "flink-operator")
 	if c.Image != "ghcr.io/flinkops/flink-operator:latest" {
-		t.Errorf("image %q: upstream's repository must be replaced by this project's", c.Image)
+		t.Errorf("image %q: upstream's repository, and its tag 1.15.0, must be replaced by this project's image", c.Image)
 	}
+	if *d.Spec.Replicas != 2 {
+		t.Errorf("replicas %d", *d.Spec.Replicas)
+	}
+	for _, want := range []string{"--leader-elect", "--leader-election-id=flink-operator-lease", "--metrics-bind-address=:9249", "--namespaces=flink-jobs,flink-batch"} {
+		if !slices.Contains(c.Args, want) {
+			t.Errorf("args %v lack %s", c.Args, want)
+		}
+	}
+	checkArgsAreFlags(t, c)
 	if sc := d.Spec.Template.Spec.SecurityContext; *sc.RunAsUser != 9999 || *sc.RunAsGroup != 9999 || !*sc.RunAsNonRoot {
 		t.Errorf("pod securityContext %+v: want upstream's uid/gid 9999, still non-root", sc)
 	}
-	_, dc := deployment(t, def, "flink-operator")
-	if !slices.Equal(c.Args, dc.Args) {
-		t.Errorf("args %v, want the defaults' %v", c.Args, dc.Args)
+	// The same Deployment as with the keys set on the command line, but for the fields the file sets.
+	rd, rc := deployment(t, ref, "flink-operator")
+	want := rd.DeepCopy()
+	uid := int64(9999)
+	want.Spec.Template.Spec.SecurityContext.RunAsUser, want.Spec.Template.Spec.SecurityContext.RunAsGroup = &uid, &uid
+	wc := &want.Spec.Template.Spec.Containers[slices.IndexFunc(want.Spec.Template.Spec.Containers, func(x corev1.Container) bool { return x.Name == rc.Name })]
+	wc.Resources = corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("512Mi")},
+		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")},
 	}
-	// Upstream's default flink-conf.yaml value configures its SLF4J metric reporter, a key this
-	// operator does not have (it serves Prometheus /metrics): logged as unknown, nothing else.
-	cfg := operatorConfig(t, r, c, regexp.MustCompile(`^kubernetes\.operator\.metrics\.reporter\.slf4j\.`))
-	if got := cfg.String("kubernetes.operator.observer.progress-check.interval"); got != "5 s" {
-		t.Errorf("progress-check.interval %q, want upstream's values' 5 s", got)
+	wc.Env = append(wc.Env, corev1.EnvVar{Name: "TZ", Value: "Europe/Amsterdam"})
+	if !equality.Semantic.DeepEqual(d, want) {
+		got, _ := yaml.Marshal(d)
+		exp, _ := yaml.Marshal(want)
+		t.Errorf("Deployment\n%s\nwant\n%s", got, exp)
+	}
+
+	// The ConfigMap: the file's flink-conf.yaml in place of the chart's default one, after the
+	// chart's conf/config.yaml (append: true); the other files as with the defaults.
+	var cm, rcm corev1.ConfigMap
+	r.get(t, "ConfigMap", namespace, "flink-operator-config", &cm)
+	ref.get(t, "ConfigMap", namespace, "flink-operator-config", &rcm)
+	chartValues, err := ReadValues(filepath.Join(chartDir, "values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	userValues, err := ReadValues(upstreamStyleValues)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defaultConf := strings.TrimSpace(chartValues["defaultConfiguration"].(map[string]any)["flink-conf.yaml"].(string))
+	userConf := strings.TrimSpace(userValues["defaultConfiguration"].(map[string]any)["flink-conf.yaml"].(string))
+	if !strings.Contains(rcm.Data["flink-conf.yaml"], defaultConf) {
+		t.Fatalf("the default ConfigMap's flink-conf.yaml lacks the chart's default value:\n%s", rcm.Data["flink-conf.yaml"])
+	}
+	wantData := maps.Clone(rcm.Data)
+	wantData["flink-conf.yaml"] = strings.Replace(rcm.Data["flink-conf.yaml"], defaultConf, userConf, 1)
+	for k, v := range cm.Data {
+		cm.Data[k] = strings.TrimRight(v, "\n ")
+	}
+	for k, v := range wantData {
+		wantData[k] = strings.TrimRight(v, "\n ")
+	}
+	if !reflect.DeepEqual(cm.Data, wantData) || !reflect.DeepEqual(cm.ObjectMeta, rcm.ObjectMeta) {
+		t.Errorf("ConfigMap data\n%v\nwant\n%v", cm.Data, wantData)
+	}
+	// Upstream's metric reporters (SLF4J, Prometheus on metrics.port) are keys this operator does
+	// not have (it serves Prometheus /metrics itself, on metrics.port): logged as unknown, nothing
+	// else.
+	cfg := operatorConfig(t, r, c, regexp.MustCompile(`^kubernetes\.operator\.metrics\.reporter\.(slf4j|prom)\.`))
+	for key, want := range map[string]string{
+		"kubernetes.operator.reconcile.interval":               "30 s",
+		"kubernetes.operator.observer.progress-check.interval": "10 s",
+		"kubernetes.operator.savepoint.history.max.count":      "5",
+	} {
+		if got := cfg.String(key); got != want {
+			t.Errorf("%s %q, want the values file's %s", key, got, want)
+		}
 	}
 }
 
@@ -766,7 +863,7 @@ func TestRenderWithoutHealth(t *testing.T) {
 }
 
 func TestLint(t *testing.T) {
-	for _, args := range [][]string{nil, {"-f", upstreamValues}, {"-f", filepath.Join("testdata", "all-set.yaml")}} {
+	for _, args := range [][]string{nil, {"-f", upstreamStyleValues}, {"-f", filepath.Join("testdata", "all-set.yaml")}} {
 		all := append([]string{"lint", "--strict", chartDir}, args...)
 		out, err := exec.Command(helm(t), all...).CombinedOutput()
 		if err != nil {

@@ -46,16 +46,22 @@ app.kubernetes.io/component: operator
 {{- end }}
 
 {{/* The operator image. Upstream's repository names upstream's Java operator, which cannot run
-with this chart's arguments: a values file copied from upstream's chart gets this project's. */}}
+with this chart's arguments: a values file copied from upstream's chart gets this project's default
+image. Its tag and digest are upstream's too (a release such as 1.15.0), which name no image of this
+project: both are ignored with upstream's repository. */}}
 {{- define "flink-operator.imagePath" -}}
 {{- $repo := .Values.image.repository }}
-{{- if or (not $repo) (eq $repo "ghcr.io/apache/flink-kubernetes-operator") (eq $repo "apache/flink-kubernetes-operator") }}
+{{- if or (eq $repo "ghcr.io/apache/flink-kubernetes-operator") (eq $repo "apache/flink-kubernetes-operator") }}
+{{- "ghcr.io/flinkops/flink-operator:latest" }}
+{{- else }}
+{{- if not $repo }}
 {{- $repo = "ghcr.io/flinkops/flink-operator" }}
 {{- end }}
 {{- if .Values.image.digest }}
 {{- $repo }}@{{ .Values.image.digest }}
 {{- else }}
 {{- $repo }}:{{ default .Chart.AppVersion .Values.image.tag }}
+{{- end }}
 {{- end }}
 {{- end }}
 
