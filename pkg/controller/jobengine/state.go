@@ -38,6 +38,8 @@ type Object[T any, S any] interface {
 	SetStatusFrom(T)
 	// CurrentSpec is the object's spec.
 	CurrentSpec() S
+	// SetCurrentSpec replaces it in memory (OverlayParallelism).
+	SetCurrentSpec(S)
 	// JobReferenceKind is the kind a snapshot's jobReference names it by.
 	JobReferenceKind() v1beta1.JobReferenceKind
 }

@@ -41,6 +41,13 @@ func (d *FlinkDeployment) CurrentSpec() FlinkDeploymentSpec { return d.Spec }
 // CurrentSpec is j's spec (a shallow copy: its pointers are shared).
 func (j *FlinkSessionJob) CurrentSpec() FlinkSessionJobSpec { return j.Spec }
 
+// SetCurrentSpec replaces d's spec in memory (the job engine's overlay of
+// the autoscaler's parallelism; only statuses are ever written back).
+func (d *FlinkDeployment) SetCurrentSpec(s FlinkDeploymentSpec) { d.Spec = s }
+
+// SetCurrentSpec replaces j's spec in memory (see FlinkDeployment's).
+func (j *FlinkSessionJob) SetCurrentSpec(s FlinkSessionJobSpec) { j.Spec = s }
+
 // JobReferenceKind is the kind a snapshot's jobReference names d by.
 func (d *FlinkDeployment) JobReferenceKind() JobReferenceKind { return JobReferenceKindDeployment }
 
