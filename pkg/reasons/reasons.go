@@ -39,6 +39,12 @@ const (
 	ReasonRecoverDeployment = "RecoverDeployment"
 	// ReasonScaling is the event of an in-place rescale.
 	ReasonScaling = "Scaling"
+	// ReasonScalingReport is the job autoscaler's report of a decision
+	// that changes parallelism (upstream's AutoScalerEventHandler).
+	ReasonScalingReport = "ScalingReport"
+	// ReasonAutoscalerError: the autoscaler could not read or record its
+	// state, or decide (upstream's AutoscalerError).
+	ReasonAutoscalerError = "AutoscalerError"
 )
 
 // Snapshots and validation, recorded by the job controllers and by the

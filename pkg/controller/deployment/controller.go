@@ -2,6 +2,7 @@ package deployment
 
 import (
 	"context"
+	"github.com/flinkops/flink-operator/pkg/controller/autoscaling"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,6 +54,9 @@ type Controller struct {
 	exceptions exceptionMarks
 	engine     *jobengine.Engine[*v1beta1.FlinkDeployment, v1beta1.FlinkDeploymentSpec]
 	canaries   *canary.Monitor
+	// autoscaler runs the job autoscaler of application deployments
+	// (autoscaler.go).
+	autoscaler *autoscaling.Runner
 }
 
 // New creates the controller and registers its event handlers: on the
@@ -68,6 +72,7 @@ func New(cc controllerctx.Context, kubeFactories map[string]kubeinformers.Shared
 		queue:       cc.NewQueue(QueueName),
 		jobManagers: cc.Dialer(),
 		canaries:    opts.Canaries,
+		autoscaler:  &autoscaling.Runner{Kube: cc.Kube},
 	}
 	c.podLogs = c.podLogTail
 	c.engine = &jobengine.Engine[*v1beta1.FlinkDeployment, v1beta1.FlinkDeploymentSpec]{

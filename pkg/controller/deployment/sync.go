@@ -71,6 +71,9 @@ func (c *Controller) Sync(ctx context.Context, key string) (time.Duration, error
 	if err := c.observe(ctx, sc); err != nil {
 		return 0, err
 	}
+	if err := c.autoscale(ctx, sc); err != nil {
+		return 0, err
+	}
 	if err := sc.Reconcile(ctx, c.jobKind(sc)); err != nil {
 		return 0, err
 	}
