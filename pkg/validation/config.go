@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/autoscaler/options"
 	"github.com/flinkops/flink-operator/pkg/config"
 )
 
@@ -17,6 +18,9 @@ func DeploymentConfig(operator config.Config, spec *v1beta1.FlinkDeploymentSpec)
 	}
 	cfg, warnings, err := config.Effective(operator, values)
 	if err != nil {
+		return nil, warnings, fmt.Errorf("spec.flinkConfiguration: %w", err)
+	}
+	if _, err := options.Parse(cfg); err != nil {
 		return nil, warnings, fmt.Errorf("spec.flinkConfiguration: %w", err)
 	}
 	return cfg, warnings, nil
@@ -40,6 +44,9 @@ func SessionJobConfig(operator config.Config, cluster *v1beta1.FlinkDeployment, 
 	}
 	out, warnings, err := config.Effective(cfg, values)
 	if err != nil {
+		return nil, warnings, fmt.Errorf("spec.flinkConfiguration: %w", err)
+	}
+	if _, err := options.Parse(out); err != nil {
 		return nil, warnings, fmt.Errorf("spec.flinkConfiguration: %w", err)
 	}
 	return out, warnings, nil

@@ -367,8 +367,12 @@ func Parse(conf map[string]string) (Options, error) {
 			errs = append(errs, err)
 		}
 	}
-	errs = append(errs, o.check()...)
-	return o, errors.Join(errs...)
+	if len(errs) > 0 {
+		// The range checks would only add noise about the zero values
+		// the bad ones left.
+		return o, errors.Join(errs...)
+	}
+	return o, errors.Join(o.check()...)
 }
 
 func lookup(conf map[string]string, op option) (value, bool) {
