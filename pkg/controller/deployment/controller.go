@@ -54,8 +54,7 @@ type Controller struct {
 	exceptions exceptionMarks
 	engine     *jobengine.Engine[*v1beta1.FlinkDeployment, v1beta1.FlinkDeploymentSpec]
 	canaries   *canary.Monitor
-	// autoscaler runs the job autoscaler of application deployments
-	// (autoscaler.go).
+	// autoscaler runs the job autoscaler of application deployments.
 	autoscaler *autoscaling.Runner
 }
 

@@ -2,6 +2,7 @@ package deployment
 
 import (
 	"context"
+	"github.com/flinkops/flink-operator/pkg/controller/autoscaling"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -71,7 +72,7 @@ func (c *Controller) Sync(ctx context.Context, key string) (time.Duration, error
 	if err := c.observe(ctx, sc); err != nil {
 		return 0, err
 	}
-	if err := c.autoscale(ctx, sc); err != nil {
+	if err := autoscaling.Sync(ctx, c.autoscaler, sc.State); err != nil {
 		return 0, err
 	}
 	if err := sc.Reconcile(ctx, c.jobKind(sc)); err != nil {

@@ -2,6 +2,7 @@ package sessionjob
 
 import (
 	"context"
+	"github.com/flinkops/flink-operator/pkg/controller/autoscaling"
 	"net/http"
 	"sync"
 	"time"
@@ -62,6 +63,8 @@ type Controller struct {
 	faultPoint     func(key, point string)
 	engine         *jobengine.Engine[*v1beta1.FlinkSessionJob, v1beta1.FlinkSessionJobSpec]
 	canaries       *canary.Monitor
+	// autoscaler runs the session jobs' job autoscaler.
+	autoscaler *autoscaling.Runner
 
 	// submissions are the background jar submissions (submissions.go).
 	submissions *submissions
@@ -93,6 +96,7 @@ func New(cc controllerctx.Context, opts Options) (*Controller, error) {
 		faultPoint:     opts.FaultPoint,
 		submissions:    newSubmissions(opts.MaxConcurrentSubmissions, opts.MaxJarBytes, opts.JarDir),
 		canaries:       opts.Canaries,
+		autoscaler:     &autoscaling.Runner{Kube: cc.Kube},
 	}
 	c.engine = &jobengine.Engine[*v1beta1.FlinkSessionJob, v1beta1.FlinkSessionJobSpec]{
 		Client: cc.Client, Recorder: cc.Recorder, Caches: caches, Operator: cc.CurrentConfig, Clock: cc.Clock,

@@ -47,7 +47,7 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	f := &fixture{}
 	f.Loop = controllertest.Loop[*v1beta1.FlinkSessionJob]{
-		Fixture: controllertest.New(t, controllertest.Options{}),
+		Fixture: controllertest.New(t, controllertest.Options{Kube: true}), // the autoscaler ConfigMap
 		Build:   f.build,
 		Resource: func(namespace string) controllertest.Resource[*v1beta1.FlinkSessionJob] {
 			return f.Client.FlinkV1beta1().FlinkSessionJobs(namespace)
@@ -82,6 +82,7 @@ func newFixture(t *testing.T) *fixture {
 func (f *fixture) build() (sync controllertest.SyncFunc, err error) {
 	f.ctrl, err = New(controllerctx.Context{
 		Client:   f.Client,
+		Kube:     f.Kube,
 		Caches:   f.Caches,
 		Recorder: f.Recorder,
 		Config:   f.Config,

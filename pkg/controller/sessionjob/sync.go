@@ -2,6 +2,7 @@ package sessionjob
 
 import (
 	"context"
+	"github.com/flinkops/flink-operator/pkg/controller/autoscaling"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -70,6 +71,9 @@ func (c *Controller) Sync(ctx context.Context, key string) (time.Duration, error
 		if err := c.observe(ctx, sc); err != nil {
 			return 0, err
 		}
+	}
+	if err := autoscaling.Sync(ctx, c.autoscaler, sc.State); err != nil {
+		return 0, err
 	}
 	if err := c.reconcile(ctx, sc); err != nil {
 		return 0, err
