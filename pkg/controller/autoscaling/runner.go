@@ -162,9 +162,14 @@ func (r *Runner) Run(ctx context.Context, in Input) (Output, error) {
 		log.V(1).Info("Autoscaler waits for the last rescale to take effect", "vertex", v)
 		return out, nil
 	}
+	g := feed.Graph(graph)
+	// The last rescale's restart time, once the job runs it (restart.time
+	// tracking): in the state the decision starts from, so it is stored
+	// with the decision.
+	state := decide.RecordRestart(stored.State, g, graph.RunningSince)
 	dec, err := decide.Decide(decide.Input{
-		Graph: feed.Graph(graph), Samples: feed.Samples(graph, j.collector.Samples()),
-		RunningSince: graph.RunningSince, Now: in.Now, Options: opts, ResetNonce: in.ResetNonce, State: stored.State,
+		Graph: g, Samples: feed.Samples(graph, j.collector.Samples()),
+		RunningSince: graph.RunningSince, Now: in.Now, Options: opts, ResetNonce: in.ResetNonce, State: state,
 	})
 	if err != nil {
 		return out, err
