@@ -33,9 +33,9 @@ const DefaultNodeName = "local-node"
 // Config configures an Agent.
 type Config struct {
 	// RESTConfig reaches the API server as a user that may manage nodes,
-	// leases, pods (binding, status, delete), read services, configmaps
-	// and secrets and create service-account tokens (the local cluster's
-	// admin). Required. Its Host is what containers get as
+	// leases, pods (binding, status, delete), read and watch services,
+	// configmaps and secrets and create service-account tokens (the local
+	// cluster's admin). Required. Its Host is what containers get as
 	// KUBERNETES_SERVICE_HOST/PORT.
 	RESTConfig *rest.Config
 	// NodeName is the node to register; default DefaultNodeName.
@@ -261,6 +261,13 @@ func (a *Agent) Run(ctx context.Context, ready func()) error {
 	}); err != nil {
 		return err
 	}
+	// ConfigMap and Secret volumes follow their objects (volumesync.go).
+	if _, err := factory.Core().V1().ConfigMaps().Informer().AddEventHandler(a.objectHandler("configmap")); err != nil {
+		return err
+	}
+	if _, err := factory.Core().V1().Secrets().Informer().AddEventHandler(a.objectHandler("secret")); err != nil {
+		return err
+	}
 
 	runCtx, stopRun := context.WithCancel(context.Background())
 	defer stopRun()
@@ -474,8 +481,10 @@ func (a *Agent) logf(format string, args ...any) {
 	fmt.Fprintf(a.cfg.Log, "%s nodeagent: %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, args...))
 }
 
-// configMap and secret implement objectSource with direct reads (pods read
-// them once, when they start).
+// configMap and secret implement objectSource with direct reads (quorum
+// reads: never older than what a pod saw before; volumes read them when the
+// pod starts and again when the informers report a change, see
+// volumesync.go).
 func (a *Agent) configMap(ns, name string) (*corev1.ConfigMap, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

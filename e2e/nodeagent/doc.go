@@ -17,7 +17,9 @@
 //   - anything else not at all: the container waits with reason
 //     ImageNotSupportedByLocalAgent.
 //
-// Each pod gets a loopback IP of its own, its volumes as directories, its
+// Each pod gets a loopback IP of its own, its volumes as directories (those
+// of ConfigMaps, Secrets, the downward API and projections kept in step with
+// their objects, as the kubelet's atomic writer does; see volumesync.go), its
 // environment as the kubelet computes it (with KUBERNETES_SERVICE_HOST/PORT
 // leading to the API server), service-account tokens from the TokenRequest
 // API (refreshed), and (for JVMs) a hosts file that stands in for cluster

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -286,7 +285,7 @@ func TestPrepareVolumes(t *testing.T) {
 		},
 	}
 	hostPathDir := filepath.Join(dir, "hostpath")
-	volumes, tokens, err := prepareVolumes(pod, filepath.Join(dir, "pod"), filepath.Join(dir, "claims"), hostPathDir, podFields{pod: pod}, testObjects())
+	volumes, err := prepareVolumes(pod, filepath.Join(dir, "pod"), filepath.Join(dir, "claims"), hostPathDir, podFields{pod: pod}, testObjects())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,10 +301,6 @@ func TestPrepareVolumes(t *testing.T) {
 	}
 	if want := filepath.Join(hostPathDir, missingHost); vols["missing"] != want {
 		t.Errorf("missing hostPath at %s, want %s", vols["missing"], want)
-	}
-	wantTokens := []tokenFile{{Path: filepath.Join(vols["token"], "token"), Source: corev1.ServiceAccountTokenProjection{Path: "token", Audience: "vault"}}}
-	if diff := cmp.Diff(wantTokens, tokens, cmpopts.IgnoreFields(tokenFile{}, "RefreshAt")); diff != "" {
-		t.Errorf("tokens (-want +got):\n%s", diff)
 	}
 	for file, want := range map[string]string{
 		filepath.Join(vols["flink-config-volume"], "config.yaml"): "rest.port: 8081\n",
@@ -355,13 +350,13 @@ func TestPrepareVolumes(t *testing.T) {
 	}
 
 	pod.Spec.Volumes[1].Secret.SecretName = "absent"
-	if _, _, err := prepareVolumes(pod, filepath.Join(dir, "pod2"), filepath.Join(dir, "claims"), hostPathDir, podFields{pod: pod}, testObjects()); err == nil {
+	if _, err := prepareVolumes(pod, filepath.Join(dir, "pod2"), filepath.Join(dir, "claims"), hostPathDir, podFields{pod: pod}, testObjects()); err == nil {
 		t.Error("missing secret: no error")
 	}
 	pod.Spec.Volumes[1].Secret.SecretName = "creds"
 	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "must-exist", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
 		Path: "/nodeagent-test-absent", Type: ptr.To(corev1.HostPathDirectory)}}})
-	if _, _, err := prepareVolumes(pod, filepath.Join(dir, "pod3"), filepath.Join(dir, "claims"), hostPathDir, podFields{pod: pod}, testObjects()); err == nil ||
+	if _, err := prepareVolumes(pod, filepath.Join(dir, "pod3"), filepath.Join(dir, "claims"), hostPathDir, podFields{pod: pod}, testObjects()); err == nil ||
 		!strings.Contains(err.Error(), "does not exist") {
 		t.Errorf("hostPath of type Directory that does not exist: err = %v", err)
 	}

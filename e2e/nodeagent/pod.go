@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"sync"
@@ -27,13 +28,17 @@ type podWorker struct {
 	name      string
 	seq       int64
 	dir       string // <Agent.Dir>/pods/<namespace>_<name>_<uid>
+	// objects reads the objects of the API data volumes and caches their
+	// service-account tokens (see volumesync.go).
+	objects *tokenCache
 
-	updated     chan struct{} // a newer pod object arrived
-	statusDirty chan struct{} // a container changed state
-	goneCh      chan struct{} // the pod is gone from the API
-	goneOnce    sync.Once
-	stopCh      chan struct{} // the agent stops
-	stopOnce    sync.Once
+	updated      chan struct{} // a newer pod object arrived
+	volumesDirty chan struct{} // an object of an API data volume changed
+	statusDirty  chan struct{} // a container changed state
+	goneCh       chan struct{} // the pod is gone from the API
+	goneOnce     sync.Once
+	stopCh       chan struct{} // the agent stops
+	stopOnce     sync.Once
 
 	mu         sync.Mutex
 	pod        *corev1.Pod
@@ -44,27 +49,28 @@ type podWorker struct {
 	// created yet (volumes, environment).
 	setupReason, setupMessage string
 	terminating               bool
-	needsHosts                bool        // a container runs a JVM, which reads <dir>/hosts
-	tokens                    []tokenFile // projected service-account tokens, once set up
+	needsHosts                bool // a container runs a JVM, which reads <dir>/hosts
 	conditions                map[corev1.PodConditionType]corev1.PodCondition
 	written                   *corev1.PodStatus // last status written
 }
 
 func newPodWorker(a *Agent, pod *corev1.Pod, seq int64) *podWorker {
 	return &podWorker{
-		a:           a,
-		uid:         pod.UID,
-		namespace:   pod.Namespace,
-		name:        pod.Name,
-		seq:         seq,
-		dir:         filepath.Join(a.cfg.Dir, "pods", fmt.Sprintf("%s_%s_%s", pod.Namespace, pod.Name, pod.UID)),
-		updated:     make(chan struct{}, 1),
-		statusDirty: make(chan struct{}, 1),
-		goneCh:      make(chan struct{}),
-		stopCh:      make(chan struct{}),
-		pod:         pod,
-		conditions:  map[corev1.PodConditionType]corev1.PodCondition{},
-		setupReason: ReasonContainerCreating,
+		a:            a,
+		uid:          pod.UID,
+		namespace:    pod.Namespace,
+		name:         pod.Name,
+		seq:          seq,
+		dir:          filepath.Join(a.cfg.Dir, "pods", fmt.Sprintf("%s_%s_%s", pod.Namespace, pod.Name, pod.UID)),
+		updated:      make(chan struct{}, 1),
+		volumesDirty: make(chan struct{}, 1),
+		objects:      newTokenCache(a),
+		statusDirty:  make(chan struct{}, 1),
+		goneCh:       make(chan struct{}),
+		stopCh:       make(chan struct{}),
+		pod:          pod,
+		conditions:   map[corev1.PodConditionType]corev1.PodCondition{},
+		setupReason:  ReasonContainerCreating,
 	}
 }
 
@@ -75,11 +81,16 @@ func (w *podWorker) logf(format string, args ...any) {
 }
 
 // update hands the worker a newer pod object (called with Agent.mu held).
+// New labels or annotations reach the downwardAPI volumes.
 func (w *podWorker) update(pod *corev1.Pod) {
 	w.mu.Lock()
+	old := w.pod
 	w.pod = pod
 	w.mu.Unlock()
 	signal(w.updated)
+	if !maps.Equal(old.Labels, pod.Labels) || !maps.Equal(old.Annotations, pod.Annotations) {
+		signal(w.volumesDirty)
+	}
 }
 
 func (w *podWorker) gone()          { w.goneOnce.Do(func() { close(w.goneCh) }) }
@@ -159,10 +170,15 @@ func (w *podWorker) run() {
 		}
 	}
 	w.syncHostsNow()
-	w.mu.Lock()
-	tokens := w.tokens
-	w.mu.Unlock()
-	go w.refreshTokens(ctx, tokens)
+	volumesDone := make(chan struct{})
+	go func() {
+		defer close(volumesDone)
+		w.volumeLoop(ctx)
+	}()
+	defer func() { // before cleanup removes the pod's directory
+		cancel()
+		<-volumesDone
+	}()
 	for _, c := range w.containerList() {
 		c.start()
 	}

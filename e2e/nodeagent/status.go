@@ -14,10 +14,8 @@ func (w *podWorker) setup() error {
 	if len(pod.Spec.InitContainers) > 0 {
 		return configError{errors.New("init containers are not supported by the local node agent")}
 	}
-	w.mu.Lock()
-	f := podFields{pod: pod, podIP: w.ip, hostIP: HostIP, capacity: w.a.cfg.Capacity, serviceEnv: w.a.serviceEnv}
-	w.mu.Unlock()
-	volumes, tokens, err := prepareVolumes(pod, w.dir, filepath.Join(w.a.cfg.Dir, "claims"), filepath.Join(w.a.cfg.Dir, "hostpath"), f, w.a)
+	f := w.fields(pod)
+	volumes, err := prepareVolumes(pod, w.dir, filepath.Join(w.a.cfg.Dir, "claims"), filepath.Join(w.a.cfg.Dir, "hostpath"), f, w.objects)
 	if err != nil {
 		return err
 	}
@@ -31,9 +29,15 @@ func (w *podWorker) setup() error {
 	}
 	w.mu.Lock()
 	w.containers = containers
-	w.tokens = tokens
 	w.mu.Unlock()
 	return nil
+}
+
+// fields are the downward API's values of pod (its IP as the worker has it).
+func (w *podWorker) fields(pod *corev1.Pod) podFields {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return podFields{pod: pod, podIP: w.ip, hostIP: HostIP, capacity: w.a.cfg.Capacity, serviceEnv: w.a.serviceEnv}
 }
 
 // computeStatus is the pod status as a kubelet would report it now.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -25,14 +26,6 @@ type serviceAccountToken struct {
 	Token string
 	// RefreshAt is when the kubelet would replace it: after 80% of its
 	// lifetime (the requested one, or less if the API server issued less).
-	RefreshAt time.Time
-}
-
-// tokenFile is a token the pod worker keeps fresh: the file at Path holds
-// the token of Source for the pod.
-type tokenFile struct {
-	Path      string
-	Source    corev1.ServiceAccountTokenProjection
 	RefreshAt time.Time
 }
 
@@ -75,47 +68,59 @@ func (a *Agent) serviceAccountToken(pod *corev1.Pod, p *corev1.ServiceAccountTok
 	return serviceAccountToken{Token: tr.Status.Token, RefreshAt: refreshAt(issued, seconds, tr.Status.ExpirationTimestamp.Time)}, nil
 }
 
-// refreshTokens keeps the pod's projected tokens fresh until ctx ends:
-// each is replaced (atomically, in its volume directory) when due; a
-// failed request is retried every 10 s.
-func (w *podWorker) refreshTokens(ctx context.Context, tokens []tokenFile) {
-	if len(tokens) == 0 {
-		return
+// tokenCache is the pod's objectSource for its API data volumes: ConfigMaps
+// and Secrets as the agent reads them, and service-account tokens requested
+// once and then reused until they are due for refresh (as the kubelet's
+// token manager does, by audience and lifetime), so that rewriting a
+// projected volume does not request a token each time. The pod worker
+// rewrites the volumes when the next token is due (nextRefresh).
+type tokenCache struct {
+	objectSource
+	mu     sync.Mutex
+	tokens map[tokenKey]serviceAccountToken
+}
+
+type tokenKey struct {
+	audience string
+	seconds  int64
+}
+
+func newTokenCache(src objectSource) *tokenCache {
+	return &tokenCache{objectSource: src, tokens: map[tokenKey]serviceAccountToken{}}
+}
+
+func (c *tokenCache) serviceAccountToken(pod *corev1.Pod, p *corev1.ServiceAccountTokenProjection) (serviceAccountToken, error) {
+	key := tokenKey{audience: p.Audience, seconds: defaultTokenSeconds}
+	if p.ExpirationSeconds != nil {
+		key.seconds = *p.ExpirationSeconds
 	}
-	for {
-		next := tokens[0].RefreshAt
-		for _, t := range tokens[1:] {
-			if t.RefreshAt.Before(next) {
-				next = t.RefreshAt
-			}
-		}
-		timer := time.NewTimer(time.Until(next))
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return
-		case <-timer.C:
-		}
-		for i := range tokens {
-			t := &tokens[i]
-			if time.Now().Before(t.RefreshAt) {
-				continue
-			}
-			tok, err := w.a.serviceAccountToken(w.current(), &t.Source)
-			if err == nil {
-				err = writeFileAtomic(t.Path, []byte(tok.Token), 0o644)
-			}
-			if err != nil {
-				if ctx.Err() == nil {
-					w.logf("token %s: %v (retrying)", t.Path, err)
-				}
-				t.RefreshAt = time.Now().Add(10 * time.Second)
-				continue
-			}
-			t.RefreshAt = tok.RefreshAt
-			w.logf("token %s refreshed; next at %s", t.Path, t.RefreshAt.Format(time.TimeOnly))
+	c.mu.Lock()
+	tok, ok := c.tokens[key]
+	c.mu.Unlock()
+	if ok && time.Now().Before(tok.RefreshAt) {
+		return tok, nil
+	}
+	tok, err := c.objectSource.serviceAccountToken(pod, p)
+	if err != nil {
+		return tok, err
+	}
+	c.mu.Lock()
+	c.tokens[key] = tok
+	c.mu.Unlock()
+	return tok, nil
+}
+
+// nextRefresh is when the first token is due; false without tokens.
+func (c *tokenCache) nextRefresh() (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var next time.Time
+	for _, t := range c.tokens {
+		if next.IsZero() || t.RefreshAt.Before(next) {
+			next = t.RefreshAt
 		}
 	}
+	return next, !next.IsZero()
 }
 
 // writeFileAtomic replaces path by a file with data (a rename in its

@@ -54,7 +54,6 @@ func TestRefreshTokens(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "jm", UID: types.UID("jm-uid")},
 		Spec:       corev1.PodSpec{ServiceAccountName: "flink"},
 	}
-	w := newPodWorker(a, pod, 1)
 	src := corev1.ServiceAccountTokenProjection{Path: "token", Audience: "flink", ExpirationSeconds: ptr.To[int64](1)}
 	tok, err := a.serviceAccountToken(pod, &src)
 	if err != nil || tok.Token != "token-1" {
@@ -63,24 +62,43 @@ func TestRefreshTokens(t *testing.T) {
 	if d := time.Until(tok.RefreshAt); d <= 0 || d > 800*time.Millisecond {
 		t.Errorf("refresh in %s, want 80%% of 1 s", d)
 	}
-	file := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(file, []byte(tok.Token), 0o644); err != nil {
+	// A pod with the projection: the worker writes token-2 at setup, then
+	// replaces it when due (through the token cache, which reuses it until
+	// then).
+	pod.Spec.Volumes = []corev1.Volume{{Name: "api", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+		Sources: []corev1.VolumeProjection{{ServiceAccountToken: &src}}}}}}
+	w := newPodWorker(a, pod, 1)
+	w.dir = t.TempDir()
+	if err := w.setup(); err != nil {
 		t.Fatal(err)
 	}
+	file := filepath.Join(w.dir, "volumes", "api", "token")
+	if b, err := os.ReadFile(file); err != nil || string(b) != "token-2" {
+		t.Fatalf("token file %q, %v after setup", b, err)
+	}
+	due, _ := w.objects.nextRefresh()
+	if _, err := w.objects.serviceAccountToken(pod, &src); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	if len(requests) != 2 && time.Now().Before(due) {
+		t.Errorf("%d token requests, want 2: the cache requests none before the token is due", len(requests))
+	}
+	mu.Unlock()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		w.refreshTokens(ctx, []tokenFile{{Path: file, Source: src, RefreshAt: tok.RefreshAt}})
+		w.volumeLoop(ctx)
 	}()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		b, _ := os.ReadFile(file)
-		if string(b) == "token-3" {
+		if string(b) == "token-4" {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("token file %q after 5 s, want token-3 (two refreshes)", b)
+			t.Fatalf("token file %q after 5 s, want token-4 (two refreshes)", b)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -21,12 +21,15 @@ type volume struct {
 }
 
 // prepareVolumes writes the pod's volumes below podDir/volumes and returns
-// them by name, with the projected service-account tokens to keep fresh:
+// them by name:
 //
-//   - configMap, secret, downwardAPI, projected: the keys as files (items
-//     and paths honoured), written once when the pod starts; a projected
-//     serviceAccountToken is a token from the TokenRequest API bound to the
-//     pod, refreshed by the pod worker (see refreshTokens);
+//   - configMap, secret, downwardAPI, projected ("API data" volumes): the
+//     keys as files (items, paths, defaultMode and modes honoured), written
+//     as the kubelet's atomic writer does (see atomicwriter.go); the pod
+//     worker keeps them in step with their objects afterwards (see
+//     syncAPIVolumes). A projected serviceAccountToken is a token from the
+//     TokenRequest API bound to the pod (src caches and refreshes it, see
+//     tokenCache);
 //   - emptyDir: an empty directory of the pod;
 //   - hostPath: the host path itself when it exists (the node is this
 //     machine); a missing one is never created on the machine: it is
@@ -37,55 +40,92 @@ type volume struct {
 //
 // Other volume types get an empty directory. A missing ConfigMap or Secret
 // that is not optional is an error (the pod waits, as with a kubelet).
-func prepareVolumes(pod *corev1.Pod, podDir, claimDir, hostPathDir string, f podFields, src objectSource) (map[string]volume, []tokenFile, error) {
+func prepareVolumes(pod *corev1.Pod, podDir, claimDir, hostPathDir string, f podFields, src objectSource) (map[string]volume, error) {
 	out := map[string]volume{}
-	var tokens []tokenFile
-	for _, v := range pod.Spec.Volumes {
-		dir := filepath.Join(podDir, "volumes", v.Name)
-		var files map[string][]byte
-		var toks []tokenFile
-		var err error
+	for i := range pod.Spec.Volumes {
+		v := &pod.Spec.Volumes[i]
+		dir := volumeDir(podDir, v.Name)
 		switch {
 		case v.HostPath != nil:
 			p, err := hostPathSource(v.HostPath, hostPathDir)
 			if err != nil {
-				return nil, nil, configError{fmt.Errorf("volume %s: %w", v.Name, err)}
+				return nil, configError{fmt.Errorf("volume %s: %w", v.Name, err)}
 			}
 			out[v.Name] = volume{Path: p}
 			continue
 		case v.PersistentVolumeClaim != nil:
 			dir = filepath.Join(claimDir, pod.Namespace, v.PersistentVolumeClaim.ClaimName)
-		case v.ConfigMap != nil:
-			files, err = configMapFiles(pod.Namespace, v.ConfigMap.Name, v.ConfigMap.Items, v.ConfigMap.Optional, src)
-		case v.Secret != nil:
-			files, err = secretFiles(pod.Namespace, v.Secret.SecretName, v.Secret.Items, v.Secret.Optional, src)
-		case v.DownwardAPI != nil:
-			files, err = downwardFiles(v.DownwardAPI.Items, f)
-		case v.Projected != nil:
-			files, toks, err = projectedFiles(pod, v.Projected.Sources, f, src)
-		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("volume %s: %w", v.Name, err)
+		case isAPIData(v):
+			if _, err := writeAPIVolume(pod, v, dir, f, src); err != nil {
+				return nil, err
+			}
+			out[v.Name] = volume{Path: dir, APIData: true}
+			continue
 		}
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		for _, name := range sortedKeys(files) {
-			p := filepath.Join(dir, filepath.FromSlash(name))
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				return nil, nil, err
-			}
-			if err := writeFileAtomic(p, files[name], 0o644); err != nil {
-				return nil, nil, err
-			}
-		}
-		for _, t := range toks {
-			t.Path = filepath.Join(dir, filepath.FromSlash(t.Path))
-			tokens = append(tokens, t)
-		}
-		out[v.Name] = volume{Path: dir, APIData: v.ConfigMap != nil || v.Secret != nil || v.DownwardAPI != nil || v.Projected != nil}
+		out[v.Name] = volume{Path: dir}
 	}
-	return out, tokens, nil
+	return out, nil
+}
+
+func volumeDir(podDir, name string) string { return filepath.Join(podDir, "volumes", name) }
+
+// isAPIData: a configMap, secret, downwardAPI or projected volume, which the
+// kubelet writes with its atomic writer, keeps up to date and mounts
+// read-only.
+func isAPIData(v *corev1.Volume) bool {
+	return v.ConfigMap != nil || v.Secret != nil || v.DownwardAPI != nil || v.Projected != nil
+}
+
+// apiVolumeFiles are the files of an API data volume as its objects are now.
+func apiVolumeFiles(pod *corev1.Pod, v *corev1.Volume, f podFields, src objectSource) (map[string]fileProjection, error) {
+	switch {
+	case v.ConfigMap != nil:
+		return configMapFiles(pod.Namespace, v.ConfigMap.Name, v.ConfigMap.Items, v.ConfigMap.Optional,
+			fileMode(v.ConfigMap.DefaultMode, defaultFileMode), src)
+	case v.Secret != nil:
+		return secretFiles(pod.Namespace, v.Secret.SecretName, v.Secret.Items, v.Secret.Optional,
+			fileMode(v.Secret.DefaultMode, defaultFileMode), src)
+	case v.DownwardAPI != nil:
+		return downwardFiles(v.DownwardAPI.Items, f, fileMode(v.DownwardAPI.DefaultMode, defaultFileMode))
+	case v.Projected != nil:
+		return projectedFiles(pod, v.Projected.Sources, f, fileMode(v.Projected.DefaultMode, defaultFileMode), src)
+	}
+	return nil, fmt.Errorf("volume %s holds no API data", v.Name)
+}
+
+// writeAPIVolume writes an API data volume's files as they are now into dir
+// (atomically, only when they changed).
+func writeAPIVolume(pod *corev1.Pod, v *corev1.Volume, dir string, f podFields, src objectSource) (changed bool, err error) {
+	files, err := apiVolumeFiles(pod, v, f, src)
+	if err == nil {
+		changed, err = writeAtomicDir(dir, files)
+	}
+	if err != nil {
+		return false, fmt.Errorf("volume %s: %w", v.Name, err)
+	}
+	return changed, nil
+}
+
+// volumeRefersTo: v shows the ConfigMap (kind "configmap") or Secret (kind
+// "secret") name, itself or in a projection.
+func volumeRefersTo(v *corev1.Volume, kind, name string) bool {
+	switch {
+	case v.ConfigMap != nil:
+		return kind == "configmap" && v.ConfigMap.Name == name
+	case v.Secret != nil:
+		return kind == "secret" && v.Secret.SecretName == name
+	case v.Projected != nil:
+		for _, s := range v.Projected.Sources {
+			if (kind == "configmap" && s.ConfigMap != nil && s.ConfigMap.Name == name) ||
+				(kind == "secret" && s.Secret != nil && s.Secret.Name == name) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // hostPathSource is where a hostPath volume's files are: the path itself if
@@ -121,12 +161,15 @@ func hostPathSource(hp *corev1.HostPathVolumeSource, hostPathDir string) (string
 }
 
 // keyFiles selects the files of a ConfigMap or Secret volume: every key, or
-// the listed items at their paths.
-func keyFiles(data map[string][]byte, items []corev1.KeyToPath, what string, optionalRef *bool) (map[string][]byte, error) {
+// the listed items at their paths, with mode unless an item has its own.
+func keyFiles(data map[string][]byte, items []corev1.KeyToPath, what string, optionalRef *bool, mode os.FileMode) (map[string]fileProjection, error) {
+	out := map[string]fileProjection{}
 	if len(items) == 0 {
-		return data, nil
+		for k, v := range data {
+			out[k] = fileProjection{Data: v, Mode: mode}
+		}
+		return out, nil
 	}
-	out := map[string][]byte{}
 	for _, it := range items {
 		v, ok := data[it.Key]
 		if !ok {
@@ -135,12 +178,12 @@ func keyFiles(data map[string][]byte, items []corev1.KeyToPath, what string, opt
 			}
 			return nil, fmt.Errorf("%s has no key %q", what, it.Key)
 		}
-		out[cleanRel(it.Path)] = v
+		out[cleanRel(it.Path)] = fileProjection{Data: v, Mode: fileMode(it.Mode, mode)}
 	}
 	return out, nil
 }
 
-func configMapFiles(ns, name string, items []corev1.KeyToPath, opt *bool, src objectSource) (map[string][]byte, error) {
+func configMapFiles(ns, name string, items []corev1.KeyToPath, opt *bool, mode os.FileMode, src objectSource) (map[string]fileProjection, error) {
 	cm, err := src.configMap(ns, name)
 	if err != nil {
 		if optional(opt) && isNotFound(err) {
@@ -155,10 +198,10 @@ func configMapFiles(ns, name string, items []corev1.KeyToPath, opt *bool, src ob
 	for k, v := range cm.BinaryData {
 		data[k] = v
 	}
-	return keyFiles(data, items, "configMap "+name, opt)
+	return keyFiles(data, items, "configMap "+name, opt, mode)
 }
 
-func secretFiles(ns, name string, items []corev1.KeyToPath, opt *bool, src objectSource) (map[string][]byte, error) {
+func secretFiles(ns, name string, items []corev1.KeyToPath, opt *bool, mode os.FileMode, src objectSource) (map[string]fileProjection, error) {
 	s, err := src.secret(ns, name)
 	if err != nil {
 		if optional(opt) && isNotFound(err) {
@@ -166,11 +209,11 @@ func secretFiles(ns, name string, items []corev1.KeyToPath, opt *bool, src objec
 		}
 		return nil, fmt.Errorf("secret %s: %w", name, err)
 	}
-	return keyFiles(s.Data, items, "secret "+name, opt)
+	return keyFiles(s.Data, items, "secret "+name, opt, mode)
 }
 
-func downwardFiles(items []corev1.DownwardAPIVolumeFile, f podFields) (map[string][]byte, error) {
-	out := map[string][]byte{}
+func downwardFiles(items []corev1.DownwardAPIVolumeFile, f podFields, mode os.FileMode) (map[string]fileProjection, error) {
+	out := map[string]fileProjection{}
 	for _, it := range items {
 		var v string
 		var err error
@@ -187,41 +230,38 @@ func downwardFiles(items []corev1.DownwardAPIVolumeFile, f podFields) (map[strin
 		if err != nil {
 			return nil, fmt.Errorf("downwardAPI %s: %w", it.Path, err)
 		}
-		out[cleanRel(it.Path)] = []byte(v)
+		out[cleanRel(it.Path)] = fileProjection{Data: []byte(v), Mode: fileMode(it.Mode, mode)}
 	}
 	return out, nil
 }
 
-func projectedFiles(pod *corev1.Pod, sources []corev1.VolumeProjection, f podFields, src objectSource) (map[string][]byte, []tokenFile, error) {
+func projectedFiles(pod *corev1.Pod, sources []corev1.VolumeProjection, f podFields, mode os.FileMode, src objectSource) (map[string]fileProjection, error) {
 	ns := pod.Namespace
-	out := map[string][]byte{}
-	var tokens []tokenFile
+	out := map[string]fileProjection{}
 	for _, s := range sources {
-		var files map[string][]byte
+		var files map[string]fileProjection
 		var err error
 		switch {
 		case s.ConfigMap != nil:
-			files, err = configMapFiles(ns, s.ConfigMap.Name, s.ConfigMap.Items, s.ConfigMap.Optional, src)
+			files, err = configMapFiles(ns, s.ConfigMap.Name, s.ConfigMap.Items, s.ConfigMap.Optional, mode, src)
 		case s.Secret != nil:
-			files, err = secretFiles(ns, s.Secret.Name, s.Secret.Items, s.Secret.Optional, src)
+			files, err = secretFiles(ns, s.Secret.Name, s.Secret.Items, s.Secret.Optional, mode, src)
 		case s.DownwardAPI != nil:
-			files, err = downwardFiles(s.DownwardAPI.Items, f)
+			files, err = downwardFiles(s.DownwardAPI.Items, f, mode)
 		case s.ServiceAccountToken != nil:
 			var tok serviceAccountToken
 			if tok, err = src.serviceAccountToken(pod, s.ServiceAccountToken); err == nil {
-				p := cleanRel(s.ServiceAccountToken.Path)
-				files = map[string][]byte{p: []byte(tok.Token)}
-				tokens = append(tokens, tokenFile{Path: p, Source: *s.ServiceAccountToken, RefreshAt: tok.RefreshAt})
+				files = map[string]fileProjection{cleanRel(s.ServiceAccountToken.Path): {Data: []byte(tok.Token), Mode: mode}}
 			}
 		}
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		for k, v := range files {
 			out[k] = v
 		}
 	}
-	return out, tokens, nil
+	return out, nil
 }
 
 // cleanRel keeps a volume file path inside its volume.
