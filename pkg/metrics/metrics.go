@@ -1,7 +1,8 @@
 // Package metrics defines the operator's Prometheus metrics. Label sets are
 // bounded on purpose: never a resource name, only namespaces, kinds, types,
 // states and endpoints, so cardinality does not grow with the number of
-// snapshots.
+// snapshots. The one exception is the job autoscaler's per-vertex series
+// (autoscaler.go), as upstream's: they exist only for autoscaled jobs.
 package metrics
 
 import (

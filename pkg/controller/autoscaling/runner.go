@@ -40,6 +40,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/autoscaler/options"
 	"github.com/flinkops/flink-operator/pkg/autoscaler/store"
 	"github.com/flinkops/flink-operator/pkg/flink"
+	"github.com/flinkops/flink-operator/pkg/metrics"
 )
 
 // Runner keeps one metric collector per job across syncs.
@@ -184,6 +185,12 @@ func (r *Runner) Run(ctx context.Context, in Input) (Output, error) {
 			return out, err
 		}
 	}
+	vertices := make([]metrics.AutoscalerVertex, len(dec.Vertices))
+	for i, v := range dec.Vertices {
+		vertices[i] = metrics.AutoscalerVertex{ID: v.ID, Parallelism: v.Current, RecommendedParallelism: v.Recommended,
+			TrueProcessingRate: v.TrueProcessingRate, TargetDataRate: v.TargetRate, Utilization: v.Utilization}
+	}
+	metrics.SetAutoscalerVertices(in.Owner.GetUID(), in.Owner.GetNamespace(), in.OwnerRef.Kind, in.Owner.GetName(), vertices)
 	log.V(1).Info("Autoscaler evaluated", "decision", dec.Reason, "scale", dec.Scale, "samples", len(j.collector.Samples()), "runningSince", graph.RunningSince)
 	out.Overrides, out.Scaled = next.Overrides, dec.Scale
 	if dec.ScalingReport != "" && (dec.ScalingReport != j.lastReport || in.Now.Sub(j.reportedAt) >= opts.ScalingEventInterval) {
@@ -204,9 +211,12 @@ func pending(g collect.JobGraph, overrides map[string]int, excluded []string) (s
 	return "", false
 }
 
-// Forget drops the job's collector (the resource is gone, or its
-// autoscaler off).
-func (r *Runner) Forget(uid types.UID) { r.jobs.Delete(uid) }
+// Forget drops the job's collector and metrics (the resource is gone, or
+// its autoscaler off).
+func (r *Runner) Forget(uid types.UID) {
+	r.jobs.Delete(uid)
+	metrics.ForgetAutoscaler(uid)
+}
 
 func (r *Runner) jobOf(uid types.UID) *job {
 	v, _ := r.jobs.LoadOrStore(uid, &job{})

@@ -13,6 +13,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/autoscaler/store"
 	"github.com/flinkops/flink-operator/pkg/config"
 	"github.com/flinkops/flink-operator/pkg/flink/fakejm"
+	"github.com/flinkops/flink-operator/pkg/metrics"
 	"github.com/flinkops/flink-operator/pkg/reasons"
 )
 
@@ -109,6 +110,10 @@ func TestAutoscalerScalesBusyVertexInPlace(t *testing.T) {
 	if n := countEvents(events, "Normal "+reasons.ReasonScaling+" "); n != 1 {
 		t.Errorf("%d Scaling events: %v", n, events)
 	}
+	// The vertex figures are exported (flink_operator_autoscaler_*).
+	if got := autoscalerMetric(t, "flink_operator_autoscaler_recommended_parallelism", string(before.UID), sinkVertex); got != 2 {
+		t.Errorf("recommended parallelism metric of the sink = %v, want 2", got)
+	}
 	// The user's spec is never written: the overrides live in the
 	// ConfigMap and in lastReconciledSpec only.
 	if got := f.Get("job"); strings.Contains(string(got.Spec.FlinkConfiguration.Raw), config.FlinkParallelismOverrides) {
@@ -195,4 +200,31 @@ func TestAutoscalerDisabledDropsOverrides(t *testing.T) {
 		t.Errorf("state not cleared: %+v", cm)
 	}
 	_ = got
+}
+
+// autoscalerMetric reads one vertex's series of the operator's registry
+// (the resource is identified by its name "job" and namespace; uid only
+// names the test's resource in messages).
+func autoscalerMetric(t *testing.T, family, uid, vertex string) float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != family {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["namespace"] == ns && labels["name"] == "job" && labels["kind"] == "FlinkDeployment" && labels["vertex"] == vertex {
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	t.Fatalf("no %s series for vertex %s of %s", family, vertex, uid)
+	return 0
 }

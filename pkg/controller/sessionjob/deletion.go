@@ -55,6 +55,7 @@ func (c *Controller) syncDeletion(ctx context.Context, key string, cached *v1bet
 		sc.Event(corev1.EventTypeNormal, reasons.ReasonCleanup, "Cleaning up FlinkSessionJob")
 		c.engine.RemoveFinalizer(sc.State, Finalizer)
 		sc.ForgetDisposalHold()
+		c.autoscaler.Forget(sc.Obj().UID)
 	}
 	return c.commit(ctx, sc)
 }
