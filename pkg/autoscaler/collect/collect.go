@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -91,9 +92,31 @@ type Vertex struct {
 	ID             string
 	Name           string
 	Parallelism    int
-	MaxParallelism int      // 0 if Flink reported none
-	Inputs         []string // ids of the vertices feeding this one
-	Source         bool     // no inputs
+	MaxParallelism int     // 0 if Flink reported none
+	Inputs         []Input // the edges into this vertex, as the plan lists them
+	Source         bool    // no inputs
+}
+
+// Input is one edge into a vertex.
+type Input struct {
+	// ID is the vertex feeding this one.
+	ID string
+	// ShipStrategy is how records cross the edge, as the plan's
+	// ship_strategy names Flink's partitioner: "HASH" (keyBy), "FORWARD",
+	// "REBALANCE", "RESCALE", "BROADCAST", "GLOBAL", "SHUFFLE", "CUSTOM";
+	// "" when the plan did not say.
+	ShipStrategy string
+}
+
+// ShipStrategyHash is the ship strategy of a keyBy edge (Flink's
+// KeyGroupStreamPartitioner).
+const ShipStrategyHash = "HASH"
+
+// Hash reports whether the edge is a keyBy edge, so that the receiving
+// vertex's key groups are spread over its subtasks (upstream's
+// ShipStrategy.of(...) == HASH: the name compared without case).
+func (in Input) Hash() bool {
+	return strings.EqualFold(strings.TrimSpace(in.ShipStrategy), ShipStrategyHash)
 }
 
 // Sample is one collection: a value set per vertex, in the order of the
@@ -152,6 +175,16 @@ type Collector struct {
 	mu      sync.Mutex
 	state   *jobState // nil until the first successful collection
 	history []Sample  // oldest first, at most opts.MaxSamples
+	// restored is a history given to Restore, adopted or dropped by the
+	// next successful collection.
+	restored *restored
+}
+
+// restored is a history kept across an operator restart, with the graph
+// it was collected on.
+type restored struct {
+	graph   JobGraph
+	samples []Sample
 }
 
 // jobState is what a graph build found: the graph, what identifies it,
@@ -205,11 +238,146 @@ func (c *Collector) Samples() []Sample {
 	return append([]Sample(nil), c.history...)
 }
 
-// Reset forgets the graph and the history.
+// History returns the graph of the last successful collection and the
+// history collected on it, oldest first, taken together (ok false before
+// the first successful collection): what the autoscaler ConfigMap keeps so
+// that the history survives a restart of the operator (see Restore). The
+// slice is a copy; the samples are shared and must not be modified.
+func (c *Collector) History() (g JobGraph, samples []Sample, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.state == nil {
+		return JobGraph{}, nil, false
+	}
+	return c.state.graph, append([]Sample(nil), c.history...), true
+}
+
+// Reset forgets the graph and the history, and a restored history not yet
+// adopted.
 func (c *Collector) Reset() {
 	c.mu.Lock()
-	c.state, c.history = nil, nil
+	c.state, c.history, c.restored = nil, nil, nil
 	c.mu.Unlock()
+}
+
+// Errors of Restore, to be matched with errors.Is.
+var (
+	// ErrInvalidHistory: the graph or the samples given to Restore are
+	// not a history the collector could have kept.
+	ErrInvalidHistory = errors.New("invalid history")
+	// ErrHasCollected: Restore on a collector that has collected since
+	// New or Reset (its own history is newer than a stored one).
+	ErrHasCollected = errors.New("the collector has collected already")
+)
+
+// Restore gives a new collector the history a previous one kept (as
+// History returned it, stored in the autoscaler ConfigMap), so that the
+// metrics window need not fill again after a restart of the operator
+// (upstream keeps its collectedMetrics in the ConfigMap for this).
+//
+// The history is checked: g has a job id and vertices with distinct ids
+// and a parallelism of at least 1, inputs naming vertices of g; samples
+// are in time order (equal times allowed, as Collect allows them), none
+// at the zero time, and each has one entry per vertex of g, in g's order.
+// Samples older than the newest one minus the window, and beyond
+// MaxSamples, are dropped (the oldest first), as Collect trims. Nothing is
+// restored from an invalid history (ErrInvalidHistory) or when the
+// collector has collected since New or Reset (ErrHasCollected). No
+// samples restore nothing.
+//
+// The restored history is pending: Graph, Samples and History do not show
+// it. The next successful Collect keeps it, followed by its own sample and
+// trimmed to the window at its time, only where Collect would have kept a
+// history of its own: the same job id, the same vertices in the same order
+// with the same parallelism (the graph is built again from the JobManager
+// first), the job RUNNING since the same time (it has not restarted), and
+// the collection not before the newest restored sample (a clock behind
+// the previous operator's). Otherwise it is dropped and the history starts
+// with the new sample. A collection that fails keeps it pending.
+func (c *Collector) Restore(g JobGraph, samples []Sample) error {
+	if err := validHistory(g, samples); err != nil {
+		return fmt.Errorf("collect: restoring the history of job %s: %w: %w", g.JobID, ErrInvalidHistory, err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.state != nil {
+		return fmt.Errorf("collect: restoring the history of job %s: %w", g.JobID, ErrHasCollected)
+	}
+	if len(samples) == 0 {
+		c.restored = nil
+		return nil
+	}
+	// Trim as append would at the newest sample's time.
+	cutoff := samples[len(samples)-1].Time.Add(-c.opts.Window)
+	drop := 0
+	for drop < len(samples) && samples[drop].Time.Before(cutoff) {
+		drop++
+	}
+	drop = max(drop, len(samples)-c.opts.MaxSamples)
+	c.restored = &restored{graph: g, samples: append([]Sample(nil), samples[drop:]...)}
+	return nil
+}
+
+// validHistory checks a history given to Restore.
+func validHistory(g JobGraph, samples []Sample) error {
+	if g.JobID == "" {
+		return errors.New("no job id")
+	}
+	if len(g.Vertices) == 0 {
+		return errors.New("no vertices")
+	}
+	ids := make(map[string]bool, len(g.Vertices))
+	for _, v := range g.Vertices {
+		if v.ID == "" || ids[v.ID] {
+			return fmt.Errorf("vertex id %q empty or repeated", v.ID)
+		}
+		if v.Parallelism < 1 {
+			return fmt.Errorf("vertex %s has parallelism %d", v.ID, v.Parallelism)
+		}
+		ids[v.ID] = true
+	}
+	for _, v := range g.Vertices {
+		for _, in := range v.Inputs {
+			if !ids[in.ID] {
+				return fmt.Errorf("vertex %s has an input from %q, not a vertex of the graph", v.ID, in.ID)
+			}
+		}
+	}
+	for i, s := range samples {
+		if s.Time.IsZero() {
+			return fmt.Errorf("sample %d has no time", i)
+		}
+		if i > 0 && s.Time.Before(samples[i-1].Time) {
+			return fmt.Errorf("sample %d (%s) is before sample %d (%s)", i, s.Time.Format(time.RFC3339Nano), i-1, samples[i-1].Time.Format(time.RFC3339Nano))
+		}
+		if len(s.Vertices) != len(g.Vertices) {
+			return fmt.Errorf("sample %d has %d vertices, the graph %d", i, len(s.Vertices), len(g.Vertices))
+		}
+		for k, m := range s.Vertices {
+			if m.VertexID != g.Vertices[k].ID {
+				return fmt.Errorf("sample %d: vertex %d is %q, the graph's %q", i, k, m.VertexID, g.Vertices[k].ID)
+			}
+		}
+	}
+	return nil
+}
+
+// adopt says whether the restored history r still holds for the graph st
+// just built from the job's details, RUNNING since runningSince, at now:
+// Collect's rules for keeping a history.
+func (r *restored) adopt(st *jobState, runningSince, now time.Time) bool {
+	g := st.graph
+	if r.graph.JobID != g.JobID || len(r.graph.Vertices) != len(g.Vertices) {
+		return false
+	}
+	for i, v := range g.Vertices {
+		if w := r.graph.Vertices[i]; w.ID != v.ID || w.Parallelism != v.Parallelism {
+			return false
+		}
+	}
+	return r.graph.RunningSince.Equal(runningSince) &&
+		!runningSince.After(r.samples[0].Time) &&
+		!now.Before(r.samples[len(r.samples)-1].Time)
 }
 
 // Collect takes one sample of job jobID at time now and appends it to the
@@ -246,6 +414,12 @@ func (c *Collector) Collect(ctx context.Context, jobID string, now time.Time) (S
 	if len(c.history) > 0 && runningSince.After(c.history[0].Time) {
 		restart = true // the job restarted since the first sample
 	}
+	// A restored history is adopted only by the collection that builds the
+	// collector's first graph (Restore requires no graph yet).
+	var adopted []Sample
+	if c.restored != nil && c.state == nil && c.restored.adopt(st, runningSince, now) {
+		adopted = c.restored.samples
+	}
 
 	if err := c.refreshSourceNames(ctx, st, jobID, now); err != nil {
 		return Sample{}, err
@@ -262,6 +436,10 @@ func (c *Collector) Collect(ctx context.Context, jobID string, now time.Time) (S
 		clear(c.history) // release the old samples
 		c.history = c.history[:0]
 	}
+	if adopted != nil {
+		c.history = append(c.history, adopted...)
+	}
+	c.restored = nil
 	c.append(sample, now)
 	return sample, nil
 }
@@ -318,9 +496,9 @@ func (c *Collector) buildState(ctx context.Context, d *flink.JobDetails, fp stri
 	for i, fv := range fg.Vertices {
 		v := Vertex{ID: fv.ID, Name: fv.Name, Parallelism: fv.Parallelism, MaxParallelism: fv.MaxParallelism, Source: fv.IsSource()}
 		if len(fv.Inputs) > 0 {
-			v.Inputs = make([]string, len(fv.Inputs))
+			v.Inputs = make([]Input, len(fv.Inputs))
 			for k, in := range fv.Inputs {
-				v.Inputs[k] = in.ID
+				v.Inputs[k] = Input{ID: in.ID, ShipStrategy: in.ShipStrategy}
 			}
 		}
 		st.graph.Vertices[i] = v

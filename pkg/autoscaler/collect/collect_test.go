@@ -129,10 +129,10 @@ func TestCollectSample(t *testing.T) {
 			if !src.Source || src.Parallelism != 2 || src.MaxParallelism != 8 || src.Name != "Source: in" || len(src.Inputs) != 0 {
 				t.Errorf("source %+v", src)
 			}
-			if mp.Source || mp.Parallelism != 3 || mp.MaxParallelism != 128 || len(mp.Inputs) != 1 || mp.Inputs[0] != vSrc {
+			if mp.Source || mp.Parallelism != 3 || mp.MaxParallelism != 128 || len(mp.Inputs) != 1 || mp.Inputs[0] != (collect.Input{ID: vSrc, ShipStrategy: "HASH"}) || !mp.Inputs[0].Hash() {
 				t.Errorf("map %+v", mp)
 			}
-			if sink.Source || len(sink.Inputs) != 1 || sink.Inputs[0] != vMap {
+			if sink.Source || len(sink.Inputs) != 1 || sink.Inputs[0] != (collect.Input{ID: vMap, ShipStrategy: "REBALANCE"}) || sink.Inputs[0].Hash() {
 				t.Errorf("sink %+v", sink)
 			}
 

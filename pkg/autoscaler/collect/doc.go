@@ -26,7 +26,16 @@
 //     graph changes.
 //
 // Time is an input (Collect's now); the package has no clock. Nothing here
-// reads Kubernetes. Unlike upstream, the history is not persisted.
+// reads Kubernetes. As upstream keeps its collectedMetrics in the
+// autoscaler ConfigMap, the history can outlive the collector: History
+// gives the graph and the samples to store (pkg/autoscaler/store encodes
+// them), Restore gives them to the next operator's collector, and its
+// first collection keeps them only if the job is still the one they were
+// collected on (same job id, vertices and parallelism, not restarted).
+//
+// The graph's edges carry the plan's ship strategy, so that a keyBy
+// ("HASH") edge is known: its receiving vertex's parallelism is aligned to
+// its key groups (max parallelism), as upstream aligns it.
 //
 // REST calls per collection, for a job of V running vertices:
 //

@@ -2,12 +2,19 @@
 // what pkg/autoscaler/evaluate and decide read, so neither side depends on
 // the other's types.
 //
-// The collector does not (yet) report three things the core can use: which
-// edges are hash (keyBy) edges, a source's partition count, and slot sharing
-// groups. Without them no parallelism is aligned to key groups or partitions,
-// and the quota check treats all vertices as one slot sharing group. Nor does
-// it collect JobManager or TaskManager metrics, so GC pressure and heap usage
-// are unknown (NaN) and never block a rescale.
+// Edges keep the plan's ship strategy: an input whose ship strategy is
+// "HASH" (a keyBy; collect.Input.Hash) becomes a hash edge, and a vertex with
+// a hash input has its parallelism aligned to its key groups (its max
+// parallelism), as upstream's JobVertexScaler aligns a vertex whose input
+// ship strategies contain HASH. FORWARD, REBALANCE, RESCALE, BROADCAST and
+// the others are not aligned.
+//
+// The collector does not (yet) report two things the core can use: a
+// source's partition count and slot sharing groups. Without them no source
+// is aligned to its partitions, and the quota check treats all vertices as
+// one slot sharing group. Nor does it collect JobManager or TaskManager
+// metrics, so GC pressure and heap usage are unknown (NaN) and never block a
+// rescale.
 package feed
 
 import (
@@ -18,13 +25,14 @@ import (
 )
 
 // Graph converts the collector's job graph. A vertex without a max
-// parallelism keeps 0 (no key-group bound).
+// parallelism keeps 0 (no key-group bound); an input is a hash edge when
+// its ship strategy is HASH.
 func Graph(g collect.JobGraph) evaluate.Graph {
 	out := make(evaluate.Graph, 0, len(g.Vertices))
 	for _, v := range g.Vertices {
 		ev := evaluate.Vertex{ID: v.ID, Parallelism: v.Parallelism, MaxParallelism: v.MaxParallelism}
 		for _, in := range v.Inputs {
-			ev.Inputs = append(ev.Inputs, evaluate.Edge{From: in})
+			ev.Inputs = append(ev.Inputs, evaluate.Edge{From: in.ID, Hash: in.Hash()})
 		}
 		out = append(out, ev)
 	}
