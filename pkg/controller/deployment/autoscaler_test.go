@@ -110,6 +110,10 @@ func TestAutoscalerScalesBusyVertexInPlace(t *testing.T) {
 	if n := countEvents(events, "Normal "+reasons.ReasonScaling+" "); n != 1 {
 		t.Errorf("%d Scaling events: %v", n, events)
 	}
+	// As upstream (its test_autoscaler.sh waits for both): SpecChanged, then Scaling.
+	if n := countEvents(events, "Normal "+reasons.ReasonSpecChanged+" Spec changed, scaling in place"); n != 1 {
+		t.Errorf("%d SpecChanged events: %v", n, events)
+	}
 	// The vertex figures are exported (flink_operator_autoscaler_*).
 	if got := autoscalerMetric(t, "flink_operator_autoscaler_recommended_parallelism", string(before.UID), sinkVertex); got != 2 {
 		t.Errorf("recommended parallelism metric of the sink = %v, want 2", got)

@@ -180,6 +180,10 @@ func (s *State[T, S]) scaleInPlace(ctx context.Context, d Driver[S], spec S, cfg
 	st.Reconciliation.ReconciliationTimestamp = s.now.UnixMilli()
 	s.recorded = &lifecycle.Reconciled[S]{Spec: spec, Meta: lifecycle.Meta{APIVersion: s.recorded.Meta.APIVersion}}
 	s.Cfg = cfg
+	// Upstream reports every spec change, a scale included, as SpecChanged
+	// before its Scaling event (scripts and alerts wait for both).
+	s.Event(corev1.EventTypeNormal, reasons.ReasonSpecChanged, "Spec changed, scaling in place (%s: %s)",
+		config.FlinkParallelismOverrides, cfg.String(config.FlinkParallelismOverrides))
 	s.Event(corev1.EventTypeNormal, reasons.ReasonScaling, "In-place scaling triggered")
 	return true
 }
