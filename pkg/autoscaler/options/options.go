@@ -7,7 +7,7 @@
 // Every key is described once, in the table `all`: its name, its default as
 // upstream's documentation prints it, its type, its older names, and where it
 // lands in Options. Parse walks that table; the tests compare it with
-// upstream's generated option list (testdata/autoscaler-options.tsv).
+// upstream's generated option list (pkg/upstreamtest/testdata/config).
 package options
 
 import (
