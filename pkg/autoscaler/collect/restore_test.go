@@ -7,7 +7,10 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/flinkops/flink-operator/pkg/autoscaler/collect"
+	"github.com/flinkops/flink-operator/pkg/autoscaler/store"
 	"github.com/flinkops/flink-operator/pkg/flink"
 	"github.com/flinkops/flink-operator/pkg/flink/fakejm"
 )
@@ -212,5 +215,26 @@ func TestRestoreRejects(t *testing.T) {
 	}
 	if _, err := col.Collect(context.Background(), job, t0.Add(6*time.Minute)); err != nil || len(col.Samples()) != 1 {
 		t.Errorf("after an empty restore: %d samples, %v", len(col.Samples()), err)
+	}
+}
+
+// Through the ConfigMap, as across an operator restart: History stored by
+// store.Encode, read by store.DecodeMetrics, restored, adopted.
+func TestRestoreThroughTheConfigMap(t *testing.T) {
+	e, job, g, ss := collected(t)
+	data, err := store.Encode(store.Stored{Metrics: &store.Metrics{Graph: g, Samples: ss}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := store.DecodeMetrics(&corev1.ConfigMap{Data: data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := restoredCollector(t, e, collect.Options{}, m.Graph, m.Samples)
+	if _, err := col.Collect(context.Background(), job, t0.Add(5*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if got := col.Samples(); len(got) != 6 || got[2].Vertices[1] != ss[2].Vertices[1] {
+		t.Errorf("history %v", times(got))
 	}
 }

@@ -12,6 +12,12 @@
 // key of its own, as upstream compresses its history; upstream's history
 // keys (scalingHistory, scalingTracking, collectedMetrics, ...) are left as
 // they are and not read (their YAML is upstream's Java types).
+//
+// The collector's metric history (pkg/autoscaler/collect's graph and
+// samples) is kept, as upstream keeps its collectedMetrics, under a key of
+// its own (KeyMetrics, see Metrics), so that the metrics window survives a
+// restart of the operator. A ConfigMap written before it (or by upstream)
+// simply has no history.
 package store
 
 import (
@@ -52,6 +58,11 @@ func Name(resource string) string { return "autoscaler-" + resource }
 type Stored struct {
 	// State is the autoscaler's memory; its Overrides are those in force.
 	State decide.State
+	// Metrics, when not nil, is the metric history Encode writes under
+	// KeyMetrics (bounded: the oldest samples go first; no samples remove
+	// the key). Nil leaves what the ConfigMap holds under KeyMetrics as
+	// it is. Decode leaves it nil: DecodeMetrics reads it.
+	Metrics *Metrics
 }
 
 // Decode reads cm (nil: nothing stored yet). Overrides written by
@@ -78,8 +89,11 @@ func Decode(cm *corev1.ConfigMap) (Stored, error) {
 }
 
 // Encode gives the ConfigMap's data for s, dropping the oldest scalings
-// while the encoded state is larger than MaxStateBytes. Keys of cm's data
-// that are not this package's (upstream's history) are kept as they are.
+// while the encoded state is larger than MaxStateBytes, and with s.Metrics
+// the oldest samples while the metric history is over its bounds
+// (MaxMetricsBytes, and the whole data within MaxDataBytes). Keys of cm's
+// data that are not this package's (upstream's history) are kept as they
+// are.
 func Encode(s Stored, old map[string]string) (map[string]string, error) {
 	data := maps.Clone(old)
 	if data == nil {
@@ -101,6 +115,12 @@ func Encode(s Stored, old map[string]string) (map[string]string, error) {
 		delete(data, KeyParallelismOverrides)
 	} else {
 		data[KeyParallelismOverrides] = FormatOverrides(s.State.Overrides)
+	}
+	if s.Metrics != nil {
+		// Last: the metrics fit in what the other keys leave.
+		if err := putMetrics(data, s.Metrics); err != nil {
+			return nil, err
+		}
 	}
 	return data, nil
 }
