@@ -5,10 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/flinkops/flink-operator/cmd/fake-jobmanager/synthload"
 	"github.com/flinkops/flink-operator/pkg/flink"
 	"github.com/flinkops/flink-operator/pkg/flink/fakejm"
 )
@@ -21,6 +23,10 @@ type config struct {
 	jobCount  int      // --jobs N
 	jobIDs    []string // --jobs id1,id2
 	opts      fakejm.Options
+	// load is the synthetic load of --load (or $FAKE_JOBMANAGER_LOAD);
+	// nil: none.
+	load     *synthload.Spec
+	loadTick time.Duration
 }
 
 // parseFlags turns the command line into a config.
@@ -29,6 +35,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		cfg      config
 		version  string
 		jobs     string
+		load     string
 		fs       = flag.NewFlagSet("fake-jobmanager", flag.ContinueOnError)
 		defaults = fakejm.Options{}
 	)
@@ -47,6 +54,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&cfg.opts.DisableWebSubmit, "disable-web-submit", defaults.DisableWebSubmit, "serve no /jars endpoints (no flink-runtime-web)")
 	fs.StringVar(&cfg.readyFile, "ready-file", "", "also write the startup JSON line to this file")
 	fs.BoolVar(&cfg.logReqs, "log-requests", false, "log every request to stderr")
+	fs.StringVar(&load, "load", os.Getenv(synthload.EnvVar), "steady synthetic load on every job, for the job autoscaler: \"rate=<records/s>;capacity=<per-subtask records/s of each vertex, source first>[;parallelism=N][;backlog=false]\" (a job graph of that chain; resource-requirements PUTs rescale it as Flink's adaptive scheduler would); default $"+synthload.EnvVar)
+	fs.DurationVar(&cfg.loadTick, "load-tick", time.Second, "how often the synthetic load's metrics are updated")
 	if err := fs.Parse(args); err != nil {
 		return cfg, usageError{err}
 	}
@@ -63,6 +72,16 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	cfg.opts.Version = v
 	if err := cfg.parseJobs(jobs); err != nil {
 		return cfg, usageError{err}
+	}
+	if strings.TrimSpace(load) != "" {
+		sp, err := synthload.Parse(load)
+		if err != nil {
+			return cfg, usageError{err}
+		}
+		cfg.load = &sp
+	}
+	if cfg.loadTick <= 0 {
+		return cfg, usageError{errors.New("--load-tick must be positive")}
 	}
 	return cfg, nil
 }

@@ -160,3 +160,39 @@ func TestSIGTERMShutsDownGracefully(t *testing.T) {
 		t.Errorf("stderr %q lacks the shutdown log", stderr.String())
 	}
 }
+
+// --load (or $FAKE_JOBMANAGER_LOAD) serves a synthetic load: the jobs'
+// graph is the load's chain, with metrics.
+func TestLoadFlag(t *testing.T) {
+	t.Setenv("FAKE_JOBMANAGER_LOAD", "rate=1000;capacity=2000,600")
+	cfg, err := parseFlags(nil, io.Discard)
+	if err != nil || cfg.load == nil || cfg.load.String() != "rate=1000;capacity=2000,600" {
+		t.Fatalf("from the environment: %+v, %v", cfg.load, err)
+	}
+	if _, err := parseFlags([]string{"--load", "rate=x"}, io.Discard); err == nil {
+		t.Error("a bad --load was accepted")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"--listen", "127.0.0.1:0", "--jobs", "1", "--load", "rate=1000;capacity=2000,1500,600", "--load-tick", "100ms"}, pw, io.Discard)
+		pw.Close()
+	}()
+	rl := readReady(t, pr)
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	c, _ := flink.New(flink.Config{BaseURL: rl.URL, Version: flink.V1_20})
+	d, err := c.Job(ctx, rl.Jobs[0])
+	if err != nil || len(d.Vertices) != 3 || d.Vertices[2].Name != "Sink: synthetic" {
+		t.Fatalf("job %+v, %v", d, err)
+	}
+	m, err := c.VertexMetrics(ctx, rl.Jobs[0], d.Vertices[2].ID, []string{"busyTimeMsPerSecond"}, flink.AggMax)
+	if err != nil || len(m) != 1 || m[0].Max != 1000 {
+		t.Errorf("the sink's busy time: %+v, %v; want 1000 (overloaded)", m, err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/flinkops/flink-operator/cmd/fake-jobmanager/synthload"
 	"github.com/flinkops/flink-operator/pkg/flink/fakejm"
 )
 
@@ -43,6 +44,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	jobs, err := addJobs(jm, cfg)
 	if err != nil {
 		return err
+	}
+
+	if cfg.load != nil {
+		// One step before the first request can read metrics.
+		d := synthload.New(jm, *cfg.load)
+		if err := d.Step(time.Now()); err != nil {
+			logger.Printf("synthetic load: %v", err)
+		}
+		go d.Run(ctx, cfg.loadTick)
+		logger.Printf("synthetic load %s", cfg.load)
 	}
 
 	ln, err := net.Listen("tcp", cfg.listen)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/http"
 	"os"
@@ -28,6 +29,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
+	"github.com/flinkops/flink-operator/cmd/fake-jobmanager/synthload"
 	"github.com/flinkops/flink-operator/e2e/framework"
 	"github.com/flinkops/flink-operator/e2e/localcluster"
 	"github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
@@ -67,6 +69,8 @@ type Result struct {
 	Idle *Window `json:"idle,omitempty"`
 	// Restart is the window after the operator restarted.
 	Restart *Window `json:"restart,omitempty"`
+	// Autoscaler is the measured window of the autoscaler scenarios.
+	Autoscaler *AutoscalerWindow `json:"autoscaler,omitempty"`
 	// Operator is the first operator process over the whole run, up to the
 	// restart.
 	Operator ProcFigures `json:"operator"`
@@ -205,6 +209,8 @@ func Run(t *testing.T, ctx context.Context, cfg Config) []*Result {
 				b.suspended()
 			case ScenarioRunning:
 				b.running()
+			case ScenarioAutoscaler, ScenarioAutoscalerOff:
+				b.autoscaler()
 			}
 			b.windows()
 			b.finish()
@@ -223,8 +229,11 @@ func (b *bench) newResult() *Result {
 	r := &Result{Scenario: b.scenario, Name: b.cfg.Name, OperatorBin: b.opBin, Date: time.Now().UTC().Format(time.RFC3339)}
 	r.Machine = machine()
 	n, m := b.cfg.Deployments, b.cfg.Snapshots
-	if b.scenario == ScenarioRunning {
+	switch {
+	case b.scenario == ScenarioRunning:
 		n, m = b.cfg.RunningDeployments, b.cfg.RunningSnapshots
+	case isAutoscaler(b.scenario):
+		n, m = b.cfg.AutoscalerDeployments, 0
 	}
 	r.Config.Deployments, r.Config.Snapshots, r.Config.Namespaces = n, m, b.cfg.Namespaces
 	r.Config.Quiet, r.Config.Idle, r.Config.RestartWindow = b.cfg.Quiet.String(), b.cfg.Idle.String(), b.cfg.RestartWindow.String()
@@ -348,7 +357,7 @@ func (b *bench) start() {
 		}
 		b.ns = append(b.ns, ns)
 	}
-	if b.scenario == ScenarioRunning { // pods are admitted once the default ServiceAccount exists
+	if runsJobs(b.scenario) { // pods are admitted once the default ServiceAccount exists
 		for _, ns := range b.ns {
 			b.waitFor(time.Minute, "ServiceAccount default in "+ns, func() bool {
 				_, err := b.kube.CoreV1().ServiceAccounts(ns).Get(b.ctx, "default", metav1.GetOptions{})
@@ -357,7 +366,7 @@ func (b *bench) start() {
 		}
 	}
 	b.informers()
-	if b.scenario == ScenarioRunning {
+	if runsJobs(b.scenario) {
 		spDir := filepath.Join(b.dir, "savepoints")
 		if err := os.MkdirAll(spDir, 0o755); err != nil {
 			t.Fatal(err)
@@ -376,6 +385,9 @@ func (b *bench) start() {
 		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", port)}, b.cfg.OperatorArgs...)
 	if !b.cfg.NoWebhook {
 		b.opArgs = append(b.opArgs, b.webhook()...)
+	}
+	if isAutoscaler(b.scenario) {
+		b.opArgs = append(b.opArgs, "--config="+b.operatorConfig())
 	}
 	b.res.Config.OperatorArgs = b.opArgs
 	b.res.Config.OperatorEnv = b.cfg.OperatorEnv
@@ -499,19 +511,27 @@ func (b *bench) deployment(i int, running bool) *v1beta1.FlinkDeployment {
 		image, state = "flinkops/fake-jobmanager:1.20", v1beta1.JobStateRunning
 	}
 	res := &v1beta1.ResourceSpec{Memory: "1024m", CPU: ptr.To(0.1)}
+	conf := map[string]string{
+		"taskmanager.numberOfTaskSlots":         "1",
+		"execution.checkpointing.savepoint-dir": "file://" + filepath.Join(b.dir, "savepoints"),
+	}
+	jm := &v1beta1.JobManagerSpec{Resource: res}
+	if isAutoscaler(b.scenario) {
+		maps.Copy(conf, b.autoscalerConf())
+		jm.PodTemplate = &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name: "flink-main-container", Env: []corev1.EnvVar{{Name: synthload.EnvVar, Value: b.cfg.AutoscalerLoad}},
+		}}}}
+	}
 	return &v1beta1.FlinkDeployment{
 		ObjectMeta: metav1.ObjectMeta{Name: depName(i), Namespace: b.nsOf(i)},
 		Spec: v1beta1.FlinkDeploymentSpec{
-			Image:          image,
-			FlinkVersion:   v1beta1.FlinkVersion1_20,
-			Mode:           v1beta1.DeploymentModeStandalone,
-			ServiceAccount: "default",
-			FlinkConfiguration: v1beta1.NewConfiguration(map[string]string{
-				"taskmanager.numberOfTaskSlots":         "1",
-				"execution.checkpointing.savepoint-dir": "file://" + filepath.Join(b.dir, "savepoints"),
-			}),
-			JobManager:  &v1beta1.JobManagerSpec{Resource: res},
-			TaskManager: &v1beta1.TaskManagerSpec{Resource: res},
+			Image:              image,
+			FlinkVersion:       v1beta1.FlinkVersion1_20,
+			Mode:               v1beta1.DeploymentModeStandalone,
+			ServiceAccount:     "default",
+			FlinkConfiguration: v1beta1.NewConfiguration(conf),
+			JobManager:         jm,
+			TaskManager:        &v1beta1.TaskManagerSpec{Resource: res},
 			Job: &v1beta1.JobSpec{
 				JarURI:      "local:///opt/flink/usrlib/testjob.jar",
 				Parallelism: ptr.To[int32](1),
@@ -869,6 +889,21 @@ func (b *bench) suspended() {
 // savepoints at once.
 func (b *bench) running() {
 	n, m := b.cfg.RunningDeployments, b.cfg.RunningSnapshots
+	b.runDeployments(n)
+	pr := b.beginPhase("savepoints of running jobs", map[string]int{classDeployment: n, classSnapshot: m}, m)
+	var keys []string
+	pr.first, pr.lastCreate, keys = b.createSnapshots(n, m)
+	b.settle(pr, "savepoints", func() (bool, string) {
+		ok, s, _ := b.snapshotProgress(keys)
+		return ok, s
+	})
+	_, _, pr.p.States = b.snapshotProgress(keys)
+	b.latencies(pr.p, keys)
+}
+
+// runDeployments creates n deployments on fake JobManagers and waits until
+// every job runs (the phase "running deployments").
+func (b *bench) runDeployments(n int) {
 	pr := b.beginPhase("running deployments", map[string]int{classDeployment: n}, n)
 	pr.first, pr.lastCreate = b.createDeployments(n, true)
 	b.settle(pr, "deployments", func() (bool, string) {
@@ -893,20 +928,14 @@ func (b *bench) running() {
 		b.finish()
 		b.t.Fatalf("the jobs did not all run within %s", b.cfg.SettleTimeout)
 	}
-	pr = b.beginPhase("savepoints of running jobs", map[string]int{classDeployment: n, classSnapshot: m}, m)
-	var keys []string
-	pr.first, pr.lastCreate, keys = b.createSnapshots(n, m)
-	b.settle(pr, "savepoints", func() (bool, string) {
-		ok, s, _ := b.snapshotProgress(keys)
-		return ok, s
-	})
-	_, _, pr.p.States = b.snapshotProgress(keys)
-	b.latencies(pr.p, keys)
 }
 
 // windows: the idle window, then a restart of the operator.
 func (b *bench) windows() {
 	b.res.Operator = figures(b.proc())
+	if isAutoscaler(b.scenario) {
+		return // its window is the measurement
+	}
 	for _, p := range b.res.Phases {
 		if !p.Settled {
 			b.res.Notes = append(b.res.Notes, "idle and restart windows skipped: not settled")
@@ -1002,6 +1031,9 @@ func Report(r *Result) string {
 		}
 		f("  Flink REST calls: %.0f (%.2f per snapshot) %v", p.RESTTotal, p.RESTPerSnapshot, p.REST)
 		f("  operator at the end: RSS %.1f MiB, peak %.1f MiB; heap in use %.1f MiB, peak %.1f MiB; CPU %.1f s (%.2f ms per object)", p.Operator.RSSMiB, p.Operator.PeakRSSMiB, p.Operator.HeapMiB, p.Operator.PeakHeapMiB, p.Operator.CPUSeconds, p.CPUSecondsPerObject*1000)
+	}
+	if r.Autoscaler != nil {
+		reportAutoscaler(f, r.Autoscaler)
 	}
 	for _, w := range []struct {
 		name string

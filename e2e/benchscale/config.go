@@ -3,10 +3,22 @@ package benchscale
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/flinkops/flink-operator/cmd/fake-jobmanager/synthload"
 )
+
+// isAutoscaler: the scenario runs jobs with a synthetic load for the job
+// autoscaler.
+func isAutoscaler(scenario string) bool {
+	return scenario == ScenarioAutoscaler || scenario == ScenarioAutoscalerOff
+}
+
+// runsJobs: the scenario's jobs run on the fake node.
+func runsJobs(scenario string) bool { return scenario == ScenarioRunning || isAutoscaler(scenario) }
 
 // Config is one benchmark run.
 type Config struct {
@@ -21,6 +33,23 @@ type Config struct {
 	// RunningDeployments and RunningSnapshots are N and M of the running
 	// scenario (the savepoints spread round-robin over the jobs).
 	RunningDeployments, RunningSnapshots int
+	// AutoscalerDeployments is N of the autoscaler scenarios: jobs on fake
+	// JobManagers serving AutoscalerLoad, the job autoscaler on
+	// (ScenarioAutoscaler) or off (ScenarioAutoscalerOff).
+	AutoscalerDeployments int
+	// AutoscalerWindow is the measured window of the autoscaler scenarios,
+	// from when every job runs.
+	AutoscalerWindow time.Duration
+	// AutoscalerLoad is the synthetic load of every job
+	// (cmd/fake-jobmanager/synthload.Parse).
+	AutoscalerLoad string
+	// AutoscalerMetricsWindow is job.autoscaler.metrics.window (Flink
+	// duration syntax).
+	AutoscalerMetricsWindow string
+	// ReconcileInterval is kubernetes.operator.reconcile.interval of the
+	// autoscaler scenarios (the operator's --config): one collection and
+	// decision per job per interval while steady.
+	ReconcileInterval string
 	// Namespaces the load is spread over; the operator watches them all.
 	Namespaces int
 	// Quiet is how long without an operator write counts as settled.
@@ -56,9 +85,19 @@ type Config struct {
 
 // Scenarios.
 const (
-	ScenarioSuspended = "suspended"
-	ScenarioRunning   = "running"
+	ScenarioSuspended     = "suspended"
+	ScenarioRunning       = "running"
+	ScenarioAutoscaler    = "autoscaler"
+	ScenarioAutoscalerOff = "autoscaler-off"
 )
+
+// DefaultAutoscalerLoad is the jobs' synthetic load: 1,000 records/s
+// offered to a chain source → map → sink whose subtasks process 2,000,
+// 1,500 and 600 records/s. At parallelism 1 the sink holds the chain to
+// 600/s (the source falls behind, its backlog reported), the map is busy
+// 40 % of the time, the source 30 %: the autoscaler raises the sink to 3
+// (busy 56 %) and leaves the rest.
+const DefaultAutoscalerLoad = "rate=1000;capacity=2000,1500,600"
 
 // SmallConfig is the small variant: about two minutes on 2 cores.
 func SmallConfig() Config {
@@ -75,7 +114,30 @@ func SmallConfig() Config {
 		Idle:               30 * time.Second,
 		RestartWindow:      20 * time.Second,
 		CreateWorkers:      32,
+
+		AutoscalerDeployments:   10,
+		AutoscalerWindow:        75 * time.Second,
+		AutoscalerLoad:          DefaultAutoscalerLoad,
+		AutoscalerMetricsWindow: "1 min",
+		ReconcileInterval:       "15 s",
 	}
+}
+
+// AutoscalerSmallConfig is the small autoscaler variant: 10 jobs with the
+// autoscaler on, a 75 s window (under 3 minutes in all).
+func AutoscalerSmallConfig() Config {
+	c := SmallConfig()
+	c.Name = "small"
+	c.Scenarios = []string{ScenarioAutoscaler}
+	return c
+}
+
+// AutoscalerConfig is issue 33's size: 100 jobs, the autoscaler on then
+// off, 5 minutes measured each.
+func AutoscalerConfig() Config {
+	c := FullConfig()
+	c.Scenarios = []string{ScenarioAutoscaler, ScenarioAutoscalerOff}
+	return c
 }
 
 // FullConfig is issue 21's size.
@@ -89,6 +151,9 @@ func FullConfig() Config {
 	c.Idle = 10 * time.Minute
 	c.RestartWindow = time.Minute
 	c.CreateWorkers = 64
+	c.AutoscalerDeployments = 100
+	c.AutoscalerWindow = 5 * time.Minute
+	c.AutoscalerMetricsWindow = "2 min"
 	return c
 }
 
@@ -114,6 +179,18 @@ const (
 	EnvOperatorEnv        = "FLINKOP_BENCH_OPERATOR_ENV"  // space-separated KEY=VALUE
 	EnvWebhook            = "FLINKOP_BENCH_WEBHOOK"       // 0: no admission webhook
 	EnvResultsDir         = "FLINKOP_BENCH_RESULTS_DIR"
+)
+
+// Environment variables of the autoscaler scenarios.
+const (
+	// FLINKOP_BENCH_AUTOSCALER=1 runs TestBenchAutoscaler (issue 33's
+	// size) at all.
+	EnvAutoscaler              = "FLINKOP_BENCH_AUTOSCALER"
+	EnvAutoscalerDeployments   = "FLINKOP_BENCH_AUTOSCALER_DEPLOYMENTS" // N, autoscaler scenarios
+	EnvAutoscalerWindow        = "FLINKOP_BENCH_AUTOSCALER_WINDOW"      // duration
+	EnvAutoscalerLoad          = "FLINKOP_BENCH_AUTOSCALER_LOAD"        // synthload.Parse
+	EnvAutoscalerMetricsWindow = "FLINKOP_BENCH_AUTOSCALER_METRICS_WINDOW"
+	EnvReconcileInterval       = "FLINKOP_BENCH_RECONCILE_INTERVAL"
 )
 
 // FromEnv applies the FLINKOP_BENCH_* variables that are set.
@@ -149,7 +226,7 @@ func (c Config) FromEnv() (Config, error) {
 		c.Scenarios = nil
 		for _, s := range strings.Split(v, ",") {
 			switch s = strings.TrimSpace(s); s {
-			case ScenarioSuspended, ScenarioRunning:
+			case ScenarioSuspended, ScenarioRunning, ScenarioAutoscaler, ScenarioAutoscalerOff:
 				c.Scenarios = append(c.Scenarios, s)
 			case "":
 			default:
@@ -162,6 +239,11 @@ func (c Config) FromEnv() (Config, error) {
 	num(EnvRunningDeployments, &c.RunningDeployments)
 	num(EnvRunningSnapshots, &c.RunningSnapshots)
 	num(EnvNamespaces, &c.Namespaces)
+	num(EnvAutoscalerDeployments, &c.AutoscalerDeployments)
+	dur(EnvAutoscalerWindow, &c.AutoscalerWindow)
+	str(EnvAutoscalerLoad, &c.AutoscalerLoad)
+	str(EnvAutoscalerMetricsWindow, &c.AutoscalerMetricsWindow)
+	str(EnvReconcileInterval, &c.ReconcileInterval)
 	num(EnvWorkers, &c.CreateWorkers)
 	dur(EnvQuiet, &c.Quiet)
 	dur(EnvSettleTimeout, &c.SettleTimeout)
@@ -190,6 +272,9 @@ func (c Config) FromEnv() (Config, error) {
 	}
 	if c.CreateWorkers < 1 {
 		c.CreateWorkers = 1
+	}
+	if _, err := synthload.Parse(c.AutoscalerLoad); err != nil && slices.ContainsFunc(c.Scenarios, isAutoscaler) {
+		errs = append(errs, EnvAutoscalerLoad+": "+err.Error())
 	}
 	if len(errs) > 0 {
 		return c, fmt.Errorf("%s", strings.Join(errs, "; "))

@@ -10,7 +10,13 @@
 //     snapshots referencing them (they end ABANDONED: nothing runs);
 //   - running: N FlinkDeployments running on fake JobManagers (the node
 //     agent runs cmd/fake-jobmanager for each JobManager pod), then one
-//     savepoint per job, all created at once (they end COMPLETED).
+//     savepoint per job, all created at once (they end COMPLETED);
+//   - autoscaler and autoscaler-off (issue 33's cost): N FlinkDeployments on
+//     fake JobManagers serving a steady synthetic load
+//     (cmd/fake-jobmanager/synthload: a source → map → sink job graph, its
+//     metrics, and in-place rescales as Flink's adaptive scheduler does
+//     them), with the job autoscaler on or off, then a measured window
+//     (autoscaler.go).
 //
 // Figures: time from the first create to settling (every snapshot terminal
 // and no operator write for a quiet period), the operator's API writes per
@@ -21,6 +27,9 @@
 // restart of the operator.
 //
 // TestBenchScaleSmall is the small variant (a couple of minutes); the full
-// size runs only with FLINKOP_BENCH_SCALE=1 (TestBenchScale). Both read
-// their sizes from FLINKOP_BENCH_* variables (see config.go).
+// size runs only with FLINKOP_BENCH_SCALE=1 (TestBenchScale). Likewise
+// TestBenchAutoscalerSmall (10 jobs, under 2 minutes) and, with
+// FLINKOP_BENCH_AUTOSCALER=1, TestBenchAutoscaler (100 jobs, on then off,
+// 5 minutes each). All read their sizes from FLINKOP_BENCH_* variables
+// (see config.go).
 package benchscale

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/flinkops/flink-operator/cmd/fake-jobmanager/synthload"
 	"github.com/flinkops/flink-operator/pkg/flink"
 	"github.com/flinkops/flink-operator/pkg/flink/fakejm"
 )
@@ -34,7 +36,9 @@ import (
 // Deployment controller need. One process for all JobManagers: 1,000 fit,
 // where 1,000 fake-jobmanager processes (~8 MiB each) plus their
 // TaskManager processes would crowd this machine. Pod IPs come from
-// 127.210.0.0/16, outside the node agents' 127.100-127.199.
+// 127.210.0.0/16, outside the node agents' 127.100-127.199. A JobManager
+// pod whose container has $FAKE_JOBMANAGER_LOAD serves that synthetic load
+// (cmd/fake-jobmanager/synthload), as cmd/fake-jobmanager does.
 type fakeNode struct {
 	ctx          context.Context
 	kube         kubernetes.Interface
@@ -54,6 +58,10 @@ type fakePod struct {
 	srv  *http.Server
 	jm   *fakejm.Server
 	jobs int
+	// load drives the synthetic load the pod's $FAKE_JOBMANAGER_LOAD asks
+	// for (nil: none), until stopLoad.
+	load     *synthload.Driver
+	stopLoad context.CancelFunc
 }
 
 const fakeNodeName = "bench-node"
@@ -123,6 +131,9 @@ func (n *fakeNode) jobManagers() int {
 }
 
 func (p *fakePod) stop() {
+	if p.stopLoad != nil {
+		p.stopLoad()
+	}
 	if p.srv != nil {
 		_ = p.srv.Close()
 	}
@@ -208,13 +219,74 @@ func (n *fakeNode) run(pod *corev1.Pod) (*fakePod, error) {
 		}
 		p.jobs = 1
 	}
+	if spec, ok, err := podLoad(pod); err != nil {
+		return nil, err
+	} else if ok {
+		// As cmd/fake-jobmanager does with the variable: the job's graph
+		// and metrics follow the load, and resource-requirements PUTs
+		// rescale it (Flink's adaptive scheduler).
+		p.load = synthload.New(jm, spec)
+		if err := p.load.Step(time.Now()); err != nil {
+			return nil, err
+		}
+	}
 	ln, err := net.Listen("tcp", p.ip+":8081")
 	if err != nil {
 		return nil, err
 	}
+	if p.load != nil {
+		ctx, cancel := context.WithCancel(n.ctx)
+		p.stopLoad = cancel
+		go p.load.Run(ctx, loadTick)
+	}
 	p.jm, p.srv = jm, &http.Server{Handler: jm, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = p.srv.Serve(ln) }()
 	return p, nil
+}
+
+// loadTick is how often a synthetic load updates its job's metrics.
+const loadTick = 2 * time.Second
+
+// podLoad is the synthetic load of the pod's $FAKE_JOBMANAGER_LOAD (the
+// FlinkDeployment's JobManager pod template sets it).
+func podLoad(pod *corev1.Pod) (synthload.Spec, bool, error) {
+	for _, c := range pod.Spec.Containers {
+		for _, e := range c.Env {
+			if e.Name == synthload.EnvVar && e.Value != "" {
+				spec, err := synthload.Parse(e.Value)
+				return spec, err == nil, err
+			}
+		}
+	}
+	return synthload.Spec{}, false, nil
+}
+
+// parallelism counts the jobs of the synthetic loads by their vertices'
+// parallelism as the fake JobManagers run them ("1-1-3").
+func (n *fakeNode) parallelism() map[string]int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := map[string]int{}
+	for _, p := range n.running {
+		if p.load == nil || p.jm == nil {
+			continue
+		}
+		for _, id := range p.jm.JobIDs() {
+			ps := p.load.Parallelism(id)
+			if ps == nil {
+				continue
+			}
+			key := ""
+			for i, x := range ps {
+				if i > 0 {
+					key += "-"
+				}
+				key += strconv.Itoa(x)
+			}
+			out[key]++
+		}
+	}
+	return out
 }
 
 // jobID is $internal.pipeline.job-id from the pod's ConfigMap volumes.
