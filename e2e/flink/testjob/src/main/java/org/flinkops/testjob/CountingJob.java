@@ -9,6 +9,7 @@ import org.apache.flink.api.common.state.ValueStateDescriptor;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.connector.source.util.ratelimit.RateLimiterStrategy;
 import org.apache.flink.connector.datagen.source.DataGeneratorSource;
+import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
 import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
@@ -55,10 +56,26 @@ import java.util.Map;
  * job fails again after every restart), {@code --log-every N} (10), {@code --checkpoint-interval
  * MS} used only if the cluster configuration does not enable checkpointing (5000; 0 = leave off),
  * {@code --job-name NAME} ("CountingJob").
+ *
+ * <p>A job that can be loaded (only with {@code --load-file PATH}; without it the job graph is the
+ * one above, unchanged): the source's rate is re-read from the file (see {@link LoadFile}: {@code
+ * rate=N}, {@code cost-ms=M}; {@code --rate} is the rate until the file gives one), and a stage
+ * {@code load} (uid and name {@code load}, its own job vertex: keyed by {@code seq % keys}, chaining
+ * disabled, max parallelism {@code --load-max-parallelism}, default 128) between the source and the
+ * counter sleeps {@code cost-ms} per record ({@code --cost-ms} until the file gives one, default 0),
+ * which Flink counts as busy time. The stage is stateless and keyed like the counter, so records of
+ * a key keep their order and the invariant above holds at any parallelism of the stage, across
+ * savepoints and rescaling. See e2e/flink/README.md.
  */
 public final class CountingJob {
 
     private static final Logger LOG = LoggerFactory.getLogger(CountingJob.class);
+
+    /** uid and name of the load stage (and so its job vertex's name) with {@code --load-file}. */
+    static final String LOAD_UID = "load";
+
+    /** Default max parallelism (key groups) of the load stage: {@code --load-max-parallelism}. */
+    static final int LOAD_MAX_PARALLELISM = 128;
 
     public static void main(String[] args) throws Exception {
         Map<String, String> opts = parseArgs(args);
@@ -71,6 +88,15 @@ public final class CountingJob {
         if (rate <= 0 || keys <= 0 || logEvery <= 0 || failAfter < 0) {
             throw new IllegalArgumentException("--rate, --keys and --log-every must be > 0, --fail-after >= 0");
         }
+        String loadFile = opts.get("load-file");
+        double costMs = Double.parseDouble(opts.getOrDefault("cost-ms", "0"));
+        int loadMaxParallelism =
+                Integer.parseInt(opts.getOrDefault("load-max-parallelism", String.valueOf(LOAD_MAX_PARALLELISM)));
+        if (loadFile != null && (loadFile.isEmpty() || !(costMs >= 0) || Double.isInfinite(costMs)
+                || loadMaxParallelism < 1 || loadMaxParallelism > 32768)) {
+            throw new IllegalArgumentException(
+                    "--load-file must not be empty, --cost-ms must be >= 0, --load-max-parallelism in [1, 32768]");
+        }
 
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
         if (checkpointInterval > 0 && !env.getCheckpointConfig().isCheckpointingEnabled()) {
@@ -79,12 +105,31 @@ public final class CountingJob {
 
         DataGeneratorSource<Long> source =
                 new DataGeneratorSource<>(
-                        seq -> seq, Long.MAX_VALUE, RateLimiterStrategy.perSecond(rate), Types.LONG);
+                        seq -> seq,
+                        Long.MAX_VALUE,
+                        loadFile == null
+                                ? RateLimiterStrategy.perSecond(rate)
+                                : new LoadRateLimiterStrategy(loadFile, rate),
+                        Types.LONG);
 
-        env.fromSource(source, WatermarkStrategy.noWatermarks(), "sequence")
-                .uid("source")
-                .setParallelism(1) // a single split: the sequence is emitted in order
-                .keyBy(seq -> seq % keys, Types.LONG)
+        DataStream<Long> sequence =
+                env.fromSource(source, WatermarkStrategy.noWatermarks(), "sequence")
+                        .uid("source")
+                        .setParallelism(1); // a single split: the sequence is emitted in order
+        if (loadFile != null) {
+            // The load stage: its own job vertex (keyed input, chaining off), keyed like the
+            // counter so that each key's records reach the counter in sequence order at any
+            // parallelism of either.
+            sequence =
+                    sequence.keyBy(seq -> seq % keys, Types.LONG)
+                            .map(new LoadStage(loadFile, costMs))
+                            .returns(Types.LONG)
+                            .uid(LOAD_UID)
+                            .name(LOAD_UID)
+                            .setMaxParallelism(loadMaxParallelism)
+                            .disableChaining();
+        }
+        sequence.keyBy(seq -> seq % keys, Types.LONG)
                 .process(new Counter(keys, failAfter, logEvery))
                 .uid("counter")
                 .name("counter")
@@ -95,6 +140,11 @@ public final class CountingJob {
         LOG.info(
                 "CountingJob starting: rate={} keys={} failAfter={} logEvery={}",
                 rate, keys, failAfter, logEvery);
+        if (loadFile != null) {
+            LOG.info(
+                    "CountingJob load stage: load file {}, initial cost-ms={}, max parallelism {}",
+                    loadFile, costMs, loadMaxParallelism);
+        }
         env.execute(jobName);
     }
 
