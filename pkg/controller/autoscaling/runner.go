@@ -12,9 +12,10 @@
 // already applied). The operator's caches hold ConfigMaps without their
 // data, so the runner reads the ConfigMap once per job (after a start of
 // the operator) and then keeps what it last wrote: it is the only writer
-// (a conflict reads it again). The metric history stays in memory (one
-// collector per job): after an operator restart the metrics window fills
-// again before the next decision.
+// (a conflict reads it again). The metric history (one collector per job)
+// is stored there too, with every state write and at least every third of
+// the metrics window, and restored by the next operator's first collector
+// of the job.
 package autoscaling
 
 import (
@@ -61,7 +62,9 @@ type job struct {
 	// lastReport and reportedAt: a ScalingReport is emitted again only when
 	// it changes or after scaling.event.interval (upstream's rule).
 	lastReport string
-	reportedAt time.Time
+	// metricsStored is when the metric history was last written.
+	metricsStored time.Time
+	reportedAt    time.Time
 }
 
 // Input is what one run reads of a sync.
@@ -144,6 +147,16 @@ func (r *Runner) Run(ctx context.Context, in Input) (Output, error) {
 			return out, err
 		}
 		j.opts = want
+		// The history an earlier operator stored: kept by the next
+		// collection if the job still runs as it did (collect's rules).
+		if m, err := store.DecodeMetrics(j.cm); err != nil {
+			log.Info("Stored autoscaler metrics dropped", "err", err) // expendable: the window fills again
+		} else if len(m.Samples) > 0 {
+			if err := j.collector.Restore(m.Graph, m.Samples); err != nil {
+				log.V(1).Info("Stored autoscaler metrics not restored", "err", err)
+			}
+			j.metricsStored = in.Now
+		}
 	}
 	cctx, cancel := context.WithTimeout(ctx, opts.RestClientTimeout)
 	_, err = j.collector.Collect(cctx, in.JobID, in.Now)
@@ -179,11 +192,21 @@ func (r *Runner) Run(ctx context.Context, in Input) (Output, error) {
 	if dec.Reset {
 		next.Overrides = nil
 	}
-	if !cmp.Equal(next, stored.State, cmpopts.EquateNaNs(), cmpopts.EquateEmpty()) {
+	changed := !cmp.Equal(next, stored.State, cmpopts.EquateNaNs(), cmpopts.EquateEmpty())
+	// The metric history goes with every state write, and on its own once
+	// a third of the metrics window has passed since it was last stored:
+	// an operator restart then loses at most that much of the window
+	// (upstream writes it at every reconcile).
+	if changed || in.Now.Sub(j.metricsStored) >= opts.MetricsWindow/3 {
+		toStore := store.Stored{State: next}
+		if g, samples, ok := j.collector.History(); ok {
+			toStore.Metrics = &store.Metrics{Graph: g, Samples: samples}
+		}
 		// Recorded before anything applies it.
-		if err := r.write(ctx, j, in, store.Stored{State: next}); err != nil {
+		if err := r.write(ctx, j, in, toStore); err != nil {
 			return out, err
 		}
+		j.metricsStored = in.Now
 	}
 	vertices := make([]metrics.AutoscalerVertex, len(dec.Vertices))
 	for i, v := range dec.Vertices {
@@ -285,12 +308,14 @@ func (r *Runner) clear(ctx context.Context, j *job) error {
 	}
 	_, state := cm.Data[store.KeyState]
 	_, overrides := cm.Data[store.KeyParallelismOverrides]
-	if !state && !overrides {
+	_, metrics := cm.Data[store.KeyMetrics]
+	if !state && !overrides && !metrics {
 		return nil
 	}
 	cm = cm.DeepCopy()
 	delete(cm.Data, store.KeyState)
 	delete(cm.Data, store.KeyParallelismOverrides)
+	delete(cm.Data, store.KeyMetrics)
 	if _, err := r.Kube.CoreV1().ConfigMaps(cm.Namespace).Update(ctx, cm, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("clearing the autoscaler's state in ConfigMap %s/%s: %w", cm.Namespace, cm.Name, err)
 	}

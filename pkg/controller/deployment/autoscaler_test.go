@@ -232,3 +232,30 @@ func autoscalerMetric(t *testing.T, family, uid, vertex string) float64 {
 	t.Fatalf("no %s series for vertex %s of %s", family, vertex, uid)
 	return 0
 }
+
+// The metric history is in the ConfigMap: a new operator restores it and
+// decides without waiting for a whole metrics window again.
+func TestAutoscalerHistorySurvivesRestart(t *testing.T) {
+	f := newFixture(t)
+	f.Deploy(f.autoscaled("job"))
+	overloadSink(t, f.jm("job"))
+	step := func() {
+		f.Step("job")
+		f.Clock.Step(15 * time.Second)
+	}
+	// Two of the four samples a decision needs here (TestAutoscalerScalesBusyVertexInPlace).
+	step()
+	step()
+	if cm, _ := f.autoscalerState("job"); cm == nil || cm.Data[store.KeyMetrics] == "" {
+		t.Fatalf("no metric history stored: %+v", cm)
+	}
+	f.Restart()
+	for n := 1; n <= 3; n++ {
+		step()
+		if d := f.Get("job"); strings.Contains(d.Status.ReconciliationStatus.LastReconciledSpec, sinkVertex+":2") {
+			t.Logf("scaled %d syncs after the restart", n)
+			return
+		}
+	}
+	t.Fatalf("not scaled within 3 syncs of the restart: the stored history was not used (%s)", statusString(f.Get("job")))
+}
