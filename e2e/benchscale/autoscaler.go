@@ -100,10 +100,18 @@ func (b *bench) operatorConfig() string {
 	return path
 }
 
+// autoscalerQuiet is the quiet that settles the start of the autoscaler
+// scenarios' jobs.
+const autoscalerQuiet = 5 * time.Second
+
 // autoscaler: N jobs with the synthetic load until all run, then the
 // measured window.
 func (b *bench) autoscaler() {
 	n := b.cfg.AutoscalerDeployments
+	// Settled once every job runs and the start's writes are over: with
+	// the autoscaler on, its ConfigMap writes (every third of the metrics
+	// window) begin soon after, and would never leave a longer quiet.
+	b.cfg.Quiet = min(b.cfg.Quiet, autoscalerQuiet)
 	b.runDeployments(n)
 	w := &AutoscalerWindow{Enabled: b.scenario == ScenarioAutoscaler, Jobs: n, Load: b.cfg.AutoscalerLoad,
 		FlinkConfiguration: b.autoscalerConf(), OperatorConfig: b.operatorConfigValues()}
