@@ -38,9 +38,10 @@ type jobVertex struct {
 // between source and counter. Writing the load file changes the source's rate
 // (records counted per second) and the load stage's per-record cost, which
 // shows as its busyTimeMsPerSecond over REST: low, then clearly higher, then low
-// again, without restarting the job. Then a savepoint, restored at parallelism
-// 1 (the load stage and the counter rescaled) and into the job without
-// --load-file: the keyed counter continues, with no mismatch.
+// again, without restarting the job. The loaded job starts from a savepoint of
+// the plain one, and its savepoint is restored at parallelism 1 (the load stage
+// and the counter rescaled), then into the job without --load-file: the keyed
+// counter continues every time, with no mismatch.
 func TestRealFlinkLoad(t *testing.T) {
 	for i, v := range Versions() {
 		t.Run(v, func(t *testing.T) { testLoad(t, v, i) })
@@ -109,20 +110,23 @@ func testLoad(t *testing.T, version string, index int) {
 	load := jobVertex{loadVertexID, "load", 2, 128}
 
 	// 1. Without --load-file: the usual job graph.
-	plain := run("plain-"+version, map[string]any{}, "--keys", "100")
+	plain := run("plain-"+version, map[string]any{}, "--keys", "100", "--rate", "200")
 	if got, want := vertices(plain), []jobVertex{source, counter}; !reflect.DeepEqual(got, want) {
 		t.Errorf("job graph without --load-file:\n got %+v\nwant %+v", got, want)
 	}
-	cancelJobByID(t, ctx, rest, plain)
+	acc := waitAccumulators(t, ctx, rest, plain, func(a accumulators) bool { return a.MaxCount >= 5 })
+	location := triggerSavepointCancel(t, ctx, rest, plain)
 
-	// 2. With --load-file, at a low load.
+	// 2. With --load-file, at a low load, from the plain job's savepoint (the
+	// load stage is new and has no state).
 	loadFile := filepath.Join(c.base, "load.txt")
 	writeLoad(t, loadFile, lowLoad)
 	jobArgs := []string{"--keys", "100", "--rate", "5", "--load-file", loadFile}
-	job := run("loaded-"+version, map[string]any{}, jobArgs...)
+	job := run("loaded-"+version, map[string]any{"savepointPath": location}, jobArgs...)
 	if got, want := vertices(job), []jobVertex{source, load, counter}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("job graph with --load-file:\n got %+v\nwant %+v", got, want)
 	}
+	checkStateContinued(t, ctx, rest, job, acc.MaxCount, "with --load-file, from the plain job's savepoint")
 	t.Logf("%s: job %s RUNNING with the load stage, %s after the JM JVM started", version, job, time.Since(jm.Started).Round(time.Second))
 
 	busy := func() float64 { return loadBusy(ctx, rest, job) }
@@ -172,13 +176,13 @@ func testLoad(t *testing.T, version string, index int) {
 	}
 	writeLoad(t, loadFile, lowLoad)
 
-	acc := waitAccumulators(t, ctx, rest, job, func(a accumulators) bool { return a.Records > 0 })
+	acc = waitAccumulators(t, ctx, rest, job, func(a accumulators) bool { return a.Records > 0 })
 	if acc.Mismatches != 0 {
 		t.Errorf("mismatches with the load stage: %+v", acc)
 	}
 
 	// 6. Savepoint, cancel; restore at parallelism 1 (load stage and counter rescaled).
-	location := triggerSavepointCancel(t, ctx, rest, job)
+	location = triggerSavepointCancel(t, ctx, rest, job)
 	before := acc.MaxCount // the savepoint holds at least this
 	restored := run("loaded-restored-"+version, map[string]any{"savepointPath": location, "parallelism": 1}, jobArgs...)
 	load1, counter1 := load, counter
