@@ -62,6 +62,9 @@ type job struct {
 	// lastReport and reportedAt: a ScalingReport is emitted again only when
 	// it changes or after scaling.event.interval (upstream's rule).
 	lastReport string
+	// lastProblem is the last collection error or decision logged: each
+	// is logged when it changes, not at every sync.
+	lastProblem string
 	// metricsStored is when the metric history was last written.
 	metricsStored time.Time
 	reportedAt    time.Time
@@ -97,7 +100,22 @@ type Output struct {
 	Report string
 	// Scaled: this run recorded a rescale.
 	Scaled bool
+	// Next is when the autoscaler wants to look again (0: no wish): often
+	// enough for a metrics window shorter than the reconcile interval to
+	// hold samples to decide on.
+	Next time.Duration
 }
+
+// minSamplesPerWindow is how many collections the sync cadence gives a
+// metrics window at least: upstream collects once per reconcile.interval
+// only, so a window of a few intervals never has enough samples to decide
+// (its docs ask for a window well above the interval); here the job is
+// looked at again within a tenth of the window, never more often than
+// every minCadence.
+const (
+	minSamplesPerWindow = 10
+	minCadence          = 10 * time.Second
+)
 
 // ErrStore is wrapped by errors reading the ConfigMap: what runs cannot be
 // known, and the caller keeps what the job runs now.
@@ -135,6 +153,7 @@ func (r *Runner) Run(ctx context.Context, in Input) (Output, error) {
 	if !in.Running || in.Client == nil || in.JobID == "" {
 		return out, nil
 	}
+	out.Next = max(minCadence, opts.MetricsWindow/minSamplesPerWindow)
 	j.client.set(in.Client)
 	// The collector keeps half a window more than the metrics window: it
 	// drops what is older than its window, and evaluate needs a sample at
@@ -162,7 +181,12 @@ func (r *Runner) Run(ctx context.Context, in Input) (Output, error) {
 	_, err = j.collector.Collect(cctx, in.JobID, in.Now)
 	cancel()
 	if err != nil {
-		log.V(2).Info("Autoscaler metrics not collected", "err", err)
+		// Once per distinct cause: a job whose metrics cannot be read
+		// is never scaled, and the log should say why.
+		if msg := err.Error(); msg != j.lastProblem {
+			log.Info("Autoscaler metrics not collected", "err", err)
+			j.lastProblem = msg
+		}
 		return out, nil
 	}
 	graph, ok := j.collector.Graph()
@@ -214,6 +238,10 @@ func (r *Runner) Run(ctx context.Context, in Input) (Output, error) {
 			TrueProcessingRate: v.TrueProcessingRate, TargetDataRate: v.TargetRate, Utilization: v.Utilization}
 	}
 	metrics.SetAutoscalerVertices(in.Owner.GetUID(), in.Owner.GetNamespace(), in.OwnerRef.Kind, in.Owner.GetName(), vertices)
+	if dec.Reason != j.lastProblem {
+		log.Info("Autoscaler evaluated", "decision", dec.Reason, "scale", dec.Scale)
+		j.lastProblem = dec.Reason
+	}
 	log.V(1).Info("Autoscaler evaluated", "decision", dec.Reason, "scale", dec.Scale, "samples", len(j.collector.Samples()), "runningSince", graph.RunningSince)
 	out.Overrides, out.Scaled = next.Overrides, dec.Scale
 	if dec.ScalingReport != "" && (dec.ScalingReport != j.lastReport || in.Now.Sub(j.reportedAt) >= opts.ScalingEventInterval) {

@@ -52,6 +52,7 @@ func Sync[T jobengine.Object[T, S], S jobengine.Spec[S]](ctx context.Context, r 
 	case err != nil:
 		st.Event(corev1.EventTypeWarning, reasons.ReasonAutoscalerError, "%v", err)
 	}
+	st.RequeueWithin(out.Next)
 	if out.Report != "" {
 		st.Event(corev1.EventTypeNormal, reasons.ReasonScalingReport, "%s", out.Report)
 	}

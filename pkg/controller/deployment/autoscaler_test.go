@@ -67,6 +67,11 @@ func TestAutoscalerScalesBusyVertexInPlace(t *testing.T) {
 	before := f.Deploy(f.autoscaled("job"))
 	jm := f.jm("job")
 	overloadSink(t, jm)
+	// A 2 min window gets a collection every 12 s (a tenth of it), well
+	// within the reconcile interval.
+	if d, err := f.Sync("job"); err != nil || d != 12*time.Second {
+		t.Fatalf("steady autoscaled job looked at again in %v (%v), want 12s", d, err)
+	}
 
 	var scaled *v1beta1.FlinkDeployment
 	var events []string
