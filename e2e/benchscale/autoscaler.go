@@ -66,6 +66,75 @@ type AutoscalerWindow struct {
 	// Parallelism counts the jobs by their vertices' parallelism at the
 	// end, as the fake JobManagers run them ("1-1-3": source, map, sink).
 	Parallelism map[string]int `json:"parallelism"`
+	// Slices are the window in 30 s parts; Steady the per-minute figures
+	// of the slices after the last one with a rescale (a resource
+	// requirements PUT or a FlinkDeployment status write), the whole
+	// window when there is none.
+	Slices []Slice `json:"slices"`
+	Steady *Rates  `json:"steady,omitempty"`
+}
+
+// Slice is a part of the window.
+type Slice struct {
+	StartSeconds    float64            `json:"startSeconds"`
+	Seconds         float64            `json:"seconds"`
+	REST            map[string]float64 `json:"rest"`
+	RESTTotal       float64            `json:"restTotal"`
+	Writes          int                `json:"writes"`
+	ConfigMapWrites int                `json:"configMapWrites"`
+	CPUSeconds      float64            `json:"cpuSeconds"`
+	RSSMiB          float64            `json:"rssMiB"`
+	// Rescaling: a resource-requirements PUT or a FlinkDeployment status
+	// write happened in it.
+	Rescaling bool `json:"rescaling"`
+}
+
+// Rates are per-minute figures over some slices.
+type Rates struct {
+	Seconds                  float64            `json:"seconds"`
+	RESTPerMinute            float64            `json:"restPerMinute"`
+	RESTPerJobPerMinute      float64            `json:"restPerJobPerMinute"`
+	RESTPerMinuteByRoute     map[string]float64 `json:"restPerMinuteByRoute"`
+	WritesPerMinute          float64            `json:"writesPerMinute"`
+	ConfigMapWritesPerMinute float64            `json:"configMapWritesPerMinute"`
+	CPUPercent               float64            `json:"cpuPercent"`
+}
+
+// steady sums the slices after the last rescaling one.
+func steady(slices []Slice, jobs int) *Rates {
+	from := 0
+	for i, sl := range slices {
+		if sl.Rescaling {
+			from = i + 1
+		}
+	}
+	if from >= len(slices) {
+		return nil
+	}
+	r := &Rates{RESTPerMinuteByRoute: map[string]float64{}}
+	var rest, cpu float64
+	var writes, cms int
+	for _, sl := range slices[from:] {
+		r.Seconds += sl.Seconds
+		rest += sl.RESTTotal
+		cpu += sl.CPUSeconds
+		writes += sl.Writes
+		cms += sl.ConfigMapWrites
+		for k, v := range sl.REST {
+			r.RESTPerMinuteByRoute[k] += v
+		}
+	}
+	m := r.Seconds / 60
+	for k, v := range r.RESTPerMinuteByRoute {
+		r.RESTPerMinuteByRoute[k] = round(v / m)
+	}
+	r.RESTPerMinute = round(rest / m)
+	if jobs > 0 {
+		r.RESTPerJobPerMinute = math.Round(rest/m/float64(jobs)*100) / 100
+	}
+	r.WritesPerMinute, r.ConfigMapWritesPerMinute = round(float64(writes)/m), round(float64(cms)/m)
+	r.CPUPercent = round(cpu / r.Seconds * 100)
+	return r
 }
 
 // autoscalerConf is the Flink configuration of the scenario's jobs beyond
@@ -119,9 +188,28 @@ func (b *bench) autoscaler() {
 	mark, rest0, proc0 := b.audit.mark(), b.scrape(), b.proc()
 	start := time.Now()
 	w.RSSMiBAtStart = round(mib(proc0.RSS))
+	sliceMark, sliceRest, sliceProc, sliceStart := mark, rest0, proc0, start
 	for end := start.Add(b.cfg.AutoscalerWindow); time.Now().Before(end); {
 		b.sleep(min(30*time.Second, time.Until(end)))
 		st := b.proc()
+		now, rest, m := time.Now(), b.scrape(), b.audit.mark()
+		sl := Slice{StartSeconds: math.Round(sliceStart.Sub(start).Seconds()), Seconds: now.Sub(sliceStart).Seconds(),
+			CPUSeconds: st.CPU - sliceProc.CPU, RSSMiB: round(mib(st.RSS))}
+		sl.REST, sl.RESTTotal = restDelta(sliceRest, rest)
+		for _, x := range b.audit.since(sliceMark)[:m-sliceMark] {
+			sl.Writes++
+			switch x.Resource {
+			case "configmaps":
+				sl.ConfigMapWrites++
+			case "flinkdeployments/status":
+				sl.Rescaling = true
+			}
+		}
+		if sl.REST["PUT /jobs/:id/resource-requirements"] > 0 {
+			sl.Rescaling = true
+		}
+		w.Slices = append(w.Slices, sl)
+		sliceMark, sliceRest, sliceProc, sliceStart = m, rest, st, now
 		b.logf("window: %s of %s; operator RSS %.0f MiB, CPU %.1f s; jobs by parallelism %v",
 			time.Since(start).Round(time.Second), b.cfg.AutoscalerWindow, mib(st.RSS), st.CPU-proc0.CPU, b.node.parallelism())
 	}
@@ -148,6 +236,7 @@ func (b *bench) autoscaler() {
 	w.Events = b.eventsSince(start)
 	w.AutoscalerConfigMaps, w.Rescales = b.autoscalerState()
 	w.Parallelism = b.node.parallelism()
+	w.Steady = steady(w.Slices, n)
 	b.res.Autoscaler = w
 	b.logf("window done: %.0f REST calls (%.1f/min, %.2f per job per minute), %d writes, CPU %.1f s, RSS %.1f MiB (peak %.1f)",
 		w.RESTTotal, w.RESTPerMinute, w.RESTPerJobPerMinute, w.WritesTotal, w.CPUSeconds, w.Operator.RSSMiB, w.Operator.PeakRSSMiB)
@@ -221,6 +310,14 @@ func reportAutoscaler(f func(string, ...any), w *AutoscalerWindow) {
 		f("    %-20s %-32s %-7s %7d", x.Object, x.Resource, x.Verb, x.Count)
 	}
 	f("  events %v; autoscaler ConfigMaps %d recording %d rescales; jobs by parallelism %v", w.Events, w.AutoscalerConfigMaps, w.Rescales, w.Parallelism)
+	for _, sl := range w.Slices {
+		f("    slice at %4.0f s (%2.0f s): %6.0f REST calls, %4d writes (ConfigMaps %4d), CPU %5.2f s, RSS %.1f MiB%s",
+			sl.StartSeconds, sl.Seconds, sl.RESTTotal, sl.Writes, sl.ConfigMapWrites, sl.CPUSeconds, sl.RSSMiB, map[bool]string{true: "; rescaling"}[sl.Rescaling])
+	}
+	if r := w.Steady; r != nil {
+		f("  steady (the last %.0f s, after the last rescale): %.1f REST calls per minute (%.2f per job) %v; %.1f writes per minute (ConfigMaps %.1f); CPU %.1f %% of a core",
+			r.Seconds, r.RESTPerMinute, r.RESTPerJobPerMinute, r.RESTPerMinuteByRoute, r.WritesPerMinute, r.ConfigMapWritesPerMinute, r.CPUPercent)
+	}
 	f("  operator: RSS %.1f MiB at the start, %.1f MiB at the end, peak %.1f MiB; heap in use %.1f MiB; CPU %.2f s in the window (%.1f %% of a core)",
 		w.RSSMiBAtStart, w.Operator.RSSMiB, w.Operator.PeakRSSMiB, w.Operator.HeapMiB, w.CPUSeconds, w.CPUPercent)
 }

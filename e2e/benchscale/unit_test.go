@@ -134,3 +134,20 @@ func TestJobIDFromConfig(t *testing.T) {
 		}
 	}
 }
+
+func TestSteadyAfterLastRescale(t *testing.T) {
+	slices := []Slice{
+		{Seconds: 30, RESTTotal: 600, Writes: 90, Rescaling: true},
+		{Seconds: 30, RESTTotal: 300, Writes: 10, ConfigMapWrites: 10, CPUSeconds: 0.3, REST: map[string]float64{"GET /jobs/overview": 300}},
+		{Seconds: 30, RESTTotal: 300, Writes: 20, ConfigMapWrites: 20, CPUSeconds: 0.3, REST: map[string]float64{"GET /jobs/overview": 300}},
+	}
+	r := steady(slices, 10)
+	if r == nil || r.Seconds != 60 || r.RESTPerMinute != 600 || r.RESTPerJobPerMinute != 60 || r.WritesPerMinute != 30 ||
+		r.ConfigMapWritesPerMinute != 30 || r.CPUPercent != 1 || r.RESTPerMinuteByRoute["GET /jobs/overview"] != 600 {
+		t.Errorf("steady = %+v", r)
+	}
+	slices[2].Rescaling = true
+	if r := steady(slices, 10); r != nil {
+		t.Errorf("rescaling in the last slice: steady = %+v, want nil", r)
+	}
+}
