@@ -21,9 +21,11 @@
 // (TestHealthRestarts); an upgrade to a broken spec rolled back
 // (TestRollbackToStableSpec); a JobManager Deployment deleted by someone
 // else recreated, the job going on from its HA checkpoint
-// (TestJobManagerDeploymentRecovered); a parallelism override applied in
-// place under the same job id (TestInPlaceRescale); and the ingress
-// (TestIngress).
+// (TestJobManagerDeploymentRecovered); and the ingress (TestIngress).
+// In-place rescaling on real Flink is e2e/nativee2e's autoscaler step (both
+// lines: the autoscaler's overrides applied in place, up and down, under
+// the same job id); a user's own override change is unit-tested
+// (pkg/controller/deployment TestInPlaceScaling).
 //
 // Run it with
 //

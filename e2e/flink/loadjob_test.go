@@ -136,9 +136,8 @@ func testLoad(t *testing.T, version string, index int) {
 
 	// 3. High, then low again. The rate follows within about a second (the first
 	// 5 s window after the write already shows it), busy time over its 60 s
-	// window: the test waits until it passes the bound, then reads it once more
-	// after the window (65 s after the write) for the log.
-	phase := func(name, content string, lo, hi float64, ok func(float64) bool) (rate, crossed, settled float64) {
+	// window: the test waits until it passes the bound.
+	phase := func(name, content string, lo, hi float64, ok func(float64) bool) (rate, crossed float64) {
 		t.Helper()
 		written := time.Now()
 		writeLoad(t, loadFile, content)
@@ -146,21 +145,16 @@ func testLoad(t *testing.T, version string, index int) {
 		t.Logf("%s: %s: %.1f rec/s in the first 5 s window (%s after the write)", version, name, rate, time.Since(written).Round(time.Second))
 		crossed = waitBusy(t, ctx, busy, name, ok)
 		t.Logf("%s: %s: busy %.0f ms/s %s after the write", version, name, crossed, time.Since(written).Round(time.Second))
-		// The JobManager fetches metrics when asked, and answers with what it has:
-		// after a pause the first answer is old. Ask, wait, ask again.
-		time.Sleep(time.Until(written.Add(63 * time.Second)))
-		busy()
-		time.Sleep(2 * time.Second)
-		settled = busy()
-		if !ok(settled) {
-			t.Errorf("%s: %s: busy %.0f ms/s 65 s after the write", version, name, settled)
-		}
-		return rate, crossed, settled
+		// Not waited for here: the settled value once Flink's 60 s busy
+		// window is past (about 610 ms/s high, 12 low, measured when the
+		// stage was written). The autoscaler's e2e (e2e/nativee2e, both
+		// lines) acts on that load for minutes.
+		return rate, crossed
 	}
-	r2, high, highSettled := phase("high", highLoad, 75, 125, func(b float64) bool { return b >= highBusyMin })
-	r3, low2, lowSettled := phase("low again", lowLoad, 15, 30, func(b float64) bool { return b <= lowBusyMax })
-	t.Logf("%s: the load stage's max busyTimeMsPerSecond: low %.0f; high %.0f (%.0f after 65 s); low again %.0f (%.0f after 65 s); records/s %.1f, %.1f, %.1f",
-		version, low1, high, highSettled, low2, lowSettled, r1, r2, r3)
+	r2, high := phase("high", highLoad, 75, 125, func(b float64) bool { return b >= highBusyMin })
+	r3, low2 := phase("low again", lowLoad, 15, 30, func(b float64) bool { return b <= lowBusyMax })
+	t.Logf("%s: the load stage's max busyTimeMsPerSecond: low %.0f; high %.0f; low again %.0f (when past the bounds); records/s %.1f, %.1f, %.1f",
+		version, low1, high, low2, r1, r2, r3)
 
 	// 4. A missing file keeps the last values (--rate 5 would show), logged once
 	// by each reader: the source and the 2 load subtasks.

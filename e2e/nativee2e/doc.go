@@ -36,6 +36,12 @@
 //     missing permission within 30 s, creating nothing, while the second
 //     session job, applied with it, reaches RUNNING; deleting the session
 //     jobs cancels their jobs, deleting the cluster removes every pod;
+//   - the job autoscaler (autoscaler_test.go): the test job with its load
+//     stage (--load-file) on the adaptive scheduler; its load raised while
+//     it runs, the stage's parallelism goes up in place (ScalingReport,
+//     SpecChanged, Scaling; the same job id), the load lowered, it comes
+//     down after scale-down.interval; the keyed counter goes on with no
+//     mismatch and no snapshot stops the job (~4 min per line);
 //   - an ended application job never runs again when its JobManager
 //     restarts (the last line only: the guard is the same on every line);
 //   - taking over from upstream's operator (the 1.20 line, the one

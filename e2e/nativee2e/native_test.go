@@ -95,6 +95,7 @@ func TestNativeMode(t *testing.T) {
 			r.step("basic-example", func() { r.basicExample(upstreamBasic) })
 			r.step("counting-ha", r.countingHA)
 			r.step("failed-job-redeployed", r.failedJobRedeployed)
+			r.step("autoscaler-in-place", r.autoscalerInPlace)
 			if i == len(versions)-1 { // the guard is the same on every line
 				r.step("ended-job-not-rerun", r.endedJobNotRerun)
 			}
