@@ -341,30 +341,7 @@ func awaitJobIDState(t *testing.T, ctx context.Context, rest, job, state string)
 // cancelling the job, and returns its location.
 func triggerSavepointCancel(t *testing.T, ctx context.Context, rest, job string) string {
 	t.Helper()
-	var trig struct {
-		RequestID string `json:"request-id"`
-	}
-	postJSON(t, ctx, rest+"/jobs/"+job+"/savepoints", map[string]any{"cancel-job": true}, http.StatusAccepted, &trig)
-	var location string
-	poll(t, ctx, 3*time.Minute, "savepoint "+trig.RequestID, func() bool {
-		var st struct {
-			Status struct {
-				ID string `json:"id"`
-			} `json:"status"`
-			Operation struct {
-				Location     string          `json:"location"`
-				FailureCause json.RawMessage `json:"failure-cause"`
-			} `json:"operation"`
-		}
-		if !tryGetJSON(ctx, rest+"/jobs/"+job+"/savepoints/"+trig.RequestID, &st) || st.Status.ID != "COMPLETED" {
-			return false
-		}
-		if st.Operation.Location == "" {
-			t.Fatalf("savepoint failed: %s", st.Operation.FailureCause)
-		}
-		location = st.Operation.Location
-		return true
-	})
+	location := savepointOf(t, ctx, rest, job, true, 3*time.Minute)
 	awaitJobIDState(t, ctx, rest, job, "CANCELED")
 	return location
 }

@@ -520,12 +520,19 @@ func waitAccumulators(t *testing.T, ctx context.Context, rest, job string, ok fu
 // its location.
 func triggerSavepoint(t *testing.T, ctx context.Context, rest, job string) string {
 	t.Helper()
+	return savepointOf(t, ctx, rest, job, false, 2*time.Minute)
+}
+
+// savepointOf takes a savepoint of job (cancelling it with cancel) and waits
+// up to timeout for its location.
+func savepointOf(t *testing.T, ctx context.Context, rest, job string, cancel bool, timeout time.Duration) string {
+	t.Helper()
 	var trig struct {
 		RequestID string `json:"request-id"`
 	}
-	postJSON(t, ctx, rest+"/jobs/"+job+"/savepoints", map[string]any{"cancel-job": false}, http.StatusAccepted, &trig)
+	postJSON(t, ctx, rest+"/jobs/"+job+"/savepoints", map[string]any{"cancel-job": cancel}, http.StatusAccepted, &trig)
 	var location string
-	poll(t, ctx, 2*time.Minute, "savepoint "+trig.RequestID, func() bool {
+	poll(t, ctx, timeout, "savepoint "+trig.RequestID, func() bool {
 		var st struct {
 			Status struct {
 				ID string `json:"id"`

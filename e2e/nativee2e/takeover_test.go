@@ -137,23 +137,9 @@ func (r *run) noEvent(name, reason string) {
 // job id. Taken over, the job keeps its id and its JobManager pod and
 // stays STABLE, with no upgrade or error; a new savepoint of it completes.
 func (r *run) takeOverUpstreamRunning() {
-	const name = "run"
-	var jobID string
-	t0 := time.Now()
-	r.WhileOperatorStopped(r.t, func() {
-		objs := r.createRecorded("native-running-with-snapshots", name, nil,
-			"flinkdeployment-run.yaml", "deployment-run.yaml", "configmap-flink-config-run.yaml",
-			"configmap-autoscaler-run.yaml", "service-run-rest.yaml",
-			"flinkstatesnapshot-run-savepoint.yaml", "flinkstatesnapshot-run-checkpoint.yaml")
-		jobID = objs["flinkdeployment-run.yaml"].(*v1beta1.FlinkDeployment).Status.JobStatus.JobID
-		// Running, as upstream left it, before this operator starts (no
-		// framework wait: it stops at an operator that is not running).
-		r.waitJobRunningWithoutOperator(name, jobID, 3*time.Minute)
-	})
-	r.checkTakenOver(name, jobID, t0, nil, cluster.ComponentJobManager, cluster.ComponentTaskManager)
-	r.savepointAfterTakeover(name, "FlinkDeployment", name, t0)
-	r.kubectl("delete", "flinkdeployment", name, "-n", r.ns, "--wait=false")
-	r.waitGone(name, 2*time.Minute)
+	r.takeOverUpstreamApplication("native-running-with-snapshots", "run",
+		"deployment-run.yaml", "configmap-flink-config-run.yaml", "configmap-autoscaler-run.yaml", "service-run-rest.yaml",
+		"flinkstatesnapshot-run-savepoint.yaml", "flinkstatesnapshot-run-checkpoint.yaml")
 }
 
 // takeOverUpstreamStandalone (Flink 1.20): the running standalone
@@ -167,15 +153,26 @@ func (r *run) takeOverUpstreamRunning() {
 // TaskManager Deployment is not rewritten under the running job), STABLE;
 // a new savepoint completes.
 func (r *run) takeOverUpstreamStandalone() {
-	const name = "standalone"
+	r.takeOverUpstreamApplication("standalone-application-running", "standalone",
+		"deployment-standalone.yaml", "deployment-standalone-taskmanager.yaml", "configmap-flink-config-standalone.yaml",
+		"configmap-autoscaler-standalone.yaml", "service-standalone.yaml", "service-standalone-rest.yaml",
+		"flinkstatesnapshot-standalone-savepoint.yaml")
+}
+
+// takeOverUpstreamApplication recreates the running application name of
+// scenario (its FlinkDeployment, then the recorded files given, owners
+// first) while this operator is stopped, waits for the job to run under
+// upstream's job id, and checks the takeover (checkTakenOver) and a new
+// savepoint.
+func (r *run) takeOverUpstreamApplication(scenario, name string, files ...string) {
 	var jobID string
 	t0 := time.Now()
 	r.WhileOperatorStopped(r.t, func() {
-		objs := r.createRecorded("standalone-application-running", name, nil,
-			"flinkdeployment-standalone.yaml", "deployment-standalone.yaml", "deployment-standalone-taskmanager.yaml",
-			"configmap-flink-config-standalone.yaml", "configmap-autoscaler-standalone.yaml",
-			"service-standalone.yaml", "service-standalone-rest.yaml", "flinkstatesnapshot-standalone-savepoint.yaml")
-		jobID = objs["flinkdeployment-standalone.yaml"].(*v1beta1.FlinkDeployment).Status.JobStatus.JobID
+		dep := "flinkdeployment-" + name + ".yaml"
+		objs := r.createRecorded(scenario, name, nil, append([]string{dep}, files...)...)
+		jobID = objs[dep].(*v1beta1.FlinkDeployment).Status.JobStatus.JobID
+		// Running, as upstream left it, before this operator starts (no
+		// framework wait: it stops at an operator that is not running).
 		r.waitJobRunningWithoutOperator(name, jobID, 3*time.Minute)
 	})
 	r.checkTakenOver(name, jobID, t0, nil, cluster.ComponentJobManager, cluster.ComponentTaskManager)

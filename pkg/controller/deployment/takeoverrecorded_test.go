@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/controller/controllertest"
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/flink/fakejm"
 	"github.com/flinkops/flink-operator/pkg/reasons"
@@ -30,21 +31,7 @@ import (
 // recordings are the recorded upstream releases (testdata/upstream-*),
 // by release: 1.15.0 and 1.10.0 at least.
 func recordings(t *testing.T) map[string]string {
-	t.Helper()
-	dirs, err := filepath.Glob("testdata/upstream-*")
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{}
-	for _, d := range dirs {
-		out[strings.TrimPrefix(filepath.Base(d), "upstream-")] = d
-	}
-	for _, want := range []string{"1.15.0", "1.10.0"} {
-		if out[want] == "" {
-			t.Fatalf("no recording of upstream %s in testdata (%v)", want, dirs)
-		}
-	}
-	return out
+	return controllertest.RecordedUpstream(t, "testdata", "")
 }
 
 // loadRecorded creates every object of a recorded scenario (a directory of

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/controller/controllertest"
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/flink/fakejm"
 	"github.com/flinkops/flink-operator/pkg/reasons"
@@ -24,21 +25,7 @@ import (
 // running, recorded from real runs (the deployment controller's
 // testdata/upstream-<release>; SOURCES.md there says how).
 func recordedSessions(t *testing.T) map[string]string {
-	t.Helper()
-	dirs, err := filepath.Glob("../deployment/testdata/upstream-*")
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{}
-	for _, d := range dirs {
-		out[strings.TrimPrefix(filepath.Base(d), "upstream-")] = filepath.Join(d, "native-session-with-sessionjob")
-	}
-	for _, want := range []string{"1.15.0", "1.10.0"} {
-		if out[want] == "" {
-			t.Fatalf("no recording of upstream %s (%v)", want, dirs)
-		}
-	}
-	return out
+	return controllertest.RecordedUpstream(t, "../deployment/testdata", "native-session-with-sessionjob")
 }
 
 // TestTakeOverRecordedSessionJob: the FlinkSessionJob upstream submitted,

@@ -6,13 +6,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/controller/controllertest"
 	"github.com/flinkops/flink-operator/pkg/flink"
 	"github.com/flinkops/flink-operator/pkg/flink/fakejm"
 )
@@ -23,21 +23,7 @@ import (
 // runs (the deployment controller's testdata/upstream-<release>;
 // SOURCES.md there says how).
 func recordedRuns(t *testing.T) map[string]string {
-	t.Helper()
-	dirs, err := filepath.Glob("../deployment/testdata/upstream-*")
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{}
-	for _, d := range dirs {
-		out[strings.TrimPrefix(filepath.Base(d), "upstream-")] = filepath.Join(d, "native-running-with-snapshots")
-	}
-	for _, want := range []string{"1.15.0", "1.10.0"} {
-		if out[want] == "" {
-			t.Fatalf("no recording of upstream %s (%v)", want, dirs)
-		}
-	}
-	return out
+	return controllertest.RecordedUpstream(t, "../deployment/testdata", "native-running-with-snapshots")
 }
 
 // TestTakeOverRecordedSnapshots: upstream's COMPLETED snapshots, with its
