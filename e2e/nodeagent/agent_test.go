@@ -407,6 +407,33 @@ func getJSON(t *testing.T, ctx context.Context, url string, v any) {
 	}
 }
 
+// agentOnCluster starts a local control plane and an in-process node agent
+// (host commands allowed) in a directory of its own, for the rest of the
+// test: the agent stops before the cluster, and its error fails the test.
+func agentOnCluster(t *testing.T, ctx context.Context) (client kubernetes.Interface, dir string) {
+	t.Helper()
+	c, err := localcluster.Start(ctx, localcluster.Options{Out: testWriter{t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Stop() })
+	dir = t.TempDir()
+	agent, err := nodeagent.New(nodeagent.Config{RESTConfig: c.RESTConfig(), Dir: dir, Log: testWriter{t}, HostCommands: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- agent.Run(runCtx, nil) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	return kubernetes.NewForConfigOrDie(c.RESTConfig()), dir
+}
+
 func waitFor(t *testing.T, ctx context.Context, timeout time.Duration, what string, ok func() bool) {
 	t.Helper()
 	waitForf(t, ctx, timeout, func() string { return what }, ok)

@@ -18,7 +18,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
-	"github.com/flinkops/flink-operator/e2e/localcluster"
 	"github.com/flinkops/flink-operator/e2e/nodeagent"
 )
 
@@ -38,26 +37,7 @@ func TestPodFiles(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	c, err := localcluster.Start(ctx, localcluster.Options{Out: testWriter{t}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Stop()
-	client := kubernetes.NewForConfigOrDie(c.RESTConfig())
-	dir := t.TempDir()
-	agent, err := nodeagent.New(nodeagent.Config{RESTConfig: c.RESTConfig(), Dir: dir, Log: testWriter{t}, HostCommands: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- agent.Run(runCtx, nil) }()
-	defer func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
+	client, dir := agentOnCluster(t, ctx)
 	waitFor(t, ctx, time.Minute, "the default ServiceAccount and kube-root-ca.crt", func() bool {
 		_, err1 := client.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
 		_, err2 := client.CoreV1().ConfigMaps("default").Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
@@ -119,6 +99,7 @@ echo "WHO $(cat /flink-data/who)"
 	outputs := map[string]map[string]string{}
 	for _, name := range []string{"one", "two"} {
 		var p *corev1.Pod
+		var err error
 		waitFor(t, ctx, time.Minute, "pod "+name+" Succeeded", func() bool {
 			p, err = client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
 			if err == nil && p.Status.Phase == corev1.PodFailed {

@@ -12,9 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 
-	"github.com/flinkops/flink-operator/e2e/localcluster"
 	"github.com/flinkops/flink-operator/e2e/nodeagent"
 )
 
@@ -38,26 +36,7 @@ func TestVolumesFollowObjects(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	c, err := localcluster.Start(ctx, localcluster.Options{Out: testWriter{t}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Stop()
-	client := kubernetes.NewForConfigOrDie(c.RESTConfig())
-	dir := t.TempDir()
-	agent, err := nodeagent.New(nodeagent.Config{RESTConfig: c.RESTConfig(), Dir: dir, Log: testWriter{t}, HostCommands: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- agent.Run(runCtx, nil) }()
-	defer func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
+	client, dir := agentOnCluster(t, ctx)
 	waitFor(t, ctx, time.Minute, "the default ServiceAccount", func() bool {
 		_, err := client.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
 		return err == nil
