@@ -28,7 +28,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -114,7 +113,7 @@ func Encode(s Stored, old map[string]string) (map[string]string, error) {
 	if len(s.State.Overrides) == 0 {
 		delete(data, KeyParallelismOverrides)
 	} else {
-		data[KeyParallelismOverrides] = FormatOverrides(s.State.Overrides)
+		data[KeyParallelismOverrides] = decide.OverridesString(s.State.Overrides)
 	}
 	if s.Metrics != nil {
 		// Last: the metrics fit in what the other keys leave.
@@ -123,17 +122,6 @@ func Encode(s Stored, old map[string]string) (map[string]string, error) {
 		}
 	}
 	return data, nil
-}
-
-// FormatOverrides writes overrides as Flink's map option value, sorted by
-// vertex id so that the same overrides are always the same string.
-func FormatOverrides(overrides map[string]int) string {
-	ids := slices.Sorted(maps.Keys(overrides))
-	parts := make([]string, len(ids))
-	for i, id := range ids {
-		parts[i] = id + ":" + strconv.Itoa(overrides[id])
-	}
-	return strings.Join(parts, ",")
 }
 
 // ParseOverrides reads Flink's map syntax "<vertex>:<n>,<vertex>:<n>".
