@@ -286,11 +286,26 @@ func (r *Runner) load(ctx context.Context, j *job, owner metav1.Object) error {
 		j.cm = nil
 	case err != nil:
 		return fmt.Errorf("reading ConfigMap %s/%s: %w", ns, name, err)
+	case ownedByOther(cm, owner):
+		// Left by an earlier resource of this name (the garbage collector
+		// has not removed it yet): none of its state is this job's. It is
+		// taken over by the first write.
+		cm = cm.DeepCopy()
+		delete(cm.Data, store.KeyState)
+		delete(cm.Data, store.KeyParallelismOverrides)
+		delete(cm.Data, store.KeyMetrics)
+		j.cm = cm
 	default:
 		j.cm = cm
 	}
 	j.loaded = true
 	return nil
+}
+
+// ownedByOther: cm has owner references and none is to owner.
+func ownedByOther(cm *corev1.ConfigMap, owner metav1.Object) bool {
+	refs := cm.GetOwnerReferences()
+	return len(refs) > 0 && !slices.ContainsFunc(refs, func(r metav1.OwnerReference) bool { return r.UID == owner.GetUID() })
 }
 
 // write creates or updates the ConfigMap with s.
@@ -316,6 +331,9 @@ func (r *Runner) write(ctx context.Context, j *job, in Input, s store.Stored) er
 	} else {
 		cm := j.cm.DeepCopy()
 		cm.Data = data
+		if ownedByOther(cm, in.Owner) {
+			cm.OwnerReferences = []metav1.OwnerReference{in.OwnerRef}
+		}
 		written, err = r.Kube.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{})
 	}
 	if err != nil {

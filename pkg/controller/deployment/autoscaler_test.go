@@ -264,3 +264,36 @@ func TestAutoscalerHistorySurvivesRestart(t *testing.T) {
 	}
 	t.Fatalf("not scaled within 3 syncs of the restart: the stored history was not used (%s)", statusString(f.Get("job")))
 }
+
+// An autoscaler ConfigMap an earlier FlinkDeployment of the same name left
+// (its owner reference names the old UID; the garbage collector has not
+// removed it yet) gives the new one nothing: its overrides never apply.
+func TestAutoscalerIgnoresConfigMapOfEarlierResource(t *testing.T) {
+	f := newFixture(t)
+	data, err := store.Encode(store.Stored{State: decide.State{Overrides: map[string]int{srcVertex: 1, sinkVertex: 7}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: store.Name("job"),
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "flink.apache.org/v1beta1", Kind: "FlinkDeployment", Name: "job", UID: "uid-of-an-earlier-job"}}},
+		Data: data}
+	if _, err := f.Kube.CoreV1().ConfigMaps(ns).Create(f.Ctx, stale, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	d := f.Deploy(f.autoscaled("job"))
+	for range 3 {
+		f.Step("job")
+	}
+	if got := f.Get("job"); strings.Contains(got.Status.ReconciliationStatus.LastReconciledSpec, config.FlinkParallelismOverrides) {
+		t.Errorf("the earlier resource's overrides were applied: %s", got.Status.ReconciliationStatus.LastReconciledSpec)
+	}
+	overloadSink(t, f.jm("job"))
+	for range 10 {
+		f.Step("job")
+		f.Clock.Step(15 * time.Second)
+	}
+	cm, s := f.autoscalerState("job")
+	if cm == nil || len(cm.OwnerReferences) != 1 || cm.OwnerReferences[0].UID != d.UID || s.State.Overrides[sinkVertex] == 7 {
+		t.Errorf("after the first decision: owners %v, overrides %v; want the ConfigMap taken over by the new resource", cm.OwnerReferences, s.State.Overrides)
+	}
+}
