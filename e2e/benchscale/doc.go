@@ -8,9 +8,10 @@
 //
 //   - suspended: N FlinkDeployments with job.state suspended and M savepoint
 //     snapshots referencing them (they end ABANDONED: nothing runs);
-//   - running: N FlinkDeployments running on fake JobManagers (the node
-//     agent runs cmd/fake-jobmanager for each JobManager pod), then one
-//     savepoint per job, all created at once (they end COMPLETED);
+//   - running: N FlinkDeployments running on fake JobManagers (a fake node,
+//     fakenode.go, binds their pods and serves every JobManager in-process
+//     with pkg/flink/fakejm), then one savepoint per job, all created at
+//     once (they end COMPLETED);
 //   - autoscaler and autoscaler-off (issue 33's cost): N FlinkDeployments on
 //     fake JobManagers serving a steady synthetic load
 //     (cmd/fake-jobmanager/synthload: a source → map → sink job graph, its
