@@ -2,6 +2,7 @@ package nativee2e
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -304,60 +305,48 @@ func (r *run) createRecorded(scenario, name string, replace map[string]string, f
 		var created metav1.Object
 		switch in := in.(type) {
 		case *v1beta1.FlinkDeployment:
-			c, err := r.Flink.FlinkV1beta1().FlinkDeployments(r.ns).Create(r.Ctx, in, metav1.CreateOptions{})
-			if err == nil {
-				c.Status = in.Status
-				c, err = r.Flink.FlinkV1beta1().FlinkDeployments(r.ns).UpdateStatus(r.Ctx, c, metav1.UpdateOptions{})
-			}
-			created = c
-			if err != nil {
-				t.Fatalf("%s: %v", file, err)
-			}
+			created, err = createWithStatus(r.Ctx, r.Flink.FlinkV1beta1().FlinkDeployments(r.ns), in,
+				func(c *v1beta1.FlinkDeployment) { c.Status = in.Status })
 		case *v1beta1.FlinkSessionJob:
-			c, err := r.Flink.FlinkV1beta1().FlinkSessionJobs(r.ns).Create(r.Ctx, in, metav1.CreateOptions{})
-			if err == nil {
-				c.Status = in.Status
-				c, err = r.Flink.FlinkV1beta1().FlinkSessionJobs(r.ns).UpdateStatus(r.Ctx, c, metav1.UpdateOptions{})
-			}
-			created = c
-			if err != nil {
-				t.Fatalf("%s: %v", file, err)
-			}
+			created, err = createWithStatus(r.Ctx, r.Flink.FlinkV1beta1().FlinkSessionJobs(r.ns), in,
+				func(c *v1beta1.FlinkSessionJob) { c.Status = in.Status })
 		case *v1beta1.FlinkStateSnapshot:
-			c, err := r.Flink.FlinkV1beta1().FlinkStateSnapshots(r.ns).Create(r.Ctx, in, metav1.CreateOptions{})
-			if err == nil {
-				c.Status = in.Status
-				c, err = r.Flink.FlinkV1beta1().FlinkStateSnapshots(r.ns).UpdateStatus(r.Ctx, c, metav1.UpdateOptions{})
-			}
-			created = c
-			if err != nil {
-				t.Fatalf("%s: %v", file, err)
-			}
+			created, err = createWithStatus(r.Ctx, r.Flink.FlinkV1beta1().FlinkStateSnapshots(r.ns), in,
+				func(c *v1beta1.FlinkStateSnapshot) { c.Status = in.Status })
 		case *appsv1.Deployment:
-			c, err := r.Kube.AppsV1().Deployments(r.ns).Create(r.Ctx, in, metav1.CreateOptions{})
-			if err != nil {
-				t.Fatalf("%s: %v", file, err)
-			}
-			created = c
+			created, err = r.Kube.AppsV1().Deployments(r.ns).Create(r.Ctx, in, metav1.CreateOptions{})
 		case *corev1.ConfigMap:
-			c, err := r.Kube.CoreV1().ConfigMaps(r.ns).Create(r.Ctx, in, metav1.CreateOptions{})
-			if err != nil {
-				t.Fatalf("%s: %v", file, err)
-			}
-			created = c
+			created, err = r.Kube.CoreV1().ConfigMaps(r.ns).Create(r.Ctx, in, metav1.CreateOptions{})
 		case *corev1.Service:
 			in.Spec.ClusterIP, in.Spec.ClusterIPs = "", nil // allocated anew
-			c, err := r.Kube.CoreV1().Services(r.ns).Create(r.Ctx, in, metav1.CreateOptions{})
-			if err != nil {
-				t.Fatalf("%s: %v", file, err)
-			}
-			created = c
+			created, err = r.Kube.CoreV1().Services(r.ns).Create(r.Ctx, in, metav1.CreateOptions{})
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
 		}
 		if recorded != "" {
 			uids[recorded] = string(created.GetUID())
 		}
 	}
 	return objs
+}
+
+// statusWriter is a typed client of a resource with a status subresource.
+type statusWriter[T any] interface {
+	Create(context.Context, T, metav1.CreateOptions) (T, error)
+	UpdateStatus(context.Context, T, metav1.UpdateOptions) (T, error)
+}
+
+// createWithStatus creates in, then writes the status setStatus gives the
+// created object (a create ignores the status of a resource with a status
+// subresource).
+func createWithStatus[T any](ctx context.Context, w statusWriter[T], in T, setStatus func(T)) (T, error) {
+	c, err := w.Create(ctx, in, metav1.CreateOptions{})
+	if err != nil {
+		return c, err
+	}
+	setStatus(c)
+	return w.UpdateStatus(ctx, c, metav1.UpdateOptions{})
 }
 
 // rpcAddressNamespace matches a standalone cluster's JobManager address
