@@ -480,40 +480,46 @@ func (r *run) postJSON(url, contentType string, body io.Reader, into any) {
 // found without the operator.
 func (r *run) jobManagerURL(name string, timeout time.Duration) string {
 	r.t.Helper()
-	sel := metav1.ListOptions{LabelSelector: cluster.LabelApp + "=" + name + "," + cluster.LabelComponent + "=" + cluster.ComponentJobManager}
-	client := &http.Client{Timeout: 3 * time.Second}
-	last := ""
-	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(time.Second) {
-		l, err := r.Kube.CoreV1().Pods(r.ns).List(r.Ctx, sel)
+	return r.untilJobManager(name, "a JobManager answering", timeout, func(base string, client *http.Client) (bool, string) {
+		resp, err := client.Get(base + "/overview")
 		if err != nil {
-			last = err.Error()
-			continue
+			return false, err.Error()
 		}
-		for i := range l.Items {
-			p := &l.Items[i]
-			if !framework.PodReady(p) || p.Status.PodIP == "" {
-				continue
-			}
-			base := "http://" + p.Status.PodIP + ":8081"
-			resp, err := client.Get(base + "/overview")
-			if err != nil {
-				last = err.Error()
-				continue
-			}
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return base
-			}
-			last = base + ": " + resp.Status
-		}
-	}
-	r.t.Fatalf("no JobManager of %s answers within %s: %s", name, timeout, last)
-	return ""
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, base + ": " + resp.Status
+	})
 }
 
 // waitJobRunningWithoutOperator waits for the job to run on all its tasks
 // on the cluster's Ready JobManager pod, asking its REST API directly.
 func (r *run) waitJobRunningWithoutOperator(name, jobID string, timeout time.Duration) {
+	r.t.Helper()
+	r.untilJobManager(name, "job "+jobID+" RUNNING", timeout, func(base string, client *http.Client) (bool, string) {
+		resp, err := client.Get(base + "/jobs/" + jobID)
+		if err != nil {
+			return false, err.Error()
+		}
+		var job struct {
+			State    string `json:"state"`
+			Vertices []struct {
+				Status string `json:"status"`
+			} `json:"vertices"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&job)
+		resp.Body.Close()
+		running := err == nil && job.State == "RUNNING" && len(job.Vertices) > 0
+		for _, v := range job.Vertices {
+			running = running && v.Status == "RUNNING"
+		}
+		return running, fmt.Sprintf("job %s %+v %v", jobID, job, err)
+	})
+}
+
+// untilJobManager polls the Ready JobManager pods of cluster name, found
+// without the operator, every second until ok holds for one (given its
+// REST address), and returns that address; it fails the test after
+// timeout with ok's last word.
+func (r *run) untilJobManager(name, what string, timeout time.Duration, ok func(base string, client *http.Client) (bool, string)) string {
 	r.t.Helper()
 	sel := metav1.ListOptions{LabelSelector: cluster.LabelApp + "=" + name + "," + cluster.LabelComponent + "=" + cluster.ComponentJobManager}
 	client := &http.Client{Timeout: 3 * time.Second}
@@ -529,28 +535,13 @@ func (r *run) waitJobRunningWithoutOperator(name, jobID string, timeout time.Dur
 			if !framework.PodReady(p) || p.Status.PodIP == "" {
 				continue
 			}
-			resp, err := client.Get("http://" + p.Status.PodIP + ":8081/jobs/" + jobID)
-			if err != nil {
-				last = err.Error()
-				continue
+			base := "http://" + p.Status.PodIP + ":8081"
+			var done bool
+			if done, last = ok(base, client); done {
+				return base
 			}
-			var job struct {
-				State    string `json:"state"`
-				Vertices []struct {
-					Status string `json:"status"`
-				} `json:"vertices"`
-			}
-			err = json.NewDecoder(resp.Body).Decode(&job)
-			resp.Body.Close()
-			running := err == nil && job.State == "RUNNING" && len(job.Vertices) > 0
-			for _, v := range job.Vertices {
-				running = running && v.Status == "RUNNING"
-			}
-			if running {
-				return
-			}
-			last = fmt.Sprintf("job %s %+v %v", jobID, job, err)
 		}
 	}
-	r.t.Fatalf("job %s of %s not RUNNING within %s: %s", jobID, name, timeout, last)
+	r.t.Fatalf("%s of %s: not within %s: %s", what, name, timeout, last)
+	return ""
 }
