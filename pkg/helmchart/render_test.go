@@ -103,11 +103,37 @@ func renderIn(t *testing.T, ns string, args ...string) rendered {
 		t.Fatalf("helm %s: %v\n%s", strings.Join(all, " "), err, stderr.String())
 	}
 	var out rendered
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(&stdout))
+	for _, d := range manifestDocs(t, &stdout) {
+		o := object{d.kind, d.name, d.namespace, d.raw}
+		// Every object decodes strictly into its API type: a misspelt or misplaced field fails.
+		if newObj, ok := apiTypes[o.Kind]; ok {
+			if err := yaml.UnmarshalStrict(d.raw, newObj()); err != nil {
+				t.Errorf("%s does not decode strictly as a %s: %v", o, o.Kind, err)
+			}
+		} else {
+			t.Errorf("%s: unexpected kind", o)
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+// manifestDoc is one document of a multi-document YAML stream.
+type manifestDoc struct {
+	kind, name, namespace string
+	raw                   []byte
+}
+
+// manifestDocs splits a YAML stream into its documents, with their kind
+// and name; documents of comments only are left out.
+func manifestDocs(t *testing.T, r io.Reader) []manifestDoc {
+	t.Helper()
+	var out []manifestDoc
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(r))
 	for {
 		doc, err := reader.Read()
 		if errors.Is(err, io.EOF) {
-			break
+			return out
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -120,23 +146,12 @@ func renderIn(t *testing.T, ns string, args ...string) rendered {
 			} `json:"metadata"`
 		}
 		if err := yaml.Unmarshal(doc, &meta); err != nil {
-			t.Fatalf("rendered YAML does not decode: %v\n%s", err, doc)
+			t.Fatalf("YAML does not decode: %v\n%s", err, doc)
 		}
-		if meta.Kind == "" {
-			continue // a document of comments only
+		if meta.Kind != "" {
+			out = append(out, manifestDoc{meta.Kind, meta.Metadata.Name, meta.Metadata.Namespace, doc})
 		}
-		o := object{meta.Kind, meta.Metadata.Name, meta.Metadata.Namespace, doc}
-		// Every object decodes strictly into its API type: a misspelt or misplaced field fails.
-		if newObj, ok := apiTypes[o.Kind]; ok {
-			if err := yaml.UnmarshalStrict(doc, newObj()); err != nil {
-				t.Errorf("%s does not decode strictly as a %s: %v", o, o.Kind, err)
-			}
-		} else {
-			t.Errorf("%s: unexpected kind", o)
-		}
-		out = append(out, o)
 	}
-	return out
 }
 
 var apiTypes = map[string]func() any{
@@ -190,26 +205,9 @@ func manifest(t *testing.T, file, kind, name string, into any) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	for {
-		doc, err := reader.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		var meta struct {
-			Kind     string `json:"kind"`
-			Metadata struct {
-				Name string `json:"name"`
-			} `json:"metadata"`
-		}
-		if err := yaml.Unmarshal(doc, &meta); err != nil {
-			t.Fatal(err)
-		}
-		if meta.Kind == kind && meta.Metadata.Name == name {
-			if err := yaml.UnmarshalStrict(doc, into); err != nil {
+	for _, d := range manifestDocs(t, bytes.NewReader(data)) {
+		if d.kind == kind && d.name == name {
+			if err := yaml.UnmarshalStrict(d.raw, into); err != nil {
 				t.Fatal(err)
 			}
 			return
