@@ -44,7 +44,11 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&version, "flink-version", "1.20", `Flink version to emulate ("1.18", "v1_20", "2.0", ...)`)
 	fs.StringVar(&jobs, "jobs", "", "jobs to pre-create as RUNNING: a count (\"3\") or comma-separated job ids")
 	fs.DurationVar(&cfg.opts.StoreDuration, "store-duration", 5*time.Minute, "rest.async.store-duration: how long async results stay queryable")
-	fs.DurationVar(&cfg.opts.CompletionDelay, "savepoint-delay", 0, "time every async operation (savepoint, stop, checkpoint, disposal) takes")
+	delay, err := envDuration(EnvSavepointDelay)
+	if err != nil {
+		return cfg, usageError{err}
+	}
+	fs.DurationVar(&cfg.opts.CompletionDelay, "savepoint-delay", delay, "time every async operation (savepoint, stop, checkpoint, disposal) takes; default $"+EnvSavepointDelay+" or 0")
 	fs.IntVar(&cfg.opts.CompletionPolls, "savepoint-polls", 0, "status polls every async operation answers IN_PROGRESS to")
 	fs.StringVar(&cfg.opts.SavepointDir, "savepoint-dir", "", "default savepoint directory (execution.checkpointing.savepoint-dir)")
 	fs.StringVar(&cfg.opts.CheckpointDir, "checkpoint-dir", "", "write checkpoints under this directory")
@@ -112,4 +116,23 @@ func (c *config) parseJobs(s string) error {
 		c.jobIDs = append(c.jobIDs, id)
 	}
 	return nil
+}
+
+// EnvSavepointDelay is the default of --savepoint-delay. A fake JobManager
+// that the node agent starts as the Flink image would be (a FlinkDeployment's
+// pod) gets no flags of its own; its pod template's env can set this, so an
+// e2e test can keep a savepoint in flight for as long as it needs.
+const EnvSavepointDelay = "FAKE_JOBMANAGER_SAVEPOINT_DELAY"
+
+// envDuration reads a Go duration from the environment; unset or empty: 0.
+func envDuration(name string) (time.Duration, error) {
+	v := strings.TrimSpace(os.Getenv(name))
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, fmt.Errorf("$%s: %w", name, err)
+	}
+	return d, nil
 }

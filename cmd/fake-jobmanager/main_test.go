@@ -196,3 +196,28 @@ func TestLoadFlag(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// $FAKE_JOBMANAGER_SAVEPOINT_DELAY is --savepoint-delay's default (a pod's
+// env reaches a fake JobManager started as the Flink image); the flag wins,
+// and a value that is no duration is a usage error.
+func TestSavepointDelayFromEnv(t *testing.T) {
+	t.Setenv(EnvSavepointDelay, "15s")
+	cfg, err := parseFlags(nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.opts.CompletionDelay != 15*time.Second {
+		t.Errorf("from the env: delay %s, want 15s", cfg.opts.CompletionDelay)
+	}
+	cfg, err = parseFlags([]string{"--savepoint-delay=2s"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.opts.CompletionDelay != 2*time.Second {
+		t.Errorf("flag and env: delay %s, want the flag's 2s", cfg.opts.CompletionDelay)
+	}
+	t.Setenv(EnvSavepointDelay, "soon")
+	if _, err := parseFlags(nil, io.Discard); err == nil || !strings.Contains(err.Error(), EnvSavepointDelay) {
+		t.Errorf("bad env value: err %v, want one naming %s", err, EnvSavepointDelay)
+	}
+}
