@@ -591,7 +591,7 @@ func TestRenderUpstreamStyleValues(t *testing.T) {
 	if *d.Spec.Replicas != 2 {
 		t.Errorf("replicas %d", *d.Spec.Replicas)
 	}
-	for _, want := range []string{"--leader-elect", "--leader-election-id=flink-operator-lease", "--metrics-bind-address=:9249", "--namespaces=flink-jobs,flink-batch"} {
+	for _, want := range []string{"--leader-elect", "--leader-election-id=flink-operator-lease", "--metrics-bind-address=:9249"} {
 		if !slices.Contains(c.Args, want) {
 			t.Errorf("args %v lack %s", c.Args, want)
 		}
@@ -637,11 +637,11 @@ func TestRenderUpstreamStyleValues(t *testing.T) {
 	}
 	wantData := maps.Clone(rcm.Data)
 	wantData["flink-conf.yaml"] = strings.Replace(rcm.Data["flink-conf.yaml"], defaultConf, userConf, 1)
-	for k, v := range cm.Data {
-		cm.Data[k] = strings.TrimRight(v, "\n ")
-	}
-	for k, v := range wantData {
-		wantData[k] = strings.TrimRight(v, "\n ")
+	// Blank lines aside: where a value ends, the chart's next line (watchNamespaces) follows it.
+	for _, data := range []map[string]string{cm.Data, wantData} {
+		for k, v := range data {
+			data[k] = withoutBlankLines(v)
+		}
 	}
 	if !reflect.DeepEqual(cm.Data, wantData) || !reflect.DeepEqual(cm.ObjectMeta, rcm.ObjectMeta) {
 		t.Errorf("ConfigMap data\n%v\nwant\n%v", cm.Data, wantData)
@@ -687,8 +687,21 @@ func TestRenderWebhookOff(t *testing.T) {
 func TestRenderWatchNamespaces(t *testing.T) {
 	r := render(t, "--set", "watchNamespaces={team-a,team-b}")
 	_, c := deployment(t, r, "flink-operator")
-	if !slices.Contains(c.Args, "--namespaces=team-a,team-b") {
-		t.Errorf("args %v lack --namespaces=team-a,team-b", c.Args)
+	// As upstream's chart: the key in the operator's configuration file, not --namespaces (which
+	// would win over the file), so that editing it in the ConfigMap reaches a running operator.
+	if slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--namespaces") }) {
+		t.Errorf("args %v set --namespaces: a change of the ConfigMap's watched namespaces would be ignored", c.Args)
+	}
+	if got := config.WatchedNamespaces(operatorConfig(t, r, c)); !slices.Equal(got, []string{"team-a", "team-b"}) {
+		t.Errorf("the operator's configuration watches %v, want [team-a team-b]", got)
+	}
+	// The key in defaultConfiguration as well: a clear error at install, not a file the operator
+	// refuses to start with.
+	all := []string{"template", release, chartDir, "--namespace", namespace, "--set", "watchNamespaces={team-a}",
+		"--set-string", "defaultConfiguration.flink-conf\\.yaml=kubernetes.operator.watched.namespaces: other"}
+	if out, err := exec.Command(helm(t), all...).CombinedOutput(); err == nil ||
+		!strings.Contains(string(out), "sets kubernetes.operator.watched.namespaces and watchNamespaces is set too") {
+		t.Errorf("helm %s: err %v, want the chart's error; output\n%s", strings.Join(all, " "), err, out)
 	}
 	checkArgsAreFlags(t, c)
 	if _, ok := r.find("ClusterRole", "", "flink-operator"); ok {
@@ -905,4 +918,15 @@ func TestRenderConfigWithoutAppend(t *testing.T) {
 	if strings.Contains(cm.Data["config.yaml"], "# Operator configuration") {
 		t.Errorf("append: false, yet config.yaml starts with the chart's default:\n%s", cm.Data["config.yaml"])
 	}
+}
+
+// withoutBlankLines drops the lines of s that hold only white space.
+func withoutBlankLines(s string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.TrimSpace(l) != "" {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
