@@ -474,6 +474,9 @@ func TestRenderDefault(t *testing.T) {
 		if k.kustomize == "flink-operator-webhook-config" { // the chart's webhook configurations' name
 			want.Rules[0].ResourceNames = []string{webhookConfig}
 		}
+		if k.kustomize == "flink-operator-webhook-cert" { // the chart's webhook Service's name
+			want.Rules[2].ResourceNames = []string{"flink-operator-webhook-service"}
+		}
 		sameRules(t, k.kind+" "+k.chart, got.Rules, want.Rules)
 	}
 	var crb rbacv1.ClusterRoleBinding

@@ -194,7 +194,9 @@ func (m *SelfManaged) ensureSecret(ctx context.Context) (*corev1.Secret, error) 
 			if err != nil {
 				return nil, err
 			}
-			created, err := secrets.Create(ctx, m.newSecret(data), metav1.CreateOptions{})
+			secret := m.newSecret(data)
+			secret.OwnerReferences = m.serviceOwner(ctx)
+			created, err := secrets.Create(ctx, secret, metav1.CreateOptions{})
 			if apierrors.IsAlreadyExists(err) {
 				logger.V(2).Info("Another replica created the webhook certificate Secret first; adopting it")
 				continue
@@ -230,6 +232,23 @@ func (m *SelfManaged) ensureSecret(ctx context.Context) (*corev1.Secret, error) 
 		return updated, nil
 	}
 	return nil, fmt.Errorf("webhook certificate Secret %s kept changing under %d attempts to write it", ref, maxEnsureAttempts)
+}
+
+// serviceOwner makes the webhook Service the owner of a new Secret: whoever
+// removes the install (helm uninstall, kubectl delete -k) removes the
+// Service, and the garbage collector then removes the certificate the
+// operator created, which no manifest names. Not blocking the Service's
+// deletion (that would need the finalizers right on Services). A Service
+// that cannot be read (not there yet, no RBAC) leaves the Secret unowned, as
+// before: it is only left behind.
+func (m *SelfManaged) serviceOwner(ctx context.Context) []metav1.OwnerReference {
+	svc, err := m.opts.Client.CoreV1().Services(m.opts.Namespace).Get(ctx, m.opts.ServiceName, metav1.GetOptions{})
+	if err != nil {
+		klog.FromContext(ctx).V(2).Info("Webhook certificate Secret created without an owner: the webhook Service cannot be read",
+			"service", klog.KRef(m.opts.Namespace, m.opts.ServiceName), "err", err)
+		return nil
+	}
+	return []metav1.OwnerReference{{APIVersion: "v1", Kind: "Service", Name: svc.Name, UID: svc.UID}}
 }
 
 func (m *SelfManaged) newSecret(data map[string][]byte) *corev1.Secret {

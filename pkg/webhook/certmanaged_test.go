@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/x509"
+	"reflect"
 	"testing"
 	"time"
 
@@ -387,5 +388,26 @@ func TestSelfManagedOptions(t *testing.T) {
 		if _, err := NewSelfManaged(opts); err == nil {
 			t.Errorf("no error for %+v", opts)
 		}
+	}
+}
+
+// The Secret the operator creates is owned by the webhook Service, so that
+// removing the install (which removes the Service) lets the garbage collector
+// remove the certificate too; without a readable Service it is created
+// unowned, as before.
+func TestSelfManagedSecretOwnedByTheService(t *testing.T) {
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: testNS, Name: testService, UID: "svc-uid"}}
+	client := fake.NewSimpleClientset(webhookConfig(), svc)
+	ensure(t, newManager(t, client, clocktesting.NewFakeClock(t0)))
+	got := getSecret(t, client).OwnerReferences
+	want := []metav1.OwnerReference{{APIVersion: "v1", Kind: "Service", Name: testService, UID: "svc-uid"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("owner references %+v, want %+v", got, want)
+	}
+
+	client = fake.NewSimpleClientset(webhookConfig())
+	ensure(t, newManager(t, client, clocktesting.NewFakeClock(t0)))
+	if got := getSecret(t, client).OwnerReferences; len(got) != 0 {
+		t.Errorf("no Service: owner references %+v, want none", got)
 	}
 }
