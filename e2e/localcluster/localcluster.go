@@ -5,6 +5,22 @@
 // starts the node agent (e2e/nodeagent), which schedules pods onto its node
 // and runs them as local processes (real Flink JVMs, fake JobManagers).
 //
+// The API server reaches Services as on a real cluster, though there is no
+// kube-proxy: its "cluster" egress (webhooks configured by Service,
+// aggregated APIs, the node agent's kubelet API for kubectl logs, the proxy
+// subresources) goes through an HTTP CONNECT proxy that the owning process
+// serves on a Unix socket (Cluster.EgressSocket, egress.go), named in
+// kube-apiserver's --egress-selector-config-file. A ClusterIP:port there is
+// sent to a Ready, non-terminating pod with a pod IP that the Service
+// selects (round-robin; targetPort a number or a container port's name), as
+// kube-proxy would; no such pod answers 503, which the API server reports as
+// the call's failure (a webhook's failurePolicy applies). Anything else
+// (127.0.0.1:<port> of the kubelet API, a pod IP) is dialed as asked.
+// Webhooks configured by URL use the control-plane egress, which stays
+// direct. The proxy learns Services and Pods from informers started once the
+// API server is ready; it lives and stops with the Cluster. Pods do not use
+// it: they resolve Services through the node agent's hosts files.
+//
 // Binaries come from hack/build-cluster-bins.sh (built from Go modules, cached
 // per version) or from $FLINKOP_KUBE_BIN_DIR. Every process is recorded in a
 // state file so that a later Start stops what a killed run left behind.
@@ -50,8 +66,9 @@ const (
 // unless Options.Controllers says otherwise. The EndpointSlice controllers are
 // left out: pod IPs here are loopback addresses, which EndpointSlices reject
 // (a FailedToUpdateEndpointSlices Warning per Service, forever), and nothing
-// reads them: the node agent's hosts files and the operator's pod-ip
-// endpoint resolve Services from the pods themselves.
+// reads them: the node agent's hosts files, the operator's pod-ip endpoint
+// and the API server's egress proxy (egress.go) resolve Services from the
+// pods themselves.
 var DefaultControllers = []string{
 	"garbage-collector-controller",
 	"deployment-controller",
@@ -141,11 +158,17 @@ type Cluster struct {
 	// NodeAgentDir holds the agent's pod directories (volumes, hosts files,
 	// container logs under pods/<namespace>_<name>_<uid>/logs).
 	NodeAgentDir string
+	// EgressSocket is the Unix socket of the HTTP CONNECT proxy through
+	// which the API server reaches Services, pods and the kubelet API (see
+	// the package doc). Usually <Dir>/egress.sock; a short temporary path
+	// when that is too long for a socket.
+	EgressSocket string
 
 	opts          Options
 	out           io.Writer
 	caPEM         []byte
-	pki           *pki // the node agent gets its kubelet API certificates from here
+	pki           *pki         // the node agent gets its kubelet API certificates from here
+	egress        *egressProxy // set under mu
 	adminToken    string
 	operatorToken string
 	removeDir     bool
@@ -282,6 +305,24 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The API server dials the proxy's socket at its first webhook or
+	// kubelet call, so it must listen before kube-apiserver starts.
+	egress, err := startEgressProxy(c.Dir, svcNet, c.logf)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.egress, c.EgressSocket = egress, egress.socket
+	stopped := c.stopped
+	c.mu.Unlock()
+	if stopped {
+		egress.close()
+		return errors.New("cluster stopped")
+	}
+	egressConfig := filepath.Join(c.Dir, "egress-selector.yaml")
+	if err := egress.writeConfig(egressConfig); err != nil {
+		return err
+	}
 	c.CAFile, c.caPEM, c.pki = pki.CACert, pki.caPEM, pki
 	c.Host = "https://127.0.0.1:" + strconv.Itoa(apiPort)
 	c.adminToken, c.operatorToken = randomToken(), randomToken()
@@ -354,6 +395,9 @@ func (c *Cluster) start(ctx context.Context) error {
 		"--kubelet-client-key=" + pki.KubeletClientKey,
 		"--kubelet-certificate-authority=" + pki.CACert,
 		"--kubelet-preferred-address-types=InternalIP",
+		// Webhooks, aggregated APIs and the kubelet API through the
+		// proxy that plays kube-proxy for the API server (egress.go).
+		"--egress-selector-config-file=" + egressConfig,
 		"--profiling=false",
 	}, auditArgs...)})
 	if err != nil {
@@ -363,6 +407,11 @@ func (c *Cluster) start(ctx context.Context) error {
 		return err
 	}
 	c.logf("kube-apiserver ready in %s", time.Since(t).Round(time.Millisecond))
+	t = time.Now()
+	if err := egress.startInformers(ctx, c.RESTConfig(), "127.0.0.1:"+strconv.Itoa(apiPort)); err != nil {
+		return err
+	}
+	c.logf("egress proxy routing ClusterIPs in %s (socket %s)", time.Since(t).Round(time.Millisecond), egress.socket)
 
 	if c.opts.NoControllerManager {
 		return nil
@@ -439,7 +488,12 @@ func (c *Cluster) Stop() error {
 		c.mu.Lock()
 		c.stopped = true
 		procs := slices.Clone(c.procs)
+		egress := c.egress
 		c.mu.Unlock()
+		// The proxy's watches end before the API server does, so that
+		// they do not log its going; its connections after the
+		// processes, so that none is cut while they stop.
+		egress.stopInformers()
 		var errs []error
 		for _, p := range slices.Backward(procs) {
 			grace := c.opts.StopGrace
@@ -460,6 +514,7 @@ func (c *Cluster) Stop() error {
 				errs = append(errs, err)
 			}
 		}
+		egress.close()
 		if len(errs) == 0 {
 			if c.StatePath != "" {
 				os.Remove(c.StatePath)
