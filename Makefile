@@ -76,7 +76,7 @@ integration: ## Integration tests against a real local control plane
 NATIVE_E2E_VERSIONS ?= 1.20.5,2.3.0
 flink-e2e: ## Real Flink: JVMs alone, on the local cluster, and under the operator
 	@bin_dir="$$(hack/build-cluster-bins.sh)" && \
-	  FLINKOP_KUBE_BIN_DIR="$$bin_dir" FLINKOP_NATIVE_E2E_VERSIONS="$(NATIVE_E2E_VERSIONS)" $(GO) test -p 1 -count=1 -timeout=40m ./e2e/flink/... ./e2e/realflink/... ./e2e/snapshote2e/... ./e2e/deploymente2e/... ./e2e/periodice2e/... ./e2e/sessionjobe2e/... ./e2e/installe2e/... ./e2e/tryit/... ./e2e/examplese2e/... ./e2e/leadere2e/... ./e2e/nativee2e/...
+	  FLINKOP_KUBE_BIN_DIR="$$bin_dir" FLINKOP_NATIVE_E2E_VERSIONS="$(NATIVE_E2E_VERSIONS)" $(GO) test -p 1 -count=1 -timeout=40m ./e2e/flink/... ./e2e/realflink/... ./e2e/snapshote2e/... ./e2e/deploymente2e/... ./e2e/periodice2e/... ./e2e/sessionjobe2e/... ./e2e/installe2e/... ./e2e/helme2e/... ./e2e/tryit/... ./e2e/examplese2e/... ./e2e/leadere2e/... ./e2e/nativee2e/...
 
 e2e: integration flink-e2e ## End-to-end tests: real control plane, real Flink
 
@@ -101,15 +101,18 @@ e2e-upstream: ## Upstream's e2e scripts against this operator on the local clust
 test: verify unit-hermetic helm-chart codegen-check fuzz e2e ## Everything CI runs
 	@echo "make test: all passed"
 
-# The operator runs outside the local cluster, so it reaches Flink through
-# JobManager pod IPs (loopback addresses on this machine).
-OPERATOR_ARGS ?= --flink-endpoint=pod-ip
+# The operator runs as a pod of manifests/ in the local cluster (the node
+# agent runs its image as this checkout's build). OPERATOR_ARGS are added to
+# its flags; RUN_ARGS=--operator-process runs it as a process of this machine
+# instead (a debugger, your own flags), reaching Flink through JobManager pod IPs.
+OPERATOR_ARGS ?=
+RUN_ARGS ?=
 # The command is built, then exec'd (not `go run`): it takes the terminal's
 # foreground so that Ctrl-C reaches it alone and `make run` exits 0 after a
 # clean stop. The start time makes its "ready in" include the builds.
-run: ## Start a local control plane, install CRDs, run the operator (Ctrl-C stops all)
+run: ## Start a local control plane, install the operator as a pod (manifests/), Ctrl-C stops all
 	@started="$$(date +%s%N)" && $(GO) build -o .cache/bin/local-cluster ./e2e/cmd/local-cluster && \
-	  FLINKOP_RUN_STARTED_NS="$$started" exec .cache/bin/local-cluster run --operator-args "$(OPERATOR_ARGS)"
+	  FLINKOP_RUN_STARTED_NS="$$started" exec .cache/bin/local-cluster run $(RUN_ARGS) --operator-args "$(OPERATOR_ARGS)"
 
 cluster-down: ## Stop control-plane processes left behind by killed runs
 	@$(GO) build -o .cache/bin/local-cluster ./e2e/cmd/local-cluster && exec .cache/bin/local-cluster down

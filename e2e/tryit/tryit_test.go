@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -120,7 +121,7 @@ func TestReadmeTryIt(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	// make run's command line (Makefile: run).
-	run := exec.Command(bin, "run", "--operator-args", "--flink-endpoint=pod-ip")
+	run := exec.Command(bin, "run", "--operator-args", "")
 	run.Dir = root
 	var runOut syncBuffer
 	stdout, err := run.StdoutPipe()
@@ -194,6 +195,10 @@ func TestReadmeTryIt(t *testing.T) {
 		if !strings.Contains(shOut.String(), want) {
 			t.Errorf("the Try it output lacks %q", want)
 		}
+	}
+	// The operator is a pod of manifests/ (make run's default), Ready.
+	if !regexp.MustCompile(`(?m)^flink-operator-\S+\s+1/1\s+Running\s`).MatchString(shOut.String()) {
+		t.Errorf("the Try it output shows no Ready operator pod (kubectl get pods -n flink-operator)")
 	}
 	// The clean-up's promise: the savepoint's files are disposed of with
 	// it, although example-deployment (deleted last) restored from it.

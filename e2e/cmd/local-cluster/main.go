@@ -2,15 +2,18 @@
 // (etcd, kube-apiserver, kube-controller-manager on 127.0.0.1) with a node
 // agent that runs the pods as local processes.
 //
-//	go run ./e2e/cmd/local-cluster run [--operator-args "..."] [--no-operator] [--no-node-agent] [-- extra operator args]
+//	go run ./e2e/cmd/local-cluster run [--operator-args "..."] [--operator-process] [--no-operator] [--no-node-agent] [-- extra operator args]
 //	go run ./e2e/cmd/local-cluster down
 //
 // run builds or locates the control-plane binaries, starts the control plane
 // and the node agent (e2e/nodeagent: node local-node, whose pods run as real
 // Flink JVMs for Flink images and as fake JobManagers for fake-jobmanager
 // images, on loopback pod IPs), installs the CRDs from manifests/crds, grants
-// the operator user cluster-admin, builds and starts ./cmd/flink-operator,
-// waits for its /readyz, prints how to use the cluster and waits. Ctrl-C or
+// the operator user cluster-admin, installs the operator as a pod with
+// manifests/ (the node agent runs its image as ./cmd/flink-operator built
+// from this checkout; --operator-process runs that binary as a process of
+// this machine instead), waits for it to be ready, prints how to use the
+// cluster and waits. Ctrl-C or
 // SIGTERM stops the operator, the agent with every pod process, and the
 // control plane, and checks that none of their processes is left. down stops
 // processes recorded by earlier runs that were killed.
@@ -18,6 +21,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -61,7 +65,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, `usage: local-cluster run [--operator-args "..."] [--no-operator] [--no-node-agent] [--crds dir] [--keep] [-- operator args]
+	fmt.Fprintln(os.Stderr, `usage: local-cluster run [--operator-args "..."] [--operator-process] [--no-operator] [--no-node-agent] [--crds dir] [--keep] [-- operator args]
        local-cluster down`)
 	os.Exit(2)
 }
@@ -95,8 +99,14 @@ func run(args []string) error {
 	crdDir := fs.String("crds", "", "directory of CRD YAMLs (default <module root>/manifests/crds)")
 	keep := fs.Bool("keep", false, "keep the work dir (logs, etcd data) after stopping")
 	noAgent := fs.Bool("no-node-agent", false, "start no node agent (pods stay Pending)")
+	asProcess := fs.Bool("operator-process", false, "run the operator as a process of this machine (for debugging: a debugger, "+
+		"your own flags) instead of as a pod of manifests/ in the cluster")
 	fs.Parse(args)
 	extra := append(strings.Fields(*operatorArgs), fs.Args()...)
+	if *noAgent && !*noOperator && !*asProcess {
+		return errors.New("--no-node-agent: nothing would run the operator's pod; add --operator-process or --no-operator")
+	}
+	asPod := !*noOperator && !*asProcess
 
 	root, err := localcluster.ModuleRoot()
 	if err != nil {
@@ -112,7 +122,7 @@ func run(args []string) error {
 	// Build the operator while the control plane starts.
 	var opBin string
 	built := make(chan error, 1)
-	if !*noOperator {
+	if !*noOperator && !asPod {
 		// A stable path (git-ignored) lets go build skip the link when
 		// nothing changed.
 		opBin = filepath.Join(root, ".cache", "bin", "flink-operator")
@@ -147,8 +157,13 @@ func run(args []string) error {
 	}
 
 	var op *localcluster.Process
-	if !*noOperator {
-		if op, err = startOperator(ctx, setupTimeout, c, opBin, built, extra); err != nil {
+	switch {
+	case asPod:
+		if err := installOperator(ctx, setupTimeout, c, root, extra); err != nil {
+			return errors.Join(err, stop())
+		}
+	case !*noOperator:
+		if op, err = startOperator(ctx, setupTimeout, c, opBin, built, append([]string{"--flink-endpoint=pod-ip"}, extra...)); err != nil {
 			return errors.Join(err, stop())
 		}
 	}
@@ -165,7 +180,7 @@ func run(args []string) error {
 
 	ready := time.Since(begin).Round(10 * time.Millisecond)
 	what := "control plane"
-	if op != nil {
+	if op != nil || asPod {
 		what = "control plane and operator"
 	}
 	fmt.Printf("\n%s ready in %s from the command's start (CRDs Established)\n", what, ready)
@@ -175,6 +190,10 @@ func run(args []string) error {
 	if c.NodeAgent != nil {
 		fmt.Printf("node agent:          node %s, log %s\n", localcluster.NodeAgentNode, c.NodeAgent.LogPath)
 		fmt.Printf("pod logs:            kubectl logs POD [-f] [--previous]; files %s/pods/<namespace>_<pod>_<uid>/logs/<container>/<restartCount>.log\n", c.NodeAgentDir)
+	}
+	if asPod {
+		fmt.Printf("operator:            a pod of manifests/ (Deployment %s/%s, image %s run by the node agent as this checkout's build)\n", operatorNamespace, operatorDeployment, operatorImage)
+		fmt.Printf("operator log:        kubectl logs -n %s deploy/%s -f\n", operatorNamespace, operatorDeployment)
 	}
 	fmt.Printf("host data:           %s (the hostPath of manifests/examples)\n", hostDataDir)
 	fmt.Printf("\nIn another terminal, from %s:\n\n  source .cache/env   # export KUBECONFIG=%s; export PATH=%s:$PATH\n  kubectl get flinkdep,flinksessionjob,flinksnp -A\n\n", root, c.Kubeconfig, c.BinDir)
@@ -241,6 +260,53 @@ func setup(ctx context.Context, c *localcluster.Cluster, crdDir, root string) er
 	}
 	fmt.Fprintln(os.Stderr, "local-cluster: the Flink ServiceAccount flink (manifests/flink-serviceaccount) in namespace default")
 	return nil
+}
+
+// The operator as manifests/ installs it.
+const (
+	operatorNamespace  = "flink-operator"
+	operatorDeployment = "flink-operator"
+	operatorImage      = "ghcr.io/flinkops/flink-operator:latest"
+)
+
+// installOperator applies manifests/ (kustomize, server-side), as `kubectl apply -k` on a real
+// cluster: the node agent runs the Deployment's image as the operator binary localcluster built
+// from this checkout, in-cluster (its ServiceAccount, its ConfigMap, its probes, kubectl logs),
+// with its webhook behind its Service. extra flags are appended to the container's args. It
+// waits at most timeout for the Deployment to be available (its pod's /readyz).
+func installOperator(ctx context.Context, timeout time.Duration, c *localcluster.Cluster, root string, extra []string) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	start := time.Now()
+	if out, err := c.Kubectl("apply", "--server-side", "-k", filepath.Join(root, "manifests")); err != nil {
+		return fmt.Errorf("kubectl apply -k manifests/: %w\n%s", err, out)
+	}
+	if len(extra) > 0 {
+		var ops []string
+		for _, a := range extra {
+			v, _ := json.Marshal(a)
+			ops = append(ops, `{"op":"add","path":"/spec/template/spec/containers/0/args/-","value":`+string(v)+`}`)
+		}
+		if out, err := c.Kubectl("patch", "deployment", operatorDeployment, "-n", operatorNamespace, "--type=json",
+			"-p", "["+strings.Join(ops, ",")+"]"); err != nil {
+			return fmt.Errorf("adding %q to the operator's args: %w\n%s", extra, err, out)
+		}
+	}
+	fmt.Fprintf(os.Stderr, "local-cluster: manifests/ applied; waiting for the operator pod\n")
+	for {
+		out, err := c.Kubectl("rollout", "status", "deployment/"+operatorDeployment, "-n", operatorNamespace, "--timeout=5s")
+		if err == nil {
+			fmt.Fprintf(os.Stderr, "local-cluster: operator pod ready in %s\n", time.Since(start).Round(time.Millisecond))
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			pods, _ := c.Kubectl("get", "pods", "-n", operatorNamespace, "-o", "wide")
+			logs, _ := c.Kubectl("logs", "-n", operatorNamespace, "deployment/"+operatorDeployment, "--tail=40")
+			return fmt.Errorf("the operator pod not ready in %s: %s\n%s\n%s\n%s", timeout, ctx.Err(), out, pods, logs)
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // startOperator waits for the operator's build (no deadline), starts it and
