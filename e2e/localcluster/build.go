@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 )
@@ -17,8 +18,35 @@ import (
 // <CacheDir>/bin/<checkout>, and returns that directory. Each binary is named after the
 // last element of its package path. Builds of concurrent test processes are
 // serialized by a lock file; go build does nothing for an up-to-date binary.
+//
+// Building the node agent (NodeAgentPackage) builds the commands it runs
+// too (nodeAgentCommands), in the same go build: whoever starts the agent
+// from this directory finds them beside it.
 func BuildCommands(ctx context.Context, pkgs ...string) (string, error) {
-	return goBuild(ctx, "", nil, pkgs...)
+	return goBuild(ctx, "", nil, withNodeAgentCommands(pkgs)...)
+}
+
+// NodeAgentPackage is the node agent's main package.
+const NodeAgentPackage = "./e2e/nodeagent/cmd/node-agent"
+
+// nodeAgentCommands are what the node agent runs for pods (startNodeAgent
+// passes their paths): fake JobManagers, and the operator for pods of its
+// image (ghcr.io/flinkops/flink-operator).
+var nodeAgentCommands = []string{"./cmd/fake-jobmanager", "./cmd/flink-operator"}
+
+// withNodeAgentCommands is pkgs plus nodeAgentCommands when pkgs has the
+// node agent, each package once.
+func withNodeAgentCommands(pkgs []string) []string {
+	if !slices.Contains(pkgs, NodeAgentPackage) {
+		return pkgs
+	}
+	out := slices.Clone(pkgs)
+	for _, p := range nodeAgentCommands {
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // BuildTaggedCommand builds one main package like BuildCommands, with

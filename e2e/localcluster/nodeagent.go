@@ -26,6 +26,9 @@ func (c *Cluster) startNodeAgent(ctx context.Context, binDir string) error {
 		"--record=" + c.NodeAgentRecord,
 		"--ready-file=" + ready,
 		"--fake-jobmanager=" + filepath.Join(binDir, "fake-jobmanager"),
+		// Pods of the operator's image run this build (BuildCommands
+		// builds it with the agent).
+		"--operator-binary=" + filepath.Join(binDir, "flink-operator"),
 		// Its kubelet API (kubectl logs): serving certificate, and the CA
 		// of the apiserver's client certificate.
 		"--tls-cert-file=" + c.pki.KubeletCert,

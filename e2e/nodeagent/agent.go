@@ -81,6 +81,11 @@ type Config struct {
 	// HostCommands runs containers of image HostCommandImage (their command
 	// and args, in their mount namespace); for tests.
 	HostCommands bool
+	// OperatorBinary is the operator (go build ./cmd/flink-operator) that
+	// containers of the operator's image (IsOperatorImage) run, at the
+	// image's /flink-operator in their mount namespace. Without it they
+	// are not supported (waiting with ReasonImageNotSupported).
+	OperatorBinary string
 	// ContainerPaths starts Flink with the configuration and arguments as
 	// the pod spec has them: the paths of its volume mounts are not
 	// rewritten to host paths, they resolve in the container's mount
@@ -166,6 +171,16 @@ func New(cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	cfg.Dir = dir
+	if cfg.OperatorBinary != "" {
+		// A mount source: the helper resolves it after leaving the
+		// agent's working directory behind.
+		if cfg.OperatorBinary, err = filepath.Abs(cfg.OperatorBinary); err != nil {
+			return nil, err
+		}
+		if st, err := os.Stat(cfg.OperatorBinary); err != nil || st.IsDir() {
+			return nil, fmt.Errorf("nodeagent: OperatorBinary %s is not a file (%v)", cfg.OperatorBinary, err)
+		}
+	}
 	var kt *kubeletTLS
 	switch {
 	case cfg.TLSCertFile != "" && cfg.TLSKeyFile != "" && cfg.ClientCAFile != "":

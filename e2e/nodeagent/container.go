@@ -1,14 +1,17 @@
 package nodeagent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,8 +30,9 @@ const (
 	backoffMin   = time.Second
 	backoffMax   = 30 * time.Second
 	backoffReset = time.Minute
-	// aliveReady is how long a container without a REST API must run to be
-	// ready.
+	// aliveReady is how long a Flink or fake container without a REST API
+	// (a TaskManager) must run to be ready; the operator's image and host
+	// commands follow their probes instead (probe.go).
 	aliveReady = 2 * time.Second
 	// restFailures consecutive failed REST checks make a ready JobManager
 	// unready.
@@ -60,6 +64,14 @@ type container struct {
 	// restURL, if set, is GET for readiness (a JobManager's /config);
 	// otherwise the container is ready once it ran aliveReady.
 	restURL string
+	// kubeletProbes: the container's startup, liveness and readiness
+	// probes run as the kubelet runs them (probe.go) instead of restURL /
+	// aliveReady: Operator and HostCommand containers, whose pod specs
+	// are written for a kubelet; Flink's and the fake JobManager's keep
+	// the agent's own readiness rule.
+	kubeletProbes bool
+	// ip is the pod's IP, where probes connect.
+	ip string
 	// logDir holds a log file per run, <n>.log (see runlog.go).
 	logDir string
 	// mounts are the container's volumes at their mount paths.
@@ -76,9 +88,16 @@ type container struct {
 	restarts int32
 	ready    bool
 	started  bool
-	id       string
-	proc     *proc
-	grace    time.Duration // for stop
+	// startupDone: the current run passed its startup probe (always, for
+	// a run without one); the status's started.
+	startupDone bool
+	// probeKilled is the run a failed liveness or startup probe killed:
+	// it restarts unless restartPolicy is Never, whatever its exit code,
+	// as with the kubelet.
+	probeKilled *proc
+	id          string
+	proc        *proc
+	grace       time.Duration // for stop
 	// curLog is the log of the latest run, lastLog that of the run in
 	// last (what `kubectl logs --previous` reads).
 	curLog, lastLog *runLog
@@ -109,6 +128,13 @@ func (w *podWorker) newContainer(spec *corev1.Container, volumes map[string]volu
 	if w.a.cfg.HostCommands && spec.Image == HostCommandImage {
 		c.class = Classification{Kind: HostCommand}
 	}
+	if c.class.Kind == Operator && w.a.cfg.OperatorBinary == "" {
+		c.class = Classification{Kind: Unsupported, Message: fmt.Sprintf("image %q is the operator's: the local node agent "+
+			"runs it as a locally built operator binary, and it has none (node-agent --operator-binary, Config.OperatorBinary; "+
+			"e2e/localcluster passes its build)", spec.Image)}
+	}
+	c.kubeletProbes = c.class.Kind == Operator || c.class.Kind == HostCommand
+	c.ip = f.podIP
 	c.mounts, err = containerMounts(spec, volumes)
 	if err != nil {
 		return nil, configError{fmt.Errorf("container %s: %w", spec.Name, err)}
@@ -123,6 +149,8 @@ func (w *podWorker) newContainer(spec *corev1.Container, volumes map[string]volu
 		err = c.prepareFake(envList(env), values, mounts, f)
 	case HostCommand:
 		err = c.prepareHostCommand(envList(env), command, args)
+	case Operator:
+		err = c.prepareOperator(envList(env), f)
 	}
 	if err != nil {
 		return nil, err
@@ -145,10 +173,98 @@ func envList(env []EnvVar) []string {
 // volumes (and extra mounts, before them) at their paths, unless the agent
 // runs without mount namespaces.
 func (c *container) inPod(cmd *exec.Cmd, extra ...mountSpec) (*exec.Cmd, error) {
+	return c.inPodAs(cmd, containerIdentity{}, extra...)
+}
+
+// inPodAs is inPod with the pod's identity (hostname, hosts file) too.
+func (c *container) inPodAs(cmd *exec.Cmd, id containerIdentity, extra ...mountSpec) (*exec.Cmd, error) {
 	if c.w.a.cfg.NoMountNamespaces {
 		return cmd, nil
 	}
-	return inMountNamespace(cmd, filepath.Join(c.w.dir, "containers", c.spec.Name), append(extra, c.mounts...))
+	return inContainerNamespaces(cmd, filepath.Join(c.w.dir, "containers", c.spec.Name), append(extra, c.mounts...), id)
+}
+
+// operatorImageEnv is the environment the operator's image gives its
+// process (distroless/static:nonroot, user 65532, whose home the runtime
+// sets): the container's env comes on top. Not the agent's environment: a
+// KUBECONFIG there, or the machine's ~/.kube/config, would win over the
+// in-cluster configuration in the operator's client loading
+// (clientcmd's default rules), which no real pod of it has.
+var operatorImageEnv = []string{
+	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+	"HOME=/home/nonroot",
+}
+
+// prepareOperator runs the operator's image as Config.OperatorBinary,
+// bound at the image's entrypoint /flink-operator in the container's
+// mount namespace, with the container's args (listen flags on the pod IP,
+// podBindAddresses), the image's environment plus the container's, the
+// pod's hostname (a UTS namespace of its own) and the pod's hosts file as
+// /etc/hosts (the names of Services, as cluster DNS would answer them: the
+// operator's --flink-endpoint=service reaches <name>-rest.<ns>.svc). The
+// image's user and read-only root are not applied: the process runs as the
+// agent.
+func (c *container) prepareOperator(env []string, f podFields) error {
+	bin := c.w.a.cfg.OperatorBinary
+	args := podBindAddresses(c.class.Args, f.podIP)
+	hostname := containerHostname(f.pod)
+	id := containerIdentity{Hostname: hostname}
+	if !slices.ContainsFunc(c.mounts, func(m mountSpec) bool { return path.Clean(m.Target) == "/etc/hosts" }) {
+		// A volume at /etc/hosts wins, as with the kubelet.
+		id.HostsDir = c.w.hostsDir()
+	}
+	c.w.setNeedsHosts()
+	c.command = func(ctx context.Context) (*exec.Cmd, error) {
+		if c.w.a.cfg.NoMountNamespaces {
+			cmd := exec.Command(bin, args...)
+			cmd.Env = append(slices.Clone(operatorImageEnv), env...)
+			cmd.Dir = cmp.Or(c.spec.WorkingDir, "/")
+			return cmd, nil
+		}
+		cmd := exec.Command(operatorEntrypoint, args...)
+		// HOSTNAME as container runtimes set it (in the namespace that has
+		// that hostname), before the container's env, which may override it.
+		cmd.Env = append(append(slices.Clone(operatorImageEnv), "HOSTNAME="+hostname), env...)
+		cmd.Dir = c.spec.WorkingDir
+		return c.inPodAs(cmd, id, mountSpec{Source: bin, Target: operatorEntrypoint, ReadOnly: true})
+	}
+	c.w.logf("container %s: operator %s %s (image %s, hostname %s)", c.spec.Name, bin, strings.Join(args, " "), c.spec.Image, hostname)
+	return nil
+}
+
+// podBindAddresses gives the operator's listen flags (every --*-bind-address:
+// --webhook-, --metrics-, --health-probe-bind-address; --flag=:port and
+// --flag :port) whose host is empty the pod's IP. In a real pod ":8081" is
+// private to the pod's network namespace; here every pod shares the
+// machine's ports and Flink JobManagers listen on <their pod IP>:8081, so a
+// wildcard bind would take their port (or fail for a second operator pod).
+// A disabled listener ("0") and an explicit host are left as they are; so
+// is everything after "--".
+func podBindAddresses(args []string, podIP string) []string {
+	out := slices.Clone(args)
+	onPodIP := func(addr string) string {
+		if port, ok := strings.CutPrefix(addr, ":"); ok {
+			return net.JoinHostPort(podIP, port)
+		}
+		return addr
+	}
+	for i := 0; i < len(out); i++ {
+		if out[i] == "--" {
+			break
+		}
+		name, value, inline := strings.Cut(out[i], "=")
+		if !strings.HasPrefix(name, "--") || !strings.HasSuffix(name, "-bind-address") {
+			continue
+		}
+		switch {
+		case inline:
+			out[i] = name + "=" + onPodIP(value)
+		case i+1 < len(out):
+			out[i+1] = onPodIP(out[i+1])
+			i++
+		}
+	}
+	return out
 }
 
 // prepareHostCommand runs the container's command and args (a test's
@@ -479,7 +595,8 @@ func (c *container) run() {
 			if stopped {
 				return
 			}
-			if !restarts(c.w.current().Spec.RestartPolicy, exit) {
+			policy := c.w.current().Spec.RestartPolicy
+			if !restarts(policy, exit) && !(c.killedByProbe(p) && policy != corev1.RestartPolicyNever) {
 				return
 			}
 			if time.Since(p.started) > backoffReset {
@@ -549,6 +666,7 @@ func (c *container) launch() (*proc, error) {
 			c.restarts++
 		}
 		c.proc, c.started, c.ready, c.curLog = p, true, false, rl
+		c.startupDone = !c.kubeletProbes || c.spec.StartupProbe == nil
 		c.id = fmt.Sprintf("local://%d", p.pid())
 		c.state = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(p.started)}}
 	})
@@ -561,7 +679,11 @@ func (c *container) launch() (*proc, error) {
 func (c *container) wait(p *proc) (exit int32, stopped bool) {
 	probeCtx, stopProbe := context.WithCancel(c.ctx)
 	defer stopProbe()
-	go c.probe(probeCtx, p)
+	if c.kubeletProbes {
+		go c.runProbes(probeCtx, p)
+	} else {
+		go c.probe(probeCtx, p)
+	}
 	select {
 	case <-p.done:
 	case <-c.ctx.Done():
@@ -605,19 +727,7 @@ var probeClient = &http.Client{
 // 500ms until ready, then every 5s; restFailures failures in a row make it
 // unready), or, without a REST API, alive for aliveReady.
 func (c *container) probe(ctx context.Context, p *proc) {
-	setReady := func(ready bool) {
-		c.mu.Lock()
-		changed := c.ready != ready && c.proc == p
-		if changed {
-			c.ready = ready
-		}
-		c.mu.Unlock()
-		if changed {
-			c.logf("ready=%v after %s", ready, time.Since(p.started).Round(time.Millisecond))
-			c.w.statusChanged()
-			c.w.a.markDNS()
-		}
-	}
+	setReady := func(ready bool) { c.setReady(p, ready) }
 	if c.restURL == "" {
 		select {
 		case <-time.After(aliveReady):
@@ -652,6 +762,22 @@ func (c *container) probe(ctx context.Context, p *proc) {
 	}
 }
 
+// setReady sets the readiness of run p (nothing once another run is
+// current) and, when it changed, tells the status and the hosts files.
+func (c *container) setReady(p *proc, ready bool) {
+	c.mu.Lock()
+	changed := c.ready != ready && c.proc == p
+	if changed {
+		c.ready = ready
+	}
+	c.mu.Unlock()
+	if changed {
+		c.logf("ready=%v after %s", ready, time.Since(p.started).Round(time.Millisecond))
+		c.w.statusChanged()
+		c.w.a.markDNS()
+	}
+}
+
 func restOK(ctx context.Context, url string) bool {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
@@ -670,6 +796,7 @@ func (c *container) status() corev1.ContainerStatus {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	running := c.state.Running != nil
+	started := running && c.startupDone
 	return corev1.ContainerStatus{
 		Name:                 c.spec.Name,
 		Image:                c.spec.Image,
@@ -679,7 +806,7 @@ func (c *container) status() corev1.ContainerStatus {
 		LastTerminationState: c.last,
 		Ready:                c.ready && running,
 		RestartCount:         c.restarts,
-		Started:              &running,
+		Started:              &started,
 	}
 }
 

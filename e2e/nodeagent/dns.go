@@ -31,6 +31,31 @@ type Endpoint struct {
 	Seq int64
 }
 
+// podHostname is the pod's hostname as the kubelet gives it: spec.hostname,
+// else the pod name cut to 63 characters (a hostname's limit; trailing '-'
+// and '.' dropped).
+func podHostname(pod *corev1.Pod) string {
+	if h := pod.Spec.Hostname; h != "" {
+		return h
+	}
+	h := pod.Name
+	if len(h) > 63 {
+		h = strings.TrimRight(h[:63], "-.")
+	}
+	return h
+}
+
+// containerHostname is what a container of the pod sees as its hostname:
+// podHostname, or with setHostnameAsFQDN and a subdomain the FQDN
+// <hostname>.<subdomain>.<ns>.svc.cluster.local, as the kubelet sets it.
+func containerHostname(pod *corev1.Pod) string {
+	h := podHostname(pod)
+	if pod.Spec.Subdomain != "" && pod.Spec.SetHostnameAsFQDN != nil && *pod.Spec.SetHostnameAsFQDN {
+		return fmt.Sprintf("%s.%s.%s.svc.%s", h, pod.Spec.Subdomain, pod.Namespace, ClusterDomain)
+	}
+	return h
+}
+
 // HostsFile renders the hosts file of pod self, the agent's stand-in for
 // cluster DNS (each JVM reads it through -Djdk.net.hosts.file):
 //

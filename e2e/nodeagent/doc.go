@@ -14,6 +14,12 @@
 //     any other pod;
 //   - pods of a fake-jobmanager image as cmd/fake-jobmanager processes
 //     (hundreds fit on one machine);
+//   - pods of the operator's own image (ghcr.io/flinkops/flink-operator) as
+//     Config.OperatorBinary, the locally built operator, with the pod's
+//     args (listen flags moved from all addresses to the pod IP), hostname
+//     (a UTS namespace of its own) and hosts file as /etc/hosts;
+//   - with Config.HostCommands, pods of HostCommandImage as their command
+//     (tests);
 //   - anything else not at all: the container waits with reason
 //     ImageNotSupportedByLocalAgent.
 //
@@ -22,14 +28,17 @@
 // their objects, as the kubelet's atomic writer does; see volumesync.go), its
 // environment as the kubelet computes it (with KUBERNETES_SERVICE_HOST/PORT
 // leading to the API server), service-account tokens from the TokenRequest
-// API (refreshed), and (for JVMs) a hosts file that stands in for cluster
-// DNS, kept in step with Services and pods. Each container runs in a private
-// mount namespace with its volumes at their mount paths; mount points are
-// never created on the machine (see mountns.go). Pod status
-// (phase, podIP, container states, Ready) is written through the status
-// subresource; readiness of JobManagers is their REST API answering. Deleted
-// pods' processes get SIGTERM, then SIGKILL after the (capped) grace period,
-// and the pod object is then removed, as the kubelet does.
+// API (refreshed), and (for JVMs and the operator) a hosts file that stands
+// in for cluster DNS, kept in step with Services and pods. Each container
+// runs in a private mount namespace with its volumes at their mount paths;
+// mount points are never created on the machine (see mountns.go). Pod
+// status (phase, podIP, container states, Ready) is written through the
+// status subresource; readiness of JobManagers is their REST API answering;
+// the operator's image and host commands get the kubelet's startup,
+// liveness and readiness probes (probe.go), a failing liveness probe
+// restarting the container. Deleted pods' processes get SIGTERM, then
+// SIGKILL after the (capped) grace period, and the pod object is then
+// removed, as the kubelet does.
 //
 // Every process runs in its own process group with a parent-death signal and
 // is recorded (localcluster.Recorder), so no JVM outlives a killed test run.

@@ -26,7 +26,21 @@ const (
 	// HostCommand containers (image HostCommandImage, with
 	// Config.HostCommands only) run their command and args as they are.
 	HostCommand
+	// Operator containers (the project's own image, OperatorImage) run
+	// Config.OperatorBinary, the locally built operator, with the
+	// container's args.
+	Operator
 )
+
+// OperatorImage is the repository of the operator's image (Dockerfile:
+// ENTRYPOINT ["/flink-operator"]); any registry before it and any tag or
+// digest after it name the same image to the agent, which runs
+// Config.OperatorBinary for it.
+const OperatorImage = "flinkops/flink-operator"
+
+// operatorEntrypoint is the image's entrypoint, where the agent puts the
+// operator binary in the container's mount namespace.
+const operatorEntrypoint = "/flink-operator"
 
 // HostCommandImage is the image of containers that run their command and
 // args as a process of this machine (in the container's mount namespace),
@@ -42,6 +56,8 @@ func (k Kind) String() string {
 		return "fake-jobmanager"
 	case HostCommand:
 		return "host-command"
+	case Operator:
+		return "operator"
 	}
 	return "unsupported"
 }
@@ -98,7 +114,21 @@ type Classification struct {
 // contains "fake-jobmanager" runs the fake JobManager: with the same Flink
 // invocation it plays that role (a TaskManager is an idle process), otherwise
 // its args are fake-jobmanager flags.
+//
+// A container of the operator's image (IsOperatorImage) runs the operator
+// with its args when its command is the image's entrypoint (none, or
+// /flink-operator); the agent needs Config.OperatorBinary for it (see
+// podWorker.newContainer).
 func Classify(c *corev1.Container, command, args []string) Classification {
+	if IsOperatorImage(c.Image) {
+		if len(command) == 0 || (len(command) == 1 && command[0] == operatorEntrypoint) {
+			return Classification{Kind: Operator, Args: args}
+		}
+		return Classification{Kind: Unsupported, Message: fmt.Sprintf(
+			"image %q runs the operator with its own entrypoint only (no command, or [%q]; got command %q): "+
+				"the local node agent runs the locally built operator binary for it, with the container's args",
+			c.Image, operatorEntrypoint, command)}
+	}
 	if g := flinkjvm.SplitEndedJobGuard(args); g != nil {
 		args, _ = g.Choose(nil) // without the container's variables: unset
 	}
@@ -121,8 +151,9 @@ func Classify(c *corev1.Container, command, args []string) Classification {
 	}
 	msg := fmt.Sprintf("image %q with command %q and args %q cannot run on the local node agent: it runs Flink images "+
 		"started as %s standalone-job|jobmanager|taskmanager or, in native mode, bash -c \"kubernetes-jobmanager.sh ...\" "+
-		"or bash -c \"kubernetes-taskmanager.sh ...\" (as real Flink JVMs) and images named *fake-jobmanager* only",
-		c.Image, command, firstN(args, 3), entrypoint)
+		"or bash -c \"kubernetes-taskmanager.sh ...\" (as real Flink JVMs), images named *fake-jobmanager* "+
+		"and the operator's image (.../%s, as the locally built operator) only",
+		c.Image, command, firstN(args, 3), entrypoint, OperatorImage)
 	return Classification{Kind: Unsupported, Message: msg}
 }
 
@@ -154,6 +185,15 @@ func firstN(s []string, n int) []string {
 		return append(s[:n:n], "...")
 	}
 	return s
+}
+
+// IsOperatorImage reports whether image is the operator's: its repository
+// (registry, tag and digest left out) is OperatorImage or ends with
+// "/"+OperatorImage, e.g. ghcr.io/flinkops/flink-operator:v1.2 or
+// localhost:5000/flinkops/flink-operator@sha256:....
+func IsOperatorImage(image string) bool {
+	repo, _ := splitImage(image)
+	return repo == OperatorImage || strings.HasSuffix(repo, "/"+OperatorImage)
 }
 
 // imageName is the last path element of an image reference without tag or

@@ -30,6 +30,17 @@ package nodeagent
 //     namespace only, never on the machine. Symlinks on the way are
 //     resolved inside the new root.
 //
+// A container of the operator's image (containerIdentity) gets two more
+// things of a pod: a UTS namespace of its own (CLONE_NEWUTS) whose hostname
+// the helper sets to the pod's, and the pod's hosts file as /etc/hosts. The
+// agent replaces that file by rename (writeFileIfChanged), and a bind mount
+// of a file keeps showing the inode it was made with, so the helper binds
+// the file's directory (read-only, at hostsMount, a path that exists only
+// in the namespace) and makes /etc/hosts a symlink to the file in it, in a
+// tmpfs mirror of /etc: every rename is visible at once and a reader sees
+// one whole version or the next, never a partial write; the machine's
+// /etc/hosts is left alone.
+//
 // Then the helper chroots into the root, changes to the working directory
 // and exec's the command. All of it needs CAP_SYS_ADMIN (root); without it
 // the container fails to start with a message that says so, unless the
@@ -64,12 +75,29 @@ type mountSpec struct {
 	ReadOnly bool   `json:"readOnly,omitempty"`
 }
 
+// containerIdentity is what a container gets of its pod beyond its mounts
+// (the operator's image, see prepareOperator); the zero value adds nothing.
+type containerIdentity struct {
+	// Hostname, when set, is the container's hostname, in a UTS namespace
+	// of its own.
+	Hostname string `json:"hostname,omitempty"`
+	// HostsDir, when set, is the host directory holding the pod's hosts
+	// file, "hosts": /etc/hosts in the container shows it, and every
+	// later version of it (see the file's comment).
+	HostsDir string `json:"hostsDir,omitempty"`
+}
+
+// hostsMount is where a container with containerIdentity.HostsDir sees that
+// directory; its /etc/hosts is a symlink to the file in it.
+const hostsMount = "/.nodeagent/dns"
+
 // helperSpec is what the helper does: mount, chroot, exec.
 type helperSpec struct {
 	// Root is an empty host directory where the container's root (a tmpfs)
 	// is mounted in the namespace.
 	Root   string      `json:"root"`
 	Mounts []mountSpec `json:"mounts"`
+	containerIdentity
 	// Path, Args, Env and Dir are the command (as exec.Cmd has them; Dir
 	// is a path in the container, "/" when empty).
 	Path string   `json:"path"`
@@ -98,13 +126,21 @@ var errNoMountNamespace = errors.New("the node agent runs every container in a p
 // with mounts (sorted by the helper, parents first) and root under dir; cmd
 // is not started, and only its Path, Args, Env and Dir are used.
 func inMountNamespace(cmd *exec.Cmd, dir string, mounts []mountSpec) (*exec.Cmd, error) {
+	return inContainerNamespaces(cmd, dir, mounts, containerIdentity{})
+}
+
+// inContainerNamespaces is inMountNamespace with the pod's identity: with
+// id.Hostname the command also gets a UTS namespace of its own with that
+// hostname, with id.HostsDir the pod's hosts file at /etc/hosts.
+func inContainerNamespaces(cmd *exec.Cmd, dir string, mounts []mountSpec, id containerIdentity) (*exec.Cmd, error) {
 	spec := helperSpec{
-		Root:   filepath.Join(dir, "rootfs"),
-		Mounts: mounts,
-		Path:   cmd.Path,
-		Args:   cmd.Args,
-		Env:    cmd.Env,
-		Dir:    cmd.Dir,
+		Root:              filepath.Join(dir, "rootfs"),
+		Mounts:            mounts,
+		containerIdentity: id,
+		Path:              cmd.Path,
+		Args:              cmd.Args,
+		Env:               cmd.Env,
+		Dir:               cmd.Dir,
 	}
 	if cmd.Err != nil {
 		return nil, cmd.Err
@@ -124,11 +160,15 @@ func inMountNamespace(cmd *exec.Cmd, dir string, mounts []mountSpec) (*exec.Cmd,
 	if err := os.WriteFile(specFile, b, 0o600); err != nil {
 		return nil, err
 	}
+	flags := uintptr(syscall.CLONE_NEWNS)
+	if id.Hostname != "" {
+		flags |= syscall.CLONE_NEWUTS
+	}
 	return &exec.Cmd{
 		Path:        "/proc/self/exe",
 		Args:        cmd.Args,
 		Env:         []string{containerHelperEnv + "=" + specFile},
-		SysProcAttr: &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS},
+		SysProcAttr: &syscall.SysProcAttr{Unshareflags: flags},
 	}, nil
 }
 
@@ -169,7 +209,13 @@ func containerInit(specFile string) error {
 	if err := json.Unmarshal(b, &spec); err != nil {
 		return err
 	}
-	r := &rootBuilder{root: spec.Root, mirrored: map[string]bool{}}
+	if spec.Hostname != "" {
+		// In the UTS namespace the agent unshared for this container only.
+		if err := syscall.Sethostname([]byte(spec.Hostname)); err != nil {
+			return fmt.Errorf("hostname %s: %w", spec.Hostname, err)
+		}
+	}
+	r := &rootBuilder{root: spec.Root, mirrored: map[string]bool{}, links: map[string]string{}}
 	if err := syscall.Mount("tmpfs", r.root, "tmpfs", syscall.MS_NOSUID, "mode=755"); err != nil {
 		return fmt.Errorf("tmpfs at %s: %w", r.root, err)
 	}
@@ -181,11 +227,38 @@ func containerInit(specFile string) error {
 	if err := r.mirror("/"); err != nil {
 		return err
 	}
+	var etcHosts string // the container path of /etc/hosts, symlinks resolved
+	if spec.HostsDir != "" {
+		etc, missing, err := r.resolve("/etc")
+		if err != nil || len(missing) > 0 {
+			return fmt.Errorf("/etc for the pod's hosts file: missing %v, %v", missing, err)
+		}
+		// Known before any mirror of /etc is made (a volume below /etc
+		// makes one), so that each mirror puts the link in place of the
+		// machine's file.
+		etcHosts = path.Join(etc, "hosts")
+		// Relative: it resolves the same from outside the container too,
+		// through /proc/<pid>/root (where an absolute link would lead
+		// to the reader's root).
+		link, err := filepath.Rel(etc, path.Join(hostsMount, "hosts"))
+		if err != nil {
+			return err
+		}
+		r.links[etcHosts] = link
+	}
 	mounts := append([]mountSpec(nil), spec.Mounts...)
 	sort.SliceStable(mounts, func(i, j int) bool { return depth(mounts[i].Target) < depth(mounts[j].Target) })
 	for _, m := range mounts {
 		if err := r.bind(m); err != nil {
 			return fmt.Errorf("mount %s at %s: %w", m.Source, m.Target, err)
+		}
+	}
+	if spec.HostsDir != "" {
+		if err := r.bind(mountSpec{Source: spec.HostsDir, Target: hostsMount, ReadOnly: true}); err != nil {
+			return fmt.Errorf("mount the pod's hosts file: %w", err)
+		}
+		if err := r.link(etcHosts); err != nil {
+			return fmt.Errorf("/etc/hosts: %w", err)
 		}
 	}
 	if err := syscall.Chroot(r.root); err != nil {
@@ -209,6 +282,10 @@ type rootBuilder struct {
 	// mirrored are the directories (container paths) that are tmpfs
 	// mirrors already: new entries go there directly.
 	mirrored map[string]bool
+	// links are entries (container paths) that a mirror of their
+	// directory makes symlinks (to the value) instead of binding the
+	// machine's entry back.
+	links map[string]string
 }
 
 // host is the path of container path p in the (not yet chrooted) helper.
@@ -248,6 +325,9 @@ func (r *rootBuilder) mirror(dir string) error {
 	}
 	for _, e := range entries {
 		from, to := filepath.Join(src, e.Name()), filepath.Join(target, e.Name())
+		if _, ok := r.links[path.Join(dir, e.Name())]; ok {
+			continue // r.link's
+		}
 		if e.Type()&os.ModeSymlink != 0 {
 			link, err := os.Readlink(from)
 			if err != nil {
@@ -269,7 +349,32 @@ func (r *rootBuilder) mirror(dir string) error {
 		}
 	}
 	r.mirrored[dir] = true
+	for p := range r.links {
+		if path.Dir(p) == dir {
+			if err := r.link(p); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
+}
+
+// link makes container path p (a key of r.links, its directory resolved)
+// the symlink r.links names, in a mirror of its directory: never on the
+// machine.
+func (r *rootBuilder) link(p string) error {
+	dir := path.Dir(p)
+	if !r.mirrored[dir] {
+		return r.mirror(dir) // which links p
+	}
+	h := r.host(p)
+	if cur, err := os.Readlink(h); err == nil && cur == r.links[p] {
+		return nil
+	}
+	if err := os.Remove(h); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return os.Symlink(r.links[p], h)
 }
 
 func placeholder(p string, dir bool) error {

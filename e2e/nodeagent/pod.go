@@ -3,6 +3,7 @@ package nodeagent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -49,7 +50,7 @@ type podWorker struct {
 	// created yet (volumes, environment).
 	setupReason, setupMessage string
 	terminating               bool
-	needsHosts                bool // a container runs a JVM, which reads <dir>/hosts
+	needsHosts                bool // a container runs a JVM or the operator, which read hostsPath
 	conditions                map[corev1.PodConditionType]corev1.PodCondition
 	written                   *corev1.PodStatus // last status written
 }
@@ -149,6 +150,9 @@ func (w *podWorker) run() {
 	w.a.markDNS()
 	if err := os.MkdirAll(filepath.Join(w.dir, "logs"), 0o755); err != nil {
 		w.logf("%v", err)
+	}
+	if err := w.makeHostsDir(); err != nil {
+		w.logf("hosts file: %v", err)
 	}
 
 	// Prepare volumes and containers; retry while something is missing.
@@ -354,15 +358,11 @@ func (w *podWorker) endpoint() (Endpoint, bool) {
 	if w.ip == "" {
 		return Endpoint{}, false
 	}
-	hostname := w.pod.Spec.Hostname
-	if hostname == "" {
-		hostname = w.pod.Name
-	}
 	return Endpoint{
 		Namespace:   w.namespace,
 		Name:        w.name,
 		Labels:      w.pod.Labels,
-		Hostname:    hostname,
+		Hostname:    podHostname(w.pod),
 		Subdomain:   w.pod.Spec.Subdomain,
 		IP:          w.ip,
 		Ready:       w.readyLocked(),
@@ -371,8 +371,30 @@ func (w *podWorker) endpoint() (Endpoint, bool) {
 	}, true
 }
 
-// hostsPath is the pod's hosts file, the JVMs' name resolution.
-func (w *podWorker) hostsPath() string { return filepath.Join(w.dir, "hosts") }
+// hostsDir holds the pod's hosts file, and nothing else: Operator
+// containers see the directory mounted (mountns.go), so that each new
+// version of the file, which replaces it by rename, reaches them.
+func (w *podWorker) hostsDir() string { return filepath.Join(w.dir, "dns") }
+
+// hostsPath is the pod's hosts file, the JVMs' name resolution and the
+// operator's /etc/hosts; <pod dir>/hosts links to it.
+func (w *podWorker) hostsPath() string { return filepath.Join(w.hostsDir(), "hosts") }
+
+// makeHostsDir creates hostsDir and the link <pod dir>/hosts -> dns/hosts
+// (for readers outside the pods: the file's place before it had a
+// directory of its own). Before the containers are set up, and not on each
+// write: the DNS loop may write after the pod's directory was removed, and
+// must not create it again.
+func (w *podWorker) makeHostsDir() error {
+	if err := os.MkdirAll(w.hostsDir(), 0o755); err != nil {
+		return err
+	}
+	err := os.Symlink(filepath.Join("dns", "hosts"), filepath.Join(w.dir, "hosts"))
+	if errors.Is(err, os.ErrExist) {
+		return nil
+	}
+	return err
+}
 
 func (w *podWorker) setNeedsHosts() {
 	w.mu.Lock()

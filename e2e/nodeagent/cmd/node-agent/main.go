@@ -1,18 +1,23 @@
 // Command node-agent runs the e2e/nodeagent node agent: it registers a Node
 // with the API server, binds pending pods to it and runs them as local
-// processes (real Flink JVMs, fake JobManagers), until SIGTERM or SIGINT,
-// when it stops every process it started and exits.
+// processes (real Flink JVMs, fake JobManagers, the operator's image), until
+// SIGTERM or SIGINT, when it stops every process it started and exits.
 //
 //	node-agent --kubeconfig admin.kubeconfig --dir /tmp/agent [--node-name local-node]
 //	           [--record state.json] [--ready-file f] [--fake-jobmanager bin] [--max-grace 10s]
 //	           [--tls-cert-file crt --tls-private-key-file key --client-ca-file ca.crt] [--no-mount-namespaces]
-//	           [--host-commands]
+//	           [--host-commands] [--operator-binary bin]
 //
 // --host-commands (off by default) runs containers of the image
 // nodeagent.HostCommandImage: their command (found on the agent's PATH) with
 // the agent's environment. Whoever may create pods can then run anything as
 // the agent, so only a harness that needs it turns it on (e2e/upstreame2e
 // runs the operator as a pod with it).
+//
+// --operator-binary (go build ./cmd/flink-operator; e2e/localcluster passes
+// its build) runs containers of the operator's image,
+// ghcr.io/flinkops/flink-operator, as that binary with the containers'
+// args; without it such containers are not supported.
 //
 // With the TLS flags (the kubelet's names) it serves the kubelet API's
 // GET /containerLogs on 127.0.0.1 and a free port, for `kubectl logs`.
@@ -58,6 +63,7 @@ func run() error {
 	noMountNS := flag.Bool("no-mount-namespaces", false, "run containers without private mount namespaces (for an agent that is not root): volumes are then not at their mount paths")
 	containerPaths := flag.Bool("container-paths", false, "start Flink with the pod spec's paths in its configuration and arguments (resolved in each container's mount namespace) instead of the volumes' host paths: Flink then logs and reports the pod's paths, as on a kubelet")
 	hostCommands := flag.Bool("host-commands", false, "run containers of image "+nodeagent.HostCommandImage+" (their command, found on the agent's PATH, with the agent's environment): anyone who may create pods runs anything as the agent; for test harnesses only")
+	operatorBinary := flag.String("operator-binary", "", "the operator binary (go build ./cmd/flink-operator) that containers of the image ghcr.io/flinkops/flink-operator run (default: such containers are not supported)")
 	flag.Parse()
 	if *kubeconfig == "" || *dir == "" {
 		flag.Usage()
@@ -80,6 +86,7 @@ func run() error {
 		NoMountNamespaces: *noMountNS,
 		HostCommands:      *hostCommands,
 		ContainerPaths:    *containerPaths,
+		OperatorBinary:    *operatorBinary,
 	}
 	if *podRange != "" {
 		if cfg.PodRange, err = netip.ParsePrefix(*podRange); err != nil {
