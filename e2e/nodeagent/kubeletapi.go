@@ -74,11 +74,17 @@ func authenticate(clientCAs *x509.CertPool, next http.Handler) http.Handler {
 	})
 }
 
-// kubeletHandler is the agent's part of the kubelet API: container logs.
-// exec, attach and port-forward are not served.
+// kubeletHandler is the agent's part of the kubelet API: container logs,
+// exec (exec.go) and port-forward (portforward.go). attach is not served.
 func (a *Agent) kubeletHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /containerLogs/{namespace}/{pod}/{container}", containerLogs{find: a.findLog, poll: followPoll})
+	for _, method := range []string{http.MethodGet, http.MethodPost} {
+		mux.HandleFunc(method+" /exec/{namespace}/{pod}/{container}", a.serveExec)
+		mux.HandleFunc(method+" /exec/{namespace}/{pod}/{uid}/{container}", a.serveExec)
+		mux.HandleFunc(method+" /portForward/{namespace}/{pod}", a.servePortForward)
+		mux.HandleFunc(method+" /portForward/{namespace}/{pod}/{uid}", a.servePortForward)
+	}
 	return authenticate(a.kubeletTLS.clientCAs, mux)
 }
 
@@ -97,7 +103,8 @@ func (a *Agent) startKubeletServer() (*kubeletServer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubelet API: %w", err)
 	}
-	// Requests' contexts end with the server, so follow requests do too.
+	// Requests' contexts end with the server, so follow requests and
+	// exec and port-forward sessions do too.
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &kubeletServer{
 		port: ln.Addr().(*net.TCPAddr).Port,
@@ -105,6 +112,9 @@ func (a *Agent) startKubeletServer() (*kubeletServer, error) {
 			Handler:           a.kubeletHandler(),
 			ReadHeaderTimeout: 10 * time.Second,
 			BaseContext:       func(net.Listener) context.Context { return ctx },
+			// exec and port-forward hijack their connections: they
+			// close them when ctx ends (closeWithServer).
+			ConnContext: func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) },
 		},
 		cancel: cancel,
 		served: make(chan struct{}),
