@@ -444,12 +444,29 @@ func (r *serviceRoutes) resolve(ip net.IP, port int32) (string, error) {
 		return "", unavailable("Service %s has no TCP port %d", name, port)
 	}
 	sp := svc.Spec.Ports[i]
-	if len(svc.Spec.Selector) == 0 {
+	if len(svc.Spec.Selector) == 0 && name == "default/kubernetes" && r.apiserver != "" {
 		// Its endpoints are the API server's own, which it does not
 		// publish here (--endpoint-reconciler-type=none).
-		if name == "default/kubernetes" && r.apiserver != "" {
-			return r.apiserver, nil
-		}
+		return r.apiserver, nil
+	}
+	return r.pick(svc, sp)
+}
+
+// service is the Service namespace/name, if the informer has it.
+func (r *serviceRoutes) service(namespace, name string) (*corev1.Service, bool) {
+	obj, ok, err := r.services.GetByKey(namespace + "/" + name)
+	if err != nil || !ok {
+		return nil, false
+	}
+	return obj.(*corev1.Service), true
+}
+
+// pick returns pod IP:target port of the next Ready pod (round-robin) that
+// serves port sp of svc; an unavailableError when there is none. The
+// ingress (ingress.go) sends requests the same way.
+func (r *serviceRoutes) pick(svc *corev1.Service, sp corev1.ServicePort) (string, error) {
+	name := svc.Namespace + "/" + svc.Name
+	if len(svc.Spec.Selector) == 0 {
 		return "", unavailable("Service %s has no selector: its endpoints are not tracked here", name)
 	}
 	sel := labels.SelectorFromSet(svc.Spec.Selector)
@@ -471,9 +488,9 @@ func (r *serviceRoutes) resolve(ip net.IP, port int32) (string, error) {
 		addrs = append(addrs, net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(int(target))))
 	}
 	if len(addrs) == 0 {
-		return "", unavailable("no ready pod of Service %s (selector %s) serves port %d", name, sel, port)
+		return "", unavailable("no ready pod of Service %s (selector %s) serves port %d", name, sel, sp.Port)
 	}
-	key := name + ":" + strconv.Itoa(int(port))
+	key := name + ":" + strconv.Itoa(int(sp.Port))
 	r.mu.Lock()
 	n := r.next[key]
 	r.next[key] = n + 1

@@ -21,6 +21,27 @@
 // API server is ready; it lives and stops with the Cluster. Pods do not use
 // it: they resolve Services through the node agent's hosts files.
 //
+// Two add-ons run in the owning process too, as a minikube or kind cluster
+// has them (Options.NoStorage, Options.NoIngress leave them out):
+//
+//   - Storage (storage.go): the default StorageClass DefaultStorageClass
+//     ("standard", provisioner StorageProvisioner, reclaimPolicy Delete,
+//     volumeBindingMode Immediate) and a provisioner that makes a hostPath
+//     PersistentVolume of a directory <Dir>/volumes/pvc-<claim uid> (the
+//     claim's size, access modes and claimRef) for each claim that
+//     kube-controller-manager's persistentvolume-binder-controller hands
+//     it, and removes both once the claim is deleted (Retain keeps them).
+//     The binder binds; the protection and ephemeral-volume controllers run
+//     too (StorageControllers, part of DefaultControllers). The node agent
+//     mounts a claim's bound volume, and keeps a pod waiting until then.
+//   - Ingress (ingress.go): the default IngressClass IngressClassName
+//     ("nginx", controller IngressController) and an HTTP server on
+//     127.0.0.1 (Cluster.IngressAddress, DefaultIngressPort when free) that
+//     routes that class's Ingresses as ingress-nginx does (host, path,
+//     regex paths, rewrite-target) to a Ready pod of the backend Service,
+//     by pod IP; 404 without a matching path, 503 without a Ready pod; the
+//     Ingresses' status gets the address 127.0.0.1.
+//
 // Binaries come from hack/build-cluster-bins.sh (built from Go modules, cached
 // per version) or from $FLINKOP_KUBE_BIN_DIR. Every process is recorded in a
 // state file so that a later Start stops what a killed run left behind.
@@ -69,7 +90,7 @@ const (
 // reads them: the node agent's hosts files, the operator's pod-ip endpoint
 // and the API server's egress proxy (egress.go) resolve Services from the
 // pods themselves.
-var DefaultControllers = []string{
+var DefaultControllers = append([]string{
 	"garbage-collector-controller",
 	"deployment-controller",
 	"replicaset-controller",
@@ -85,7 +106,10 @@ var DefaultControllers = []string{
 	// for native mode (a binding to edit) grants nothing, unlike on any
 	// real cluster.
 	"clusterrole-aggregation-controller",
-}
+	// And StorageControllers (storage.go): PersistentVolumeClaims bound to
+	// the volumes of the in-process provisioner, the protection
+	// finalizers, the claims of generic ephemeral volumes.
+}, StorageControllers...)
 
 // Options configure Start. The zero value is a good default.
 type Options struct {
@@ -131,6 +155,17 @@ type Options struct {
 	// ControllerManagerArgs are extra kube-controller-manager flags (e.g.
 	// --kube-api-qps for scale tests).
 	ControllerManagerArgs []string
+	// NoStorage leaves out the default StorageClass (DefaultStorageClass)
+	// and the in-process provisioner (storage.go) that makes the volumes
+	// of PersistentVolumeClaims.
+	NoStorage bool
+	// NoIngress leaves out the IngressClass IngressClassName and the
+	// in-process ingress controller on 127.0.0.1 (ingress.go).
+	NoIngress bool
+	// IngressPort is the ingress's port on 127.0.0.1: 0 is
+	// DefaultIngressPort when it is free, else any free port; negative is
+	// any free port.
+	IngressPort int
 }
 
 // NodeAgentNode is the node the agent registers.
@@ -163,12 +198,22 @@ type Cluster struct {
 	// the package doc). Usually <Dir>/egress.sock; a short temporary path
 	// when that is too long for a socket.
 	EgressSocket string
+	// IngressAddress is host:port (127.0.0.1:<port>, plain HTTP) where the
+	// Ingresses of class IngressClassName are served (see ingress.go and
+	// IngressURL); empty with Options.NoIngress.
+	IngressAddress string
+	// VolumesDir holds the directories of the volumes that the in-process
+	// provisioner makes for PersistentVolumeClaims (<Dir>/volumes,
+	// pvc-<claim uid> each; see storage.go); empty with Options.NoStorage.
+	VolumesDir string
 
 	opts          Options
 	out           io.Writer
 	caPEM         []byte
-	pki           *pki         // the node agent gets its kubelet API certificates from here
-	egress        *egressProxy // set under mu
+	pki           *pki           // the node agent gets its kubelet API certificates from here
+	egress        *egressProxy   // set under mu
+	provisioner   *provisioner   // set under mu
+	ingress       *ingressServer // set under mu
 	adminToken    string
 	operatorToken string
 	removeDir     bool
@@ -205,6 +250,14 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if opts.Controllers == nil {
 		opts.Controllers = DefaultControllers
 	}
+	// A list built from DefaultControllers may name one twice.
+	var controllers []string
+	for _, name := range opts.Controllers {
+		if !slices.Contains(controllers, name) {
+			controllers = append(controllers, name)
+		}
+	}
+	opts.Controllers = controllers
 	if opts.StateDir == "" {
 		opts.StateDir = filepath.Join(CacheDir(), "run")
 	}
@@ -412,6 +465,9 @@ func (c *Cluster) start(ctx context.Context) error {
 		return err
 	}
 	c.logf("egress proxy routing ClusterIPs in %s (socket %s)", time.Since(t).Round(time.Millisecond), egress.socket)
+	if err := c.startAddons(ctx); err != nil {
+		return err
+	}
 
 	if c.opts.NoControllerManager {
 		return nil
@@ -488,11 +544,14 @@ func (c *Cluster) Stop() error {
 		c.mu.Lock()
 		c.stopped = true
 		procs := slices.Clone(c.procs)
-		egress := c.egress
+		egress, prov, ing := c.egress, c.provisioner, c.ingress
 		c.mu.Unlock()
 		// The proxy's watches end before the API server does, so that
 		// they do not log its going; its connections after the
-		// processes, so that none is cut while they stop.
+		// processes, so that none is cut while they stop. The
+		// provisioner and the ingress go first, whole.
+		ing.close()
+		prov.close()
 		egress.stopInformers()
 		var errs []error
 		for _, p := range slices.Backward(procs) {
@@ -686,4 +745,60 @@ func freePorts(n int) ([]int, error) {
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
+}
+
+// startAddons starts what the control plane gets besides its processes,
+// in this process: the storage provisioner with the default StorageClass
+// (storage.go) and the ingress controller with its IngressClass
+// (ingress.go), unless Options leave them out.
+func (c *Cluster) startAddons(ctx context.Context) error {
+	if !c.opts.NoStorage {
+		t := time.Now()
+		dir := filepath.Join(c.Dir, "volumes")
+		p, err := startProvisioner(ctx, c.RESTConfig(), dir, c.logf)
+		if err != nil {
+			return err
+		}
+		c.mu.Lock()
+		c.provisioner, c.VolumesDir = p, dir
+		stopped := c.stopped
+		c.mu.Unlock()
+		if stopped {
+			p.close()
+			return errors.New("cluster stopped")
+		}
+		c.logf("storage provisioner %s ready in %s (default StorageClass %s, volumes in %s)", StorageProvisioner, time.Since(t).Round(time.Millisecond), DefaultStorageClass, dir)
+	}
+	if !c.opts.NoIngress {
+		t := time.Now()
+		ln, err := listenIngress(c.opts.IngressPort)
+		if err != nil {
+			return fmt.Errorf("ingress: %w", err)
+		}
+		egress := c.egress
+		s, err := startIngress(ctx, c.RESTConfig(), ln, egress.routes.Load, c.logf)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		c.mu.Lock()
+		c.ingress, c.IngressAddress = s, s.addr
+		stopped := c.stopped
+		c.mu.Unlock()
+		if stopped {
+			s.close()
+			return errors.New("cluster stopped")
+		}
+		c.logf("ingress (class %s) on http://%s ready in %s", IngressClassName, s.addr, time.Since(t).Round(time.Millisecond))
+	}
+	return nil
+}
+
+// IngressURL is the URL of path on the ingress (http://IngressAddress/path),
+// or "" without one.
+func (c *Cluster) IngressURL(path string) string {
+	if c.IngressAddress == "" {
+		return ""
+	}
+	return "http://" + c.IngressAddress + "/" + strings.TrimPrefix(path, "/")
 }
