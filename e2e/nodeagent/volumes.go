@@ -1,14 +1,18 @@
 package nodeagent
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // volume is a prepared volume of a pod.
@@ -18,6 +22,9 @@ type volume struct {
 	// APIData: a configMap, secret, downwardAPI or projected volume, which
 	// the kubelet mounts read-only.
 	APIData bool
+	// ReadOnly: mounted read-only in every container (a
+	// persistentVolumeClaim volume's readOnly).
+	ReadOnly bool
 }
 
 // prepareVolumes writes the pod's volumes below podDir/volumes and returns
@@ -35,8 +42,15 @@ type volume struct {
 //     machine); a missing one is never created on the machine: it is
 //     hostPathDir/<path> (created for DirectoryOrCreate, FileOrCreate and
 //     an unset type, else the pod waits as with a kubelet's type check);
-//   - persistentVolumeClaim: claimDir/<namespace>/<claim>, which outlives
-//     the pod (so a new pod of the same claim sees the data).
+//   - persistentVolumeClaim, and ephemeral (the claim <pod>-<volume> that
+//     kube-controller-manager's ephemeral-volume-controller makes for the
+//     pod): the path of the claim's bound PersistentVolume (hostPath, as
+//     localcluster's provisioner makes them, or local), which outlives the
+//     pod and goes with the claim (see claimVolume). Until the claim is
+//     Bound the pod waits (ContainerCreating, retried), as the kubelet
+//     waits to mount it. Only a source that cannot look claims up (the
+//     unit tests' fixed objects) gets claimDir/<namespace>/<claim>
+//     instead.
 //
 // Other volume types get an empty directory. A missing ConfigMap or Secret
 // that is not optional is an error (the pod waits, as with a kubelet).
@@ -53,8 +67,23 @@ func prepareVolumes(pod *corev1.Pod, podDir, claimDir, hostPathDir string, f pod
 			}
 			out[v.Name] = volume{Path: p}
 			continue
-		case v.PersistentVolumeClaim != nil:
-			dir = filepath.Join(claimDir, pod.Namespace, v.PersistentVolumeClaim.ClaimName)
+		case v.PersistentVolumeClaim != nil || v.Ephemeral != nil:
+			claim, readOnly := ephemeralClaimName(pod, v), false
+			if v.PersistentVolumeClaim != nil {
+				claim, readOnly = v.PersistentVolumeClaim.ClaimName, v.PersistentVolumeClaim.ReadOnly
+			}
+			cs, ok := claimLookup(src)
+			if !ok {
+				dir = filepath.Join(claimDir, pod.Namespace, claim)
+				break
+			}
+			vol, err := claimVolume(pod, v, claim, cs, hostPathDir)
+			if err != nil {
+				return nil, err
+			}
+			vol.ReadOnly = vol.ReadOnly || readOnly
+			out[v.Name] = vol
+			continue
 		case isAPIData(v):
 			if _, err := writeAPIVolume(pod, v, dir, f, src); err != nil {
 				return nil, err
@@ -68,6 +97,95 @@ func prepareVolumes(pod *corev1.Pod, podDir, claimDir, hostPathDir string, f pod
 		out[v.Name] = volume{Path: dir}
 	}
 	return out, nil
+}
+
+// claimSource looks up claims and volumes (the Agent does, from the API
+// server).
+type claimSource interface {
+	persistentVolumeClaim(namespace, name string) (*corev1.PersistentVolumeClaim, error)
+	persistentVolume(name string) (*corev1.PersistentVolume, error)
+}
+
+// claimLookup is src's claimSource: the agent's, under a pod's tokenCache.
+func claimLookup(src objectSource) (claimSource, bool) {
+	if tc, ok := src.(*tokenCache); ok {
+		src = tc.objectSource
+	}
+	cs, ok := src.(claimSource)
+	return cs, ok
+}
+
+// persistentVolumeClaim and persistentVolume implement claimSource with
+// direct reads, as configMap and secret do: a pod that waits for its claim
+// reads it again at each retry of its setup.
+func (a *Agent) persistentVolumeClaim(ns, name string) (*corev1.PersistentVolumeClaim, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return a.client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name, metav1.GetOptions{})
+}
+
+func (a *Agent) persistentVolume(name string) (*corev1.PersistentVolume, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return a.client.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
+}
+
+// ephemeralClaimName is the claim of an ephemeral volume: <pod>-<volume>.
+func ephemeralClaimName(pod *corev1.Pod, v *corev1.Volume) string { return pod.Name + "-" + v.Name }
+
+// claimVolume is the volume of a pod's claim, as the kubelet finds it
+// before it mounts it: the claim must exist, not be being deleted, be
+// Bound to a PersistentVolume whose claimRef is this claim (and, for an
+// ephemeral volume, be owned by this pod); the volume's hostPath (a missing
+// path as a hostPath volume's, see hostPathSource) or local path is the
+// directory. Otherwise an error that keeps the pod ContainerCreating, its
+// message saying what is awaited; the worker retries.
+func claimVolume(pod *corev1.Pod, v *corev1.Volume, claimName string, cs claimSource, hostPathDir string) (volume, error) {
+	wait := func(format string, args ...any) (volume, error) {
+		return volume{}, fmt.Errorf("volume %s: waiting for persistentvolumeclaim %q: %s", v.Name, claimName, fmt.Sprintf(format, args...))
+	}
+	claim, err := cs.persistentVolumeClaim(pod.Namespace, claimName)
+	if isNotFound(err) {
+		return wait("not found")
+	}
+	if err != nil {
+		return wait("%v", err)
+	}
+	if claim.DeletionTimestamp != nil {
+		return wait("it is being deleted")
+	}
+	if v.Ephemeral != nil && !metav1.IsControlledBy(claim, pod) {
+		return wait("it was not created for this pod (an ephemeral volume's claim is the pod's)")
+	}
+	if claim.Status.Phase != corev1.ClaimBound || claim.Spec.VolumeName == "" {
+		class := "the cluster's default"
+		if claim.Spec.StorageClassName != nil {
+			class = strconv.Quote(*claim.Spec.StorageClassName)
+		}
+		return wait("not bound yet (phase %s, storageClassName %s)", claim.Status.Phase, class)
+	}
+	pv, err := cs.persistentVolume(claim.Spec.VolumeName)
+	if err != nil {
+		return wait("its volume %s: %v", claim.Spec.VolumeName, err)
+	}
+	if ref := pv.Spec.ClaimRef; ref == nil || ref.Namespace != claim.Namespace || ref.Name != claim.Name || ref.UID != claim.UID {
+		return wait("its volume %s is bound to another claim", pv.Name)
+	}
+	switch {
+	case pv.Spec.HostPath != nil:
+		p, err := hostPathSource(pv.Spec.HostPath, hostPathDir)
+		if err != nil {
+			return wait("its volume %s: %v", pv.Name, err)
+		}
+		return volume{Path: p}, nil
+	case pv.Spec.Local != nil:
+		p := filepath.Clean(pv.Spec.Local.Path)
+		if fi, err := os.Stat(p); err != nil || !fi.IsDir() {
+			return wait("its local volume %s: path %s is not a directory on this machine", pv.Name, p)
+		}
+		return volume{Path: p}, nil
+	}
+	return wait("its volume %s is neither hostPath nor local, which the local node agent cannot mount", pv.Name)
 }
 
 func volumeDir(podDir, name string) string { return filepath.Join(podDir, "volumes", name) }
@@ -301,7 +419,7 @@ func containerMounts(c *corev1.Container, volumes map[string]volume) ([]mountSpe
 				}
 			}
 		}
-		out = append(out, mountSpec{Source: host, Target: path.Clean("/" + m.MountPath), ReadOnly: m.ReadOnly || v.APIData})
+		out = append(out, mountSpec{Source: host, Target: path.Clean("/" + m.MountPath), ReadOnly: m.ReadOnly || v.APIData || v.ReadOnly})
 	}
 	return out, nil
 }
