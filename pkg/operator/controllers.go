@@ -81,7 +81,8 @@ func newControllers(ctx context.Context, cl clients, inf *Informers, opts *runSt
 	}
 	snapshotOpts := snapshot.Options{AdmissionGuard: snapshotGuard(cc.ReviewKeys)}
 	// Test fault points: none outside the faultinject build (faults_*.go).
-	if err := installFaults(ctx, &snapshotOpts); err != nil {
+	var jobFault func(key, point string)
+	if err := installFaults(ctx, &snapshotOpts, &jobFault); err != nil {
 		return nil, err
 	}
 	enabled, err := enabledControllers(opts.Controllers)
@@ -118,13 +119,13 @@ func newControllers(ctx context.Context, cl clients, inf *Informers, opts *runSt
 		c.unregister = append(c.unregister, metrics.RegisterSnapshotCounter(c.snapshots.CountSnapshots))
 	}
 	if enabled[deployment.QueueName] {
-		c.deployments, err = deployment.New(cc, inf.Kube, deployment.Options{Canaries: opts.canaries})
+		c.deployments, err = deployment.New(cc, inf.Kube, deployment.Options{Canaries: opts.canaries, FaultPoint: jobFault})
 		if err != nil {
 			return nil, fmt.Errorf("creating FlinkDeployment controller: %w", err)
 		}
 	}
 	if enabled[sessionjob.QueueName] {
-		c.sessionJobs, err = sessionjob.New(cc, sessionjob.Options{Canaries: opts.canaries})
+		c.sessionJobs, err = sessionjob.New(cc, sessionjob.Options{Canaries: opts.canaries, FaultPoint: jobFault})
 		if err != nil {
 			return nil, fmt.Errorf("creating FlinkSessionJob controller: %w", err)
 		}

@@ -11,4 +11,4 @@ import (
 // installFaults does nothing: test fault points exist only in the operator
 // built with -tags faultinject (faults_faultinject.go), never in the one
 // that is shipped, whatever its environment.
-func installFaults(context.Context, *snapshot.Options) error { return nil }
+func installFaults(context.Context, *snapshot.Options, *func(key, point string)) error { return nil }

@@ -7,7 +7,7 @@ import "testing"
 // The operator built by default has no fault switch: whatever FLINKOP_TEST_FAULT
 // says, no test hook is installed and the value is not even checked.
 func TestDefaultBuildInstallsNoFault(t *testing.T) {
-	for _, v := range []string{"", "exit-after-snapshot-intent", "hang-after-snapshot-intent", "nonsense"} {
+	for _, v := range []string{"", "exit-after-snapshot-intent", "exit-after-autoscaler-decision", "hang-after-snapshot-intent", "nonsense"} {
 		installed, err := afterIntentInstalled(t, v)
 		if err != nil {
 			t.Fatalf("%s=%q: %v", faultEnvName, v, err)

@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/flinkops/flink-operator/pkg/controller/autoscaling"
 	"github.com/flinkops/flink-operator/pkg/controller/snapshot"
 )
 
@@ -29,23 +30,39 @@ const FaultEnv = "FLINKOP_TEST_FAULT"
 // after a snapshot's intent write.
 const FaultExitAfterSnapshotIntent = "exit-after-snapshot-intent"
 
-// installFaults sets the test hooks FaultEnv asks for.
-func installFaults(ctx context.Context, snapshotOpts *snapshot.Options) error {
+// FaultExitAfterAutoscalerDecision is the FaultEnv value that kills the
+// process right after a job's autoscaler decision is recorded in its
+// ConfigMap and before the sync applies it (the job engine's fault point
+// autoscaling.FaultDecisionRecorded), once per process.
+const FaultExitAfterAutoscalerDecision = "exit-after-autoscaler-decision"
+
+// installFaults sets the test hooks FaultEnv asks for: the snapshot
+// controller's, or the job controllers' fault point function.
+func installFaults(ctx context.Context, snapshotOpts *snapshot.Options, jobFault *func(key, point string)) error {
+	var once sync.Once
+	kill := func(msg string, kv ...any) {
+		once.Do(func() {
+			klog.FromContext(ctx).Info("Test fault point: killing the process "+msg, kv...)
+			klog.Flush()
+			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		})
+	}
 	switch v := os.Getenv(FaultEnv); v {
 	case "":
 		return nil
 	case FaultExitAfterSnapshotIntent:
-		var once sync.Once
 		snapshotOpts.AfterIntentWritten = func(key string) {
-			once.Do(func() {
-				klog.FromContext(ctx).Info("Test fault point: killing the process after writing the snapshot intent", "snapshot", key)
-				klog.Flush()
-				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
-			})
+			kill("after writing the snapshot intent", "snapshot", key)
 		}
-		klog.FromContext(ctx).Info("Fault-injection build: test fault point armed", "fault", v)
-		return nil
+	case FaultExitAfterAutoscalerDecision:
+		*jobFault = func(key, point string) {
+			if point == autoscaling.FaultDecisionRecorded {
+				kill("after recording the autoscaler decision", "job", key)
+			}
+		}
 	default:
-		return fmt.Errorf("unknown %s=%q (known: %q)", FaultEnv, v, FaultExitAfterSnapshotIntent)
+		return fmt.Errorf("unknown %s=%q (known: %q, %q)", FaultEnv, v, FaultExitAfterSnapshotIntent, FaultExitAfterAutoscalerDecision)
 	}
+	klog.FromContext(ctx).Info("Fault-injection build: test fault point armed", "fault", os.Getenv(FaultEnv))
+	return nil
 }

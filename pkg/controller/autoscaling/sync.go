@@ -15,6 +15,11 @@ import (
 	"github.com/flinkops/flink-operator/pkg/reasons"
 )
 
+// FaultDecisionRecorded is the fault point (jobengine.Engine.Fault) right
+// after a scaling decision is written to the autoscaler ConfigMap and
+// before the sync applies it.
+const FaultDecisionRecorded = "autoscaler-decision-recorded"
+
 // Sync runs the autoscaler in a sync of a job resource (a FlinkDeployment
 // with a job, a FlinkSessionJob) after it observed the job, and overlays
 // the parallelism overrides in force on the sync's spec, before Reconcile
@@ -51,6 +56,11 @@ func Sync[T jobengine.Object[T, S], S jobengine.Spec[S]](ctx context.Context, r 
 		return st.OverlayParallelism(recordedOverrides(st), nil)
 	case err != nil:
 		st.Event(corev1.EventTypeWarning, reasons.ReasonAutoscalerError, "%v", err)
+	}
+	if out.Scaled {
+		// Recorded in the ConfigMap, not yet applied: the next operator
+		// must apply it once (crash tests stop here).
+		st.Fault(FaultDecisionRecorded)
 	}
 	st.RequeueWithin(out.Next)
 	if out.Report != "" {

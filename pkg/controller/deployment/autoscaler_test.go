@@ -12,6 +12,8 @@ import (
 	"github.com/flinkops/flink-operator/pkg/autoscaler/decide"
 	"github.com/flinkops/flink-operator/pkg/autoscaler/store"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/controller/autoscaling"
+	"github.com/flinkops/flink-operator/pkg/controller/controllertest"
 	"github.com/flinkops/flink-operator/pkg/flink/fakejm"
 	"github.com/flinkops/flink-operator/pkg/metrics"
 	"github.com/flinkops/flink-operator/pkg/reasons"
@@ -157,30 +159,46 @@ func TestAutoscalerScalesBusyVertexInPlace(t *testing.T) {
 
 // A decision recorded in the ConfigMap whose application a crash cut off
 // is applied by the next operator, once: the ConfigMap is the autoscaler's
-// write-ahead log.
+// write-ahead log. The crash is at the fault point right after the write
+// (autoscaling.FaultDecisionRecorded), where the faultinject build's
+// exit-after-autoscaler-decision kills the operator in e2e.
 func TestAutoscalerDecisionRecordedBeforeCrashAppliedOnce(t *testing.T) {
 	f := newFixture(t)
 	d := f.Deploy(f.autoscaled("job"))
 	jm := f.jm("job")
-	decision := decide.State{Overrides: map[string]int{srcVertex: 1, sinkVertex: 3},
-		Scalings: []decide.Scaling{{Time: f.Clock.Now(), Vertices: map[string]decide.VertexChange{sinkVertex: {From: 1, To: 3}}}}}
-	data, err := store.Encode(store.Stored{State: decision}, nil)
-	if err != nil {
-		t.Fatal(err)
+	overloadSink(t, jm)
+	crashes, putsAtCrash := 0, -1
+	var recordedAtCrash store.Stored
+	f.Fault = func(_, point string) {
+		if point == autoscaling.FaultDecisionRecorded && crashes == 0 {
+			crashes++
+			putsAtCrash = len(jm.RequestsTo(fakejm.RouteResourceRequirementsUpdate))
+			_, recordedAtCrash = f.autoscalerState("job")
+			panic(controllertest.Crash{})
+		}
 	}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: store.Name("job"),
-		Labels:          map[string]string{"app": "job", "component": "autoscaler"},
-		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(d, v1beta1.SchemeGroupVersion.WithKind("FlinkDeployment"))}}, Data: data}
-	if _, err := f.Kube.CoreV1().ConfigMaps(ns).Create(f.Ctx, cm, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	var got *v1beta1.FlinkDeployment
+	for range 30 {
+		f.StepCrashing("job")
+		f.Clock.Step(15 * time.Second)
+		if g := f.Get("job"); strings.Contains(g.Status.ReconciliationStatus.LastReconciledSpec, sinkVertex+":2") {
+			got = g
+			break
+		}
 	}
-	f.Restart() // the operator that recorded it is gone
-	for range 6 {
+	if crashes != 1 {
+		t.Fatalf("the fault point after the decision was reached %d times, want 1: %s", crashes, statusString(f.Get("job")))
+	}
+	if putsAtCrash != 0 || recordedAtCrash.State.Overrides[sinkVertex] != 2 {
+		t.Fatalf("at the crash: %d resource-requirements PUTs (want 0: not applied yet), recorded overrides %v (want the sink at 2)",
+			putsAtCrash, recordedAtCrash.State.Overrides)
+	}
+	if got == nil || got.Status.JobStatus.JobID != d.Status.JobStatus.JobID {
+		t.Fatalf("the recorded decision was not applied in place by the next operator: %s", statusString(f.Get("job")))
+	}
+	for range 5 {
 		f.Step("job")
-	}
-	got := f.Get("job")
-	if !strings.Contains(got.Status.ReconciliationStatus.LastReconciledSpec, sinkVertex+":3") || got.Status.JobStatus.JobID != d.Status.JobStatus.JobID {
-		t.Fatalf("the recorded decision was not applied in place: %s, spec %s", statusString(got), got.Status.ReconciliationStatus.LastReconciledSpec)
+		f.Clock.Step(15 * time.Second)
 	}
 	if n := len(jm.RequestsTo(fakejm.RouteResourceRequirementsUpdate)); n != 1 {
 		t.Errorf("%d resource-requirements PUTs, want exactly 1", n)

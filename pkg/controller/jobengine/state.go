@@ -412,6 +412,11 @@ func (w *Engine[T, S]) RemoveFinalizer(s *State[T, S], finalizer string) {
 	s.NoRequeue()
 }
 
+// Fault calls the engine's test fault point (Engine.Fault) for a point a
+// controller reaches in the sync, outside Commit: a crash there must be
+// survivable too.
+func (s *State[T, S]) Fault(point string) { s.e.fault(s.key, point) }
+
 func (w *Engine[T, S]) fault(key, point string) {
 	if w.Fault != nil {
 		w.Fault(key, point)
