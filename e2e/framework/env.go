@@ -295,6 +295,17 @@ func (e *Env) RestartOperator(t *testing.T) {
 	e.Op = StartOperator(t, e.OperatorBinary(), e.Local.OperatorKubeconfig, e.OpLog, e.opArgs...)
 }
 
+// RestartOperatorWithFault stops the operator process and starts the
+// fault-injection build (FaultInjectOperatorBinary) with the same flags and
+// FaultEnv=fault, which kills it (SIGKILL) at that fault point; then
+// RestartOperator starts the ordinary build again (local provider only).
+func (e *Env) RestartOperatorWithFault(t *testing.T, fault string) {
+	t.Helper()
+	bin := e.FaultInjectOperatorBinary(t)
+	e.Op.Stop()
+	e.Op = StartOperatorWithEnv(t, []string{FaultEnv + "=" + fault}, bin, e.Local.OperatorKubeconfig, e.OpLog, e.opArgs...)
+}
+
 // WhileOperatorStopped runs f with the operator process stopped, then
 // starts it again with the same flags: what f creates is there before the
 // new process's first sync, as when a user switches operators (local

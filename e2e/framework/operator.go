@@ -21,6 +21,10 @@ const (
 	// FaultExitAfterSnapshotIntent kills the operator (SIGKILL) right after
 	// a snapshot's IN_PROGRESS intent is written, before Flink is called.
 	FaultExitAfterSnapshotIntent = "exit-after-snapshot-intent"
+	// FaultExitAfterAutoscalerDecision kills the operator right after a
+	// job's autoscaler decision is recorded in its ConfigMap, before the
+	// decision is applied.
+	FaultExitAfterAutoscalerDecision = "exit-after-autoscaler-decision"
 	// FaultPointLog starts the line the operator logs at the fault point,
 	// right before it kills itself.
 	FaultPointLog = "Test fault point: killing the process"

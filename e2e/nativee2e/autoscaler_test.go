@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/flinkops/flink-operator/e2e/framework"
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/autoscaler/store"
 	"github.com/flinkops/flink-operator/pkg/reasons"
 )
 
@@ -33,7 +36,14 @@ const (
 // keyed counter goes on with no mismatch through both rescales (the
 // adaptive scheduler restores from the latest checkpoint), and the job is
 // never stopped with a savepoint.
-func (r *run) autoscalerInPlace() {
+//
+// With crash (one line: the crash point is the operator's, not Flink's),
+// the operator that makes the scale-up decision is the fault-injection
+// build killed (SIGKILL) right after recording it in the autoscaler
+// ConfigMap: the decision is there, Flink still runs the old parallelism,
+// and the next operator applies it exactly once (one scaling in the
+// ConfigMap's history, one Scaling event, one rescale of the same job).
+func (r *run) autoscalerInPlace(crash bool) {
 	t := r.t
 	const name = "autoscaled"
 	loadFile := filepath.Join(r.data, "load")
@@ -100,8 +110,14 @@ func (r *run) autoscalerInPlace() {
 	before := rest.WaitAccumulators(t, jobID, "records >= 20", func(a framework.Accumulators) bool { return a.Records >= 20 })
 
 	// Load raised: scaled up in place.
+	if crash {
+		r.RestartOperatorWithFault(t, framework.FaultExitAfterAutoscalerDecision)
+	}
 	t0 := time.Now()
 	writeLoad(60, 25)
+	if crash {
+		r.decisionRecordedThenKilled(name, jobID, loadParallelism)
+	}
 	var up int
 	r.WaitFor(t, 5*time.Minute, "the load stage scaled up in place", func() (bool, string) {
 		p, why := loadParallelism()
@@ -112,8 +128,23 @@ func (r *run) autoscalerInPlace() {
 	if d.Status.JobStatus.JobID != jobID {
 		t.Fatalf("scaled up as a new job %s (was %s): %s", d.Status.JobStatus.JobID, jobID, summary(d))
 	}
-	for _, reason := range []string{reasons.ReasonScalingReport, reasons.ReasonSpecChanged, reasons.ReasonScaling} {
+	upReasons := []string{reasons.ReasonScalingReport, reasons.ReasonSpecChanged, reasons.ReasonScaling}
+	if crash {
+		// The killed operator's ScalingReport was to be emitted with its
+		// status write: events are not state, the next operator has no
+		// report of a decision it did not make (the scale-down gives one).
+		upReasons = upReasons[1:]
+	}
+	for _, reason := range upReasons {
 		r.waitEvent(name, reason)
+	}
+	if crash {
+		if s := r.autoscalerStored(name); len(s.State.Scalings) != 1 || s.State.Overrides[loadVertex] != up {
+			t.Errorf("after the crash: %d scalings recorded (want the one decision), overrides %v (want the load stage at %d)", len(s.State.Scalings), s.State.Overrides, up)
+		}
+		if n := r.countEvents(name, reasons.ReasonScaling); n != 1 {
+			t.Errorf("%d Scaling events after the crash, want the decision applied once", n)
+		}
 	}
 	t.Logf("%s: %s: load raised, the load stage scaled 1→%d in place (job %s kept) %s after the write", r.version, name, up, jobID, time.Since(t0).Round(time.Second))
 	mid := rest.WaitAccumulators(t, jobID, "counting at the new parallelism", func(a framework.Accumulators) bool { return a.MaxCount > before.MaxCount })
@@ -141,6 +172,9 @@ func (r *run) autoscalerInPlace() {
 	if n := r.countEvents(name, reasons.ReasonScaling); n < 2 {
 		t.Errorf("%d Scaling events, want one per rescale", n)
 	}
+	if crash {
+		r.waitEvent(name, reasons.ReasonScalingReport)
+	}
 	l, err := r.Flink.FlinkV1beta1().FlinkStateSnapshots(r.ns).List(r.Ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -152,6 +186,59 @@ func (r *run) autoscalerInPlace() {
 	}
 	r.kubectl("delete", "flinkdeployment", name, "-n", r.ns, "--wait=false")
 	r.waitGone(name, 2*time.Minute)
+}
+
+// decisionRecordedThenKilled waits for the fault-injection operator to kill
+// itself at the autoscaler's fault point and checks what it left: the
+// scale-up recorded in the ConfigMap, the job still at parallelism 1 and
+// the deployment's reconciled spec without the new override. Then the
+// ordinary operator starts again.
+func (r *run) decisionRecordedThenKilled(name, jobID string, loadParallelism func() (int, string)) {
+	t := r.t
+	t.Helper()
+	select {
+	case <-r.Op.Done():
+	case <-time.After(5 * time.Minute):
+		t.Fatalf("the operator was not killed at its autoscaler fault point within 5 min")
+	case <-r.Ctx.Done():
+		t.Fatal(r.Ctx.Err())
+	}
+	if sig := r.Op.Signaled(); sig != syscall.SIGKILL {
+		t.Fatalf("the fault-injection operator ended by %v, want SIGKILL at the fault point", sig)
+	}
+	log, err := os.ReadFile(r.OpLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(log), framework.FaultPointLog+" after recording the autoscaler decision") {
+		t.Fatalf("the operator log has no autoscaler fault-point line")
+	}
+	s := r.autoscalerStored(name)
+	if len(s.State.Scalings) != 1 || s.State.Overrides[loadVertex] < 2 {
+		t.Fatalf("at the crash the ConfigMap holds %d scalings, overrides %v; want the scale-up recorded", len(s.State.Scalings), s.State.Overrides)
+	}
+	if p, why := loadParallelism(); p != 1 {
+		t.Fatalf("at the crash Flink runs the load stage at %d (%s); want 1: the decision is recorded, not applied", p, why)
+	}
+	if d := r.getDeployment(name); d.Status.JobStatus.JobID != jobID || strings.Contains(d.Status.ReconciliationStatus.LastReconciledSpec, loadVertex) {
+		t.Fatalf("at the crash: %s, reconciled spec %s; want the job as it was", summary(d), d.Status.ReconciliationStatus.LastReconciledSpec)
+	}
+	t.Logf("%s: %s: operator killed after recording the scale-up to %d; starting it again", r.version, name, s.State.Overrides[loadVertex])
+	r.RestartOperator(t)
+}
+
+// autoscalerStored is what the autoscaler ConfigMap of name holds.
+func (r *run) autoscalerStored(name string) store.Stored {
+	r.t.Helper()
+	cm, err := r.Kube.CoreV1().ConfigMaps(r.ns).Get(r.Ctx, store.Name(name), metav1.GetOptions{})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	s, err := store.Decode(cm)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return s
 }
 
 // waitEvent waits for an event of reason about object name.

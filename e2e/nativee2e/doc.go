@@ -41,7 +41,10 @@
 //     it runs, the stage's parallelism goes up in place (ScalingReport,
 //     SpecChanged, Scaling; the same job id), the load lowered, it comes
 //     down after scale-down.interval; the keyed counter goes on with no
-//     mismatch and no snapshot stops the job (~4 min per line);
+//     mismatch and no snapshot stops the job (~4 min per line); on the last
+//     line the operator making the scale-up decision is the fault-injection
+//     build killed (SIGKILL) right after recording it, and the next one
+//     applies it exactly once;
 //   - an ended application job never runs again when its JobManager
 //     restarts (the last line only: the guard is the same on every line);
 //   - taking over from upstream's operator (the 1.20 line, the one
