@@ -47,7 +47,12 @@
 // a serving certificate and the cluster CA (Config.TLSCertFile, TLSKeyFile,
 // ClientCAFile), the agent serves the kubelet API's GET /containerLogs, which
 // the API server proxies `kubectl logs` (-f, --previous, --tail,
-// --limit-bytes) to; exec and port-forward are not served.
+// --limit-bytes) to, /exec (`kubectl exec`: the command runs with nsenter in
+// the container's mount and PID namespaces, root, working directory and
+// environment, with a pty for -t, and its exit code is reported as by a
+// kubelet; exec.go) and /portForward (`kubectl port-forward` to the pod's
+// IP; portforward.go), with the kubelet's own streaming server
+// (k8s.io/cri-streaming); attach is not served.
 //
 // See README.md for the details and limits, and localcluster.Options.NodeAgent
 // for the usual way to start it.
