@@ -142,6 +142,27 @@ func TestExec(t *testing.T) {
 		}
 	})
 
+	t.Run("UTS namespace", func(t *testing.T) {
+		// A container with a hostname of its own (as the operator's image
+		// gets): the exec sees it, the machine keeps its own.
+		uts := f.pod(t, "uts", corev1.RestartPolicyAlways, `exec unshare --uts sh -c 'hostname exec-uts-test && exec sleep 600'`)
+		uts.start()
+		waitRunning(t, uts)
+		var out bytes.Buffer
+		var err error
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			out.Reset()
+			err = f.execSPDY(t, "uts", []string{"hostname"}, remotecommand.StreamOptions{Stdout: &out})
+			if out.String() == "exec-uts-test\n" || time.Now().After(deadline) {
+				break
+			}
+		}
+		machine, _ := os.Hostname()
+		if err != nil || out.String() != "exec-uts-test\n" || machine == "exec-uts-test" {
+			t.Errorf("hostname in the container: %q, %v (the machine's: %q)", out.String(), err, machine)
+		}
+	})
+
 	web.stop(0)
 	if code, body := f.get(t, base+"?command=true&output=1"); code != http.StatusInternalServerError || body != `container not found ("main")` {
 		t.Errorf("exec in a stopped container: %d %q", code, body)
