@@ -13,7 +13,8 @@
 // manifests/ (the node agent runs its image as ./cmd/flink-operator built
 // from this checkout; --operator-process runs that binary as a process of
 // this machine instead), waits for it to be ready, prints how to use the
-// cluster and waits. Ctrl-C or
+// cluster (kubeconfigs, the ingress's address: Ingresses of class nginx on
+// 127.0.0.1, port 30080 when free) and waits. Ctrl-C or
 // SIGTERM stops the operator, the agent with every pod process, and the
 // control plane, and checks that none of their processes is left. down stops
 // processes recorded by earlier runs that were killed.
@@ -196,7 +197,14 @@ func run(args []string) error {
 		fmt.Printf("operator log:        kubectl logs -n %s deploy/%s -f\n", operatorNamespace, operatorDeployment)
 	}
 	fmt.Printf("host data:           %s (the hostPath of manifests/examples)\n", hostDataDir)
-	fmt.Printf("\nIn another terminal, from %s:\n\n  source .cache/env   # export KUBECONFIG=%s; export PATH=%s:$PATH\n  kubectl get flinkdep,flinksessionjob,flinksnp -A\n\n", root, c.Kubeconfig, c.BinDir)
+	if c.VolumesDir != "" {
+		fmt.Printf("storage:             StorageClass %s (the default): a claim gets a hostPath volume in %s, deleted with the claim\n", localcluster.DefaultStorageClass, c.VolumesDir)
+	}
+	if c.IngressAddress != "" {
+		fmt.Printf("ingresses:           class %s (the default) on http://%s/ ($INGRESS_ADDRESS); with a FlinkDeployment's spec.ingress of upstream's e2e data "+
+			"(template \"/{{namespace}}/{{name}}(/|$)(.*)\", rewrite-target \"/$2\") its UI is http://%s/<namespace>/<name>/\n", localcluster.IngressClassName, c.IngressAddress, c.IngressAddress)
+	}
+	fmt.Printf("\nIn another terminal, from %s:\n\n  source .cache/env   # export KUBECONFIG=%s; export PATH=%s:$PATH; export INGRESS_ADDRESS=%s\n  kubectl get flinkdep,flinksessionjob,flinksnp -A\n\n", root, c.Kubeconfig, c.BinDir, c.IngressAddress)
 	fmt.Println("Ctrl-C stops everything.")
 
 	var exited, agentExited <-chan struct{}
@@ -231,7 +239,9 @@ func writeEnvFile(file string, c *localcluster.Cluster) error {
 }
 
 func envFileContent(c *localcluster.Cluster) string {
-	return fmt.Sprintf("# written by make run (e2e/cmd/local-cluster); removed when it stops\nexport KUBECONFIG=%s\nexport PATH=%s:$PATH\n", c.Kubeconfig, c.BinDir)
+	// INGRESS_ADDRESS: host:port of the cluster's ingress controller.
+	return fmt.Sprintf("# written by make run (e2e/cmd/local-cluster); removed when it stops\nexport KUBECONFIG=%s\nexport PATH=%s:$PATH\nexport INGRESS_ADDRESS=%s\n",
+		c.Kubeconfig, c.BinDir, c.IngressAddress)
 }
 
 // removeEnvFile removes file unless another run has replaced it since.
