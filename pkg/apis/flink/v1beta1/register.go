@@ -34,6 +34,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&FlinkDeployment{}, &FlinkDeploymentList{},
 		&FlinkSessionJob{}, &FlinkSessionJobList{},
 		&FlinkStateSnapshot{}, &FlinkStateSnapshotList{},
+		&FlinkBlueGreenDeployment{}, &FlinkBlueGreenDeploymentList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil

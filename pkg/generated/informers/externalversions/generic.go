@@ -53,6 +53,8 @@ func (f *genericInformer) Lister() cache.GenericLister {
 func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource) (GenericInformer, error) {
 	switch resource {
 	// Group=flink.apache.org, Version=v1beta1
+	case v1beta1.SchemeGroupVersion.WithResource("flinkbluegreendeployments"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Flink().V1beta1().FlinkBlueGreenDeployments().Informer()}, nil
 	case v1beta1.SchemeGroupVersion.WithResource("flinkdeployments"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Flink().V1beta1().FlinkDeployments().Informer()}, nil
 	case v1beta1.SchemeGroupVersion.WithResource("flinksessionjobs"):

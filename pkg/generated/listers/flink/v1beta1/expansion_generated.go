@@ -18,6 +18,14 @@ limitations under the License.
 
 package v1beta1
 
+// FlinkBlueGreenDeploymentListerExpansion allows custom methods to be added to
+// FlinkBlueGreenDeploymentLister.
+type FlinkBlueGreenDeploymentListerExpansion interface{}
+
+// FlinkBlueGreenDeploymentNamespaceListerExpansion allows custom methods to be added to
+// FlinkBlueGreenDeploymentNamespaceLister.
+type FlinkBlueGreenDeploymentNamespaceListerExpansion interface{}
+
 // FlinkDeploymentListerExpansion allows custom methods to be added to
 // FlinkDeploymentLister.
 type FlinkDeploymentListerExpansion interface{}

@@ -24,6 +24,8 @@ import (
 
 // Interface provides access to all the informers in this group version.
 type Interface interface {
+	// FlinkBlueGreenDeployments returns a FlinkBlueGreenDeploymentInformer.
+	FlinkBlueGreenDeployments() TypedFlinkBlueGreenDeploymentInformer
 	// FlinkDeployments returns a FlinkDeploymentInformer.
 	FlinkDeployments() TypedFlinkDeploymentInformer
 	// FlinkSessionJobs returns a FlinkSessionJobInformer.
@@ -41,6 +43,11 @@ type version struct {
 // New returns a new Interface.
 func New(f internalinterfaces.SharedInformerFactory, namespace string, tweakListOptions internalinterfaces.TweakListOptionsFunc) Interface {
 	return &version{factory: f, namespace: namespace, tweakListOptions: tweakListOptions}
+}
+
+// FlinkBlueGreenDeployments returns a TypedFlinkBlueGreenDeploymentInformer.
+func (v *version) FlinkBlueGreenDeployments() TypedFlinkBlueGreenDeploymentInformer {
+	return &flinkBlueGreenDeploymentInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }
 
 // FlinkDeployments returns a TypedFlinkDeploymentInformer.

@@ -28,6 +28,7 @@ import (
 
 type FlinkV1beta1Interface interface {
 	RESTClient() rest.Interface
+	FlinkBlueGreenDeploymentsGetter
 	FlinkDeploymentsGetter
 	FlinkSessionJobsGetter
 	FlinkStateSnapshotsGetter
@@ -36,6 +37,10 @@ type FlinkV1beta1Interface interface {
 // FlinkV1beta1Client is used to interact with features provided by the flink.apache.org group.
 type FlinkV1beta1Client struct {
 	restClient rest.Interface
+}
+
+func (c *FlinkV1beta1Client) FlinkBlueGreenDeployments(namespace string) FlinkBlueGreenDeploymentInterface {
+	return newFlinkBlueGreenDeployments(c, namespace)
 }
 
 func (c *FlinkV1beta1Client) FlinkDeployments(namespace string) FlinkDeploymentInterface {

@@ -18,6 +18,8 @@ limitations under the License.
 
 package v1beta1
 
+type FlinkBlueGreenDeploymentExpansion interface{}
+
 type FlinkDeploymentExpansion interface{}
 
 type FlinkSessionJobExpansion interface{}

@@ -28,6 +28,10 @@ type FakeFlinkV1beta1 struct {
 	*testing.Fake
 }
 
+func (c *FakeFlinkV1beta1) FlinkBlueGreenDeployments(namespace string) v1beta1.FlinkBlueGreenDeploymentInterface {
+	return newFakeFlinkBlueGreenDeployments(c, namespace)
+}
+
 func (c *FakeFlinkV1beta1) FlinkDeployments(namespace string) v1beta1.FlinkDeploymentInterface {
 	return newFakeFlinkDeployments(c, namespace)
 }
