@@ -111,3 +111,97 @@ type buildResult struct {
 	dir string
 	err error
 }
+
+// BusyboxEnv, when set, names the busybox binary Busybox returns (a static
+// one: it runs in a root of its own), instead of Debian's.
+const BusyboxEnv = "FLINKOP_BUSYBOX"
+
+// Busybox returns a static busybox binary for the node agent's containers
+// of the busybox image (node-agent --busybox): $FLINKOP_BUSYBOX if set,
+// else Debian's busybox-static, fetched once with apt-get download (after
+// an apt-get update if the package lists lack it) and unpacked with
+// dpkg-deb -x into <CacheDir>/busybox/<version>/ (nothing is installed on
+// the machine); later calls answer from the cache. Concurrent test
+// processes are serialized by a lock file.
+func Busybox(ctx context.Context) (string, error) {
+	if bin := os.Getenv(BusyboxEnv); bin != "" {
+		if st, err := os.Stat(bin); err != nil || st.IsDir() {
+			return "", fmt.Errorf("$%s=%s is not a file (%v)", BusyboxEnv, bin, err)
+		}
+		return filepath.Abs(bin)
+	}
+	dir := filepath.Join(CacheDir(), "busybox")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return "", err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return "", err
+	}
+	if cached, _ := filepath.Glob(filepath.Join(dir, "*", "bin", "busybox")); len(cached) > 0 {
+		slices.Sort(cached)
+		return cached[len(cached)-1], nil
+	}
+	for _, tool := range []string{"apt-get", "dpkg-deb"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return "", fmt.Errorf("busybox: fetching Debian's busybox-static needs %s (Debian/Ubuntu), or set $%s to a static busybox binary", tool, BusyboxEnv)
+		}
+	}
+	tmp, err := os.MkdirTemp(dir, ".fetch-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	run := func(name string, args ...string) (string, error) {
+		cmd := exec.CommandContext(ctx, name, args...)
+		cmd.Dir = tmp
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return "", fmt.Errorf("busybox: %s %s: %w\n%s", name, strings.Join(args, " "), err, out)
+		}
+		return string(out), nil
+	}
+	if _, err := run("apt-get", "download", "busybox-static"); err != nil {
+		if os.Geteuid() != 0 {
+			return "", err
+		}
+		// Package lists missing or stale (a fresh container).
+		if _, uerr := run("apt-get", "update"); uerr != nil {
+			return "", fmt.Errorf("%w\n%w", err, uerr)
+		}
+		if _, err := run("apt-get", "download", "busybox-static"); err != nil {
+			return "", err
+		}
+	}
+	debs, _ := filepath.Glob(filepath.Join(tmp, "busybox-static_*.deb"))
+	if len(debs) != 1 {
+		return "", fmt.Errorf("busybox: apt-get download left %d .deb files in %s", len(debs), tmp)
+	}
+	version, err := run("dpkg-deb", "-f", debs[0], "Version")
+	if err != nil {
+		return "", err
+	}
+	version = strings.TrimSpace(version)
+	if _, v, ok := strings.Cut(version, ":"); ok { // the epoch
+		version = v
+	}
+	if version == "" || strings.ContainsAny(version, "/ ") {
+		return "", fmt.Errorf("busybox: unexpected package version %q", version)
+	}
+	if _, err := run("dpkg-deb", "-x", debs[0], "root"); err != nil {
+		return "", err
+	}
+	bin := filepath.Join(tmp, "root", "bin", "busybox")
+	if st, err := os.Stat(bin); err != nil || st.IsDir() {
+		return "", fmt.Errorf("busybox: the package has no bin/busybox (%v)", err)
+	}
+	final := filepath.Join(dir, version)
+	if err := os.Rename(filepath.Join(tmp, "root"), final); err != nil {
+		return "", err
+	}
+	return filepath.Join(final, "bin", "busybox"), nil
+}

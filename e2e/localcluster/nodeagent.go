@@ -35,6 +35,14 @@ func (c *Cluster) startNodeAgent(ctx context.Context, binDir string) error {
 		"--tls-private-key-file=" + c.pki.KubeletKey,
 		"--client-ca-file=" + c.pki.CACert,
 	}, c.opts.NodeAgentArgs...)
+	// Pods of the busybox image (upstream's e2e data fetches job jars with
+	// busybox wget in an init container) run Debian's busybox-static;
+	// without it only they wait (ImageNotSupportedByLocalAgent).
+	if bin, err := Busybox(ctx); err != nil {
+		c.logf("node-agent: no busybox for pods of the busybox image: %v", err)
+	} else {
+		args = append(args, "--busybox="+bin)
+	}
 	p, err := c.StartProcess(ProcessSpec{Name: "node-agent", Args: args, StopGrace: nodeAgentStopGrace})
 	if err != nil {
 		return err

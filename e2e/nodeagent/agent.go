@@ -86,6 +86,11 @@ type Config struct {
 	// image's /flink-operator in their mount namespace. Without it they
 	// are not supported (waiting with ReasonImageNotSupported).
 	OperatorBinary string
+	// Busybox is a static busybox binary (Debian's busybox-static) that
+	// containers of the busybox image (IsBusyboxImage) run, in a root of
+	// their own like the image's (see busybox.go). Without it they are not
+	// supported (waiting with ReasonImageNotSupported).
+	Busybox string
 	// ContainerPaths starts Flink with the configuration and arguments as
 	// the pod spec has them: the paths of its volume mounts are not
 	// rewritten to host paths, they resolve in the container's mount
@@ -136,6 +141,9 @@ type Agent struct {
 	fakeOnce sync.Once
 	fakeBin  string
 	fakeErr  error
+
+	// busyboxApplets are Config.Busybox's applets (its /bin symlinks).
+	busyboxApplets []string
 }
 
 // New checks cfg, fills in defaults and returns an Agent; Run starts it.
@@ -181,6 +189,15 @@ func New(cfg Config) (*Agent, error) {
 			return nil, fmt.Errorf("nodeagent: OperatorBinary %s is not a file (%v)", cfg.OperatorBinary, err)
 		}
 	}
+	var applets []string
+	if cfg.Busybox != "" {
+		if cfg.Busybox, err = filepath.Abs(cfg.Busybox); err != nil {
+			return nil, err
+		}
+		if applets, err = busyboxApplets(cfg.Busybox); err != nil {
+			return nil, fmt.Errorf("nodeagent: Busybox: %w", err)
+		}
+	}
 	var kt *kubeletTLS
 	switch {
 	case cfg.TLSCertFile != "" && cfg.TLSKeyFile != "" && cfg.ClientCAFile != "":
@@ -210,6 +227,8 @@ func New(cfg Config) (*Agent, error) {
 		fakeBin:    cfg.FakeJobManager,
 		kubeletTLS: kt,
 		serviceEnv: serviceEnv(cfg.RESTConfig.Host),
+
+		busyboxApplets: applets,
 	}
 	a.hostname, _ = os.Hostname()
 	return a, nil

@@ -49,6 +49,9 @@ type container struct {
 	w     *podWorker
 	spec  *corev1.Container
 	class Classification
+	// init: an init container of the pod (spec.initContainers), run to
+	// completion before the next one and the containers.
+	init bool
 	// guard is the operator's ended-job guard of a native application
 	// JobManager (nil without one): which entrypoint runs is decided at
 	// every start, with the container's variables read again then, as a
@@ -106,7 +109,18 @@ type container struct {
 // newContainer works out how to run spec (env, expanded command and args,
 // mounts) without starting anything.
 func (w *podWorker) newContainer(spec *corev1.Container, volumes map[string]volume, f podFields) (*container, error) {
+	return w.makeContainer(spec, volumes, f, false)
+}
+
+// newInitContainer is newContainer for an init container (runs to
+// completion, no probes, restarts only on failure; see initcontainers.go).
+func (w *podWorker) newInitContainer(spec *corev1.Container, volumes map[string]volume, f podFields) (*container, error) {
+	return w.makeContainer(spec, volumes, f, true)
+}
+
+func (w *podWorker) makeContainer(spec *corev1.Container, volumes map[string]volume, f podFields, init bool) (*container, error) {
 	c := w.baseContainer(spec)
+	c.init = init
 	env, err := containerEnv(spec, f, w.a)
 	if err != nil {
 		return nil, configError{fmt.Errorf("container %s: %w", spec.Name, err)}
@@ -133,7 +147,12 @@ func (w *podWorker) newContainer(spec *corev1.Container, volumes map[string]volu
 			"runs it as a locally built operator binary, and it has none (node-agent --operator-binary, Config.OperatorBinary; "+
 			"e2e/localcluster passes its build)", spec.Image)}
 	}
-	c.kubeletProbes = c.class.Kind == Operator || c.class.Kind == HostCommand
+	if c.class.Kind == Busybox {
+		if why := w.a.busyboxSupport(spec.Image); why != "" {
+			c.class = Classification{Kind: Unsupported, Message: why}
+		}
+	}
+	c.kubeletProbes = (c.class.Kind == Operator || c.class.Kind == HostCommand || c.class.Kind == Busybox) && !c.init
 	c.ip = f.podIP
 	c.mounts, err = containerMounts(spec, volumes)
 	if err != nil {
@@ -151,6 +170,8 @@ func (w *podWorker) newContainer(spec *corev1.Container, volumes map[string]volu
 		err = c.prepareHostCommand(envList(env), command, args)
 	case Operator:
 		err = c.prepareOperator(envList(env), f)
+	case Busybox:
+		err = c.prepareBusybox(envList(env), f)
 	}
 	if err != nil {
 		return nil, err
@@ -446,7 +467,11 @@ func (c *container) prepareFake(env []string, values, mounts map[string]string, 
 	switch {
 	case c.class.Mode == flinkjvm.TaskManager || c.class.Mode == flinkjvm.KubernetesTaskManager:
 		c.command = func(ctx context.Context) (*exec.Cmd, error) {
-			cmd := exec.Command("sleep", "infinity")
+			// PID 1 of its namespace: the kernel delivers the agent's
+			// SIGTERM only to a handler (a bare sleep would wait for the
+			// grace period's SIGKILL); the trap ends it as a TaskManager
+			// JVM ends.
+			cmd := exec.Command("sh", "-c", "trap 'exit 143' TERM; sleep infinity & wait")
 			cmd.Env = append(os.Environ(), env...)
 			return c.inPod(cmd)
 		}
@@ -595,7 +620,7 @@ func (c *container) run() {
 			if stopped {
 				return
 			}
-			policy := c.w.current().Spec.RestartPolicy
+			policy := c.restartPolicy()
 			if !restarts(policy, exit) && !(c.killedByProbe(p) && policy != corev1.RestartPolicyNever) {
 				return
 			}
@@ -679,9 +704,11 @@ func (c *container) launch() (*proc, error) {
 func (c *container) wait(p *proc) (exit int32, stopped bool) {
 	probeCtx, stopProbe := context.WithCancel(c.ctx)
 	defer stopProbe()
-	if c.kubeletProbes {
+	switch {
+	case c.init: // no probes, never ready while it runs
+	case c.kubeletProbes:
 		go c.runProbes(probeCtx, p)
-	} else {
+	default:
 		go c.probe(probeCtx, p)
 	}
 	select {
@@ -797,6 +824,11 @@ func (c *container) status() corev1.ContainerStatus {
 	defer c.mu.Unlock()
 	running := c.state.Running != nil
 	started := running && c.startupDone
+	ready := c.ready && running
+	if c.init {
+		// As the kubelet reports init containers: ready once completed.
+		ready = c.state.Terminated != nil && c.state.Terminated.ExitCode == 0
+	}
 	return corev1.ContainerStatus{
 		Name:                 c.spec.Name,
 		Image:                c.spec.Image,
@@ -804,7 +836,7 @@ func (c *container) status() corev1.ContainerStatus {
 		ContainerID:          c.id,
 		State:                c.state,
 		LastTerminationState: c.last,
-		Ready:                c.ready && running,
+		Ready:                ready,
 		RestartCount:         c.restarts,
 		Started:              &started,
 	}

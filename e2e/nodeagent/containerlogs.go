@@ -149,12 +149,11 @@ func (a *Agent) workerNamed(namespace, name string) *podWorker {
 func (w *podWorker) containerNamed(name string) (c *container, inSpec bool, waiting string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for _, c := range w.containers {
+	for _, c := range slices.Concat(w.initContainers, w.containers) {
 		if c.spec.Name == name {
 			return c, true, ""
 		}
 	}
-	// Init containers too: a pod with them never gets past setup here.
 	for _, s := range slices.Concat(w.pod.Spec.Containers, w.pod.Spec.InitContainers) {
 		if s.Name == name {
 			return nil, true, w.setupReason

@@ -18,6 +18,11 @@
 //     Config.OperatorBinary, the locally built operator, with the pod's
 //     args (listen flags moved from all addresses to the pod IP), hostname
 //     (a UTS namespace of its own) and hosts file as /etc/hosts;
+//   - pods of the busybox image (busybox:1.35.0, docker.io/library/busybox)
+//     as Config.Busybox, Debian's busybox-static (e2e/localcluster fetches
+//     it), in a root of their own like the image's (busybox's applets in
+//     /bin, not the machine's files; see busybox.go) — upstream's e2e data
+//     fetches job jars with busybox wget in an init container;
 //   - with Config.HostCommands, pods of HostCommandImage as their command
 //     (tests);
 //   - anything else not at all: the container waits with reason
@@ -30,8 +35,12 @@
 // leading to the API server), service-account tokens from the TokenRequest
 // API (refreshed), and (for JVMs and the operator) a hosts file that stands
 // in for cluster DNS, kept in step with Services and pods. Each container
-// runs in a private mount namespace with its volumes at their mount paths;
-// mount points are never created on the machine (see mountns.go). Pod
+// runs in a private mount namespace with its volumes at their mount paths
+// (mount points are never created on the machine) and in a PID namespace of
+// its own, its command PID 1 there, with the namespace's /proc (see
+// mountns.go). Init containers run in order, each to completion, before the
+// containers, restarted on failure unless restartPolicy is Never, which
+// fails the pod (initcontainers.go). Pod
 // status (phase, podIP, container states, Ready) is written through the
 // status subresource; readiness of JobManagers is their REST API answering;
 // the operator's image and host commands get the kubelet's startup,

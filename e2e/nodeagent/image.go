@@ -30,6 +30,10 @@ const (
 	// Config.OperatorBinary, the locally built operator, with the
 	// container's args.
 	Operator
+	// Busybox containers (image busybox, IsBusyboxImage) run their
+	// command with Config.Busybox, Debian's busybox-static, in a root like
+	// the image's (see busybox.go).
+	Busybox
 )
 
 // OperatorImage is the repository of the operator's image (Dockerfile:
@@ -58,6 +62,8 @@ func (k Kind) String() string {
 		return "host-command"
 	case Operator:
 		return "operator"
+	case Busybox:
+		return "busybox"
 	}
 	return "unsupported"
 }
@@ -78,6 +84,9 @@ const (
 	ReasonStartError = "StartError"
 	// ReasonCrashLoopBackOff: waiting to restart an exited container.
 	ReasonCrashLoopBackOff = "CrashLoopBackOff"
+	// ReasonSidecarNotSupported: an init container with a restartPolicy
+	// of its own (a sidecar), which the agent does not run.
+	ReasonSidecarNotSupported = "SidecarNotSupported"
 )
 
 // AnnotationFlinkVersion on a pod overrides the Flink version the agent
@@ -115,6 +124,9 @@ type Classification struct {
 // invocation it plays that role (a TaskManager is an idle process), otherwise
 // its args are fake-jobmanager flags.
 //
+// A container of the busybox image (IsBusyboxImage) runs its command (Args:
+// busyboxArgv) with busybox; the agent needs Config.Busybox for it.
+//
 // A container of the operator's image (IsOperatorImage) runs the operator
 // with its args when its command is the image's entrypoint (none, or
 // /flink-operator); the agent needs Config.OperatorBinary for it (see
@@ -128,6 +140,9 @@ func Classify(c *corev1.Container, command, args []string) Classification {
 			"image %q runs the operator with its own entrypoint only (no command, or [%q]; got command %q): "+
 				"the local node agent runs the locally built operator binary for it, with the container's args",
 			c.Image, operatorEntrypoint, command)}
+	}
+	if IsBusyboxImage(c.Image) {
+		return Classification{Kind: Busybox, Args: busyboxArgv(command, args)}
 	}
 	if g := flinkjvm.SplitEndedJobGuard(args); g != nil {
 		args, _ = g.Choose(nil) // without the container's variables: unset
@@ -151,8 +166,8 @@ func Classify(c *corev1.Container, command, args []string) Classification {
 	}
 	msg := fmt.Sprintf("image %q with command %q and args %q cannot run on the local node agent: it runs Flink images "+
 		"started as %s standalone-job|jobmanager|taskmanager or, in native mode, bash -c \"kubernetes-jobmanager.sh ...\" "+
-		"or bash -c \"kubernetes-taskmanager.sh ...\" (as real Flink JVMs), images named *fake-jobmanager* "+
-		"and the operator's image (.../%s, as the locally built operator) only",
+		"or bash -c \"kubernetes-taskmanager.sh ...\" (as real Flink JVMs), images named *fake-jobmanager*, "+
+		"the operator's image (.../%s, as the locally built operator) and busybox (as Debian's busybox-static) only",
 		c.Image, command, firstN(args, 3), entrypoint, OperatorImage)
 	return Classification{Kind: Unsupported, Message: msg}
 }

@@ -138,7 +138,10 @@ func TestKubeletProbes(t *testing.T) {
 	}, {
 		ObjectMeta: metav1.ObjectMeta{Name: "no-probes"},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{
-			Name: "main", Image: nodeagent.HostCommandImage, Command: []string{"sleep", "600"},
+			// PID 1 of its namespace: ends on the agent's SIGTERM only
+			// through a handler (a bare sleep would hold the agent's stop
+			// for the grace period, as on a kubelet).
+			Name: "main", Image: nodeagent.HostCommandImage, Command: []string{"sh", "-c", "trap 'exit 0' TERM; sleep 600 & wait"},
 		}}},
 	}}
 	for _, p := range pods {

@@ -41,8 +41,30 @@ package nodeagent
 // one whole version or the next, never a partial write; the machine's
 // /etc/hosts is left alone.
 //
+// Each container also gets a PID namespace of its own (CLONE_NEWPID, as a
+// kubelet's container with shareProcessNamespace false): the helper is
+// cloned as PID 1 of it, and the command it exec's stays PID 1. The helper
+// mounts a fresh /proc in the root (instead of binding the machine's), so
+// that ps, /proc/1/cmdline and $$ inside show the namespace's processes.
+// Outside, the process keeps one host pid (exec.Cmd's Process.Pid, the
+// agent's record, the container's status containerID local://<host pid>),
+// is the leader of its process group and has the parent-death signal. When
+// PID 1 ends, the kernel kills whatever else runs in the namespace. As with
+// any container runtime, PID 1 receives only the signals it has a handler
+// for, from inside the namespace; from the agent (the parent namespace) also
+// SIGKILL: a SIGTERM to a command that does not handle it (sleep, a shell
+// without a trap) has no effect on it, and the agent's stop then takes the
+// grace period before its SIGKILL, as a kubelet's does.
+//
+// A container of the busybox image (busyboxRoot) does not see the machine's
+// files: its root is a tmpfs with Debian's busybox-static at /bin/busybox,
+// a symlink per applet in /bin, /etc (passwd, group, resolv.conf, hosts),
+// /dev (the usual device nodes bound from the machine), /proc, /tmp and its
+// volumes (see buildBusyboxRoot).
+//
 // Then the helper chroots into the root, changes to the working directory
-// and exec's the command. All of it needs CAP_SYS_ADMIN (root); without it
+// and exec's the command (a command without a slash is looked up in the
+// container's PATH inside the root). All of it needs CAP_SYS_ADMIN (root); without it
 // the container fails to start with a message that says so, unless the
 // agent runs with Config.NoMountNamespaces (the old behaviour: volumes only
 // through Flink's configuration and arguments).
@@ -85,6 +107,17 @@ type containerIdentity struct {
 	// file, "hosts": /etc/hosts in the container shows it, and every
 	// later version of it (see the file's comment).
 	HostsDir string `json:"hostsDir,omitempty"`
+	// Busybox, when set, makes the container's root the busybox image's
+	// instead of the machine's files.
+	Busybox *busyboxRoot `json:"busybox,omitempty"`
+}
+
+// busyboxRoot is the root of a container of the busybox image: the busybox
+// binary (a host path) at /bin/busybox and a symlink /bin/<applet> to it for
+// each applet.
+type busyboxRoot struct {
+	Binary  string   `json:"binary"`
+	Applets []string `json:"applets"`
 }
 
 // hostsMount is where a container with containerIdentity.HostsDir sees that
@@ -160,6 +193,10 @@ func inContainerNamespaces(cmd *exec.Cmd, dir string, mounts []mountSpec, id con
 	if err := os.WriteFile(specFile, b, 0o600); err != nil {
 		return nil, err
 	}
+	// Unshareflags for the mount namespace (Go then makes every mount
+	// private in it), Cloneflags for the PID namespace: unshare would put
+	// only the helper's children in a new one, clone makes the helper
+	// itself its PID 1.
 	flags := uintptr(syscall.CLONE_NEWNS)
 	if id.Hostname != "" {
 		flags |= syscall.CLONE_NEWUTS
@@ -168,7 +205,7 @@ func inContainerNamespaces(cmd *exec.Cmd, dir string, mounts []mountSpec, id con
 		Path:        "/proc/self/exe",
 		Args:        cmd.Args,
 		Env:         []string{containerHelperEnv + "=" + specFile},
-		SysProcAttr: &syscall.SysProcAttr{Unshareflags: flags},
+		SysProcAttr: &syscall.SysProcAttr{Unshareflags: flags, Cloneflags: syscall.CLONE_NEWPID},
 	}, nil
 }
 
@@ -224,7 +261,11 @@ func containerInit(specFile string) error {
 	if err := syscall.Mount("", r.root, "", syscall.MS_UNBINDABLE, ""); err != nil {
 		return fmt.Errorf("unbindable %s: %w", r.root, err)
 	}
-	if err := r.mirror("/"); err != nil {
+	if spec.Busybox != nil {
+		if err := r.buildBusyboxRoot(spec.Busybox); err != nil {
+			return fmt.Errorf("busybox root: %w", err)
+		}
+	} else if err := r.mirror("/"); err != nil {
 		return err
 	}
 	var etcHosts string // the container path of /etc/hosts, symlinks resolved
@@ -261,6 +302,14 @@ func containerInit(specFile string) error {
 			return fmt.Errorf("/etc/hosts: %w", err)
 		}
 	}
+	// The PID namespace's own /proc (the helper is its PID 1), not the
+	// machine's (mirror leaves it out).
+	if err := os.MkdirAll(r.host("/proc"), 0o555); err != nil {
+		return err
+	}
+	if err := syscall.Mount("proc", r.host("/proc"), "proc", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mount /proc: %w", err)
+	}
 	if err := syscall.Chroot(r.root); err != nil {
 		return fmt.Errorf("chroot %s: %w", r.root, err)
 	}
@@ -271,7 +320,36 @@ func containerInit(specFile string) error {
 	if err := os.Chdir(dir); err != nil {
 		return fmt.Errorf("working directory: %w", err)
 	}
-	return syscall.Exec(spec.Path, spec.Args, spec.Env)
+	bin, err := lookPath(spec.Path, spec.Env)
+	if err != nil {
+		return err
+	}
+	return syscall.Exec(bin, spec.Args, spec.Env)
+}
+
+// lookPath finds a command without a slash in the PATH of env (in the
+// container's root, after the chroot), as a container runtime does; a path
+// with a slash is used as it is.
+func lookPath(file string, env []string) (string, error) {
+	if strings.Contains(file, "/") {
+		return file, nil
+	}
+	pathVar := "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			pathVar = v
+		}
+	}
+	for _, d := range filepath.SplitList(pathVar) {
+		if d == "" {
+			d = "."
+		}
+		p := filepath.Join(d, file)
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("executable %q not found in the container's PATH %s", file, pathVar)
 }
 
 func depth(p string) int { return strings.Count(path.Clean("/"+p), "/") }
@@ -327,6 +405,9 @@ func (r *rootBuilder) mirror(dir string) error {
 		from, to := filepath.Join(src, e.Name()), filepath.Join(target, e.Name())
 		if _, ok := r.links[path.Join(dir, e.Name())]; ok {
 			continue // r.link's
+		}
+		if dir == "/" && e.Name() == "proc" {
+			continue // the namespace's own, mounted last
 		}
 		if e.Type()&os.ModeSymlink != 0 {
 			link, err := os.Readlink(from)

@@ -46,6 +46,10 @@ type podWorker struct {
 	ip         string
 	startTime  metav1.Time
 	containers []*container
+	// initContainers run before containers (initcontainers.go);
+	// initialized once all completed, initFailed when one failed for good.
+	initContainers          []*container
+	initialized, initFailed bool
 	// setupReason/setupMessage describe why the containers have not been
 	// created yet (volumes, environment).
 	setupReason, setupMessage string
@@ -183,9 +187,7 @@ func (w *podWorker) run() {
 		cancel()
 		<-volumesDone
 	}()
-	for _, c := range w.containerList() {
-		c.start()
-	}
+	go w.startContainers() // init containers first
 	w.syncStatus(ctx)
 	w.loop(ctx)
 }
@@ -316,10 +318,11 @@ func (w *podWorker) deletePod(ctx context.Context) {
 	}
 }
 
-// stopContainers stops all containers at once and waits for them.
+// stopContainers stops all containers (init containers too) at once and
+// waits for them; those not started yet never start.
 func (w *podWorker) stopContainers(grace time.Duration) {
 	var wg sync.WaitGroup
-	for _, c := range w.containerList() {
+	for _, c := range w.allContainers() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

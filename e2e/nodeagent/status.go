@@ -1,7 +1,6 @@
 package nodeagent
 
 import (
-	"errors"
 	"path/filepath"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,24 +10,36 @@ import (
 // setup prepares the pod's volumes and containers (nothing is started).
 func (w *podWorker) setup() error {
 	pod := w.current()
-	if len(pod.Spec.InitContainers) > 0 {
-		return configError{errors.New("init containers are not supported by the local node agent")}
-	}
 	f := w.fields(pod)
 	volumes, err := prepareVolumes(pod, w.dir, filepath.Join(w.a.cfg.Dir, "claims"), filepath.Join(w.a.cfg.Dir, "hostpath"), f, w.objects)
 	if err != nil {
 		return err
 	}
-	var containers []*container
+	var inits, containers []*container
+	for i := range pod.Spec.InitContainers {
+		spec := &pod.Spec.InitContainers[i]
+		c, err := w.newInitContainer(spec, volumes, f)
+		if err != nil {
+			return err
+		}
+		if msg := sidecarMessage(spec); msg != "" {
+			c.command, c.waitReason, c.waitMessage = nil, ReasonSidecarNotSupported, msg
+			c.state = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: c.waitReason, Message: c.waitMessage}}
+		}
+		inits = append(inits, c)
+	}
 	for i := range pod.Spec.Containers {
 		c, err := w.newContainer(&pod.Spec.Containers[i], volumes, f)
 		if err != nil {
 			return err
 		}
+		if len(inits) > 0 && c.waitReason == "" {
+			c.state = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: ReasonPodInitializing}}
+		}
 		containers = append(containers, c)
 	}
 	w.mu.Lock()
-	w.containers = containers
+	w.initContainers, w.containers = inits, containers
 	w.mu.Unlock()
 	return nil
 }
@@ -59,33 +70,49 @@ func (w *podWorker) computeStatus() corev1.PodStatus {
 		st.PodIPs = []corev1.PodIP{{IP: w.ip}}
 	}
 	if w.containers == nil {
-		for _, c := range pod.Spec.Containers {
+		// Not set up yet: the first container to run waits with the
+		// setup's reason, the others (after init containers) initializing.
+		waiting := func(c corev1.Container, first bool) corev1.ContainerStatus {
 			f := false
-			st.ContainerStatuses = append(st.ContainerStatuses, corev1.ContainerStatus{
-				Name:    c.Name,
-				Image:   c.Image,
-				Started: &f,
-				State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
-					Reason: w.setupReason, Message: w.setupMessage,
-				}},
-			})
+			ws := &corev1.ContainerStateWaiting{Reason: ReasonPodInitializing}
+			if first {
+				ws = &corev1.ContainerStateWaiting{Reason: w.setupReason, Message: w.setupMessage}
+			}
+			return corev1.ContainerStatus{Name: c.Name, Image: c.Image, Started: &f, State: corev1.ContainerState{Waiting: ws}}
+		}
+		for i, c := range pod.Spec.InitContainers {
+			st.InitContainerStatuses = append(st.InitContainerStatuses, waiting(c, i == 0))
+		}
+		for _, c := range pod.Spec.Containers {
+			st.ContainerStatuses = append(st.ContainerStatuses, waiting(c, len(pod.Spec.InitContainers) == 0))
 		}
 	} else {
+		for _, c := range w.initContainers {
+			st.InitContainerStatuses = append(st.InitContainerStatuses, c.status())
+		}
 		for _, c := range w.containers {
 			st.ContainerStatuses = append(st.ContainerStatuses, c.status())
 		}
 	}
 	st.Phase = podPhase(pod.Spec.RestartPolicy, st.ContainerStatuses)
+	if w.initFailed {
+		// An init container failed under restartPolicy Never.
+		st.Phase = corev1.PodFailed
+	}
 
 	allReady := len(st.ContainerStatuses) > 0
 	for _, cs := range st.ContainerStatuses {
 		allReady = allReady && cs.Ready
 	}
 	ready := allReady && st.Phase == corev1.PodRunning
-	initialized := len(pod.Spec.InitContainers) == 0
+	initialized, initMessage := w.initStatusLocked(st.InitContainerStatuses)
+	initCondition := w.condition(corev1.PodInitialized, initialized, "ContainersNotInitialized")
+	if !initialized {
+		initCondition.Message = initMessage
+	}
 	st.Conditions = []corev1.PodCondition{
 		w.condition(corev1.PodScheduled, true, ""),
-		w.condition(corev1.PodInitialized, initialized, "InitContainersNotSupported"),
+		initCondition,
 		w.condition(corev1.ContainersReady, allReady, "ContainersNotReady"),
 		w.condition(corev1.PodReady, ready, "ContainersNotReady"),
 	}

@@ -6,7 +6,7 @@
 //	node-agent --kubeconfig admin.kubeconfig --dir /tmp/agent [--node-name local-node]
 //	           [--record state.json] [--ready-file f] [--fake-jobmanager bin] [--max-grace 10s]
 //	           [--tls-cert-file crt --tls-private-key-file key --client-ca-file ca.crt] [--no-mount-namespaces]
-//	           [--host-commands] [--operator-binary bin]
+//	           [--host-commands] [--operator-binary bin] [--busybox bin]
 //
 // --host-commands (off by default) runs containers of the image
 // nodeagent.HostCommandImage: their command (found on the agent's PATH) with
@@ -18,6 +18,10 @@
 // its build) runs containers of the operator's image,
 // ghcr.io/flinkops/flink-operator, as that binary with the containers'
 // args; without it such containers are not supported.
+//
+// --busybox (a static busybox, Debian's busybox-static; e2e/localcluster
+// passes one it fetches) runs containers of the busybox image with it, in a
+// root like the image's; without it such containers are not supported.
 //
 // With the TLS flags (the kubelet's names) it serves the kubelet API's
 // GET /containerLogs on 127.0.0.1 and a free port, for `kubectl logs`.
@@ -64,6 +68,7 @@ func run() error {
 	containerPaths := flag.Bool("container-paths", false, "start Flink with the pod spec's paths in its configuration and arguments (resolved in each container's mount namespace) instead of the volumes' host paths: Flink then logs and reports the pod's paths, as on a kubelet")
 	hostCommands := flag.Bool("host-commands", false, "run containers of image "+nodeagent.HostCommandImage+" (their command, found on the agent's PATH, with the agent's environment): anyone who may create pods runs anything as the agent; for test harnesses only")
 	operatorBinary := flag.String("operator-binary", "", "the operator binary (go build ./cmd/flink-operator) that containers of the image ghcr.io/flinkops/flink-operator run (default: such containers are not supported)")
+	busybox := flag.String("busybox", "", "a static busybox binary (Debian's busybox-static) that containers of the busybox image run, in a root of their own (default: such containers are not supported)")
 	flag.Parse()
 	if *kubeconfig == "" || *dir == "" {
 		flag.Usage()
@@ -87,6 +92,7 @@ func run() error {
 		HostCommands:      *hostCommands,
 		ContainerPaths:    *containerPaths,
 		OperatorBinary:    *operatorBinary,
+		Busybox:           *busybox,
 	}
 	if *podRange != "" {
 		if cfg.PodRange, err = netip.ParsePrefix(*podRange); err != nil {
