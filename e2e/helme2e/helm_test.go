@@ -132,7 +132,7 @@ func (s *suite) installDefaults() {
 	if !strings.Contains(out, "STATUS: deployed") {
 		t.Fatalf("helm install:\n%s", out)
 	}
-	for _, crd := range []string{"flinkdeployments", "flinksessionjobs", "flinkstatesnapshots"} {
+	for _, crd := range []string{"flinkdeployments", "flinksessionjobs", "flinkstatesnapshots", "flinkbluegreendeployments"} {
 		s.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/"+crd+".flink.apache.org")
 	}
 	pods := s.waitOperatorPods(1)
@@ -207,7 +207,7 @@ func (s *suite) uninstall() {
 		left := s.leftovers()
 		return len(left) == 0, strings.Join(left, ", ")
 	})
-	for _, crd := range []string{"flinkdeployments", "flinksessionjobs", "flinkstatesnapshots"} {
+	for _, crd := range []string{"flinkdeployments", "flinksessionjobs", "flinkstatesnapshots", "flinkbluegreendeployments"} {
 		s.kubectl("get", "crd/"+crd+".flink.apache.org")
 	}
 	if _, err := s.Flink.FlinkV1beta1().FlinkDeployments(jobsNS).Get(s.Ctx, "orders", metav1.GetOptions{}); err != nil {

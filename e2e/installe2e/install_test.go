@@ -91,6 +91,7 @@ func (s *suite) install() {
 	}
 	out = s.kubectl("apply", "-k", dir, "--server-side")
 	for _, want := range []string{"customresourcedefinition.apiextensions.k8s.io/flinkstatesnapshots.flink.apache.org",
+		"customresourcedefinition.apiextensions.k8s.io/flinkbluegreendeployments.flink.apache.org",
 		"serviceaccount/flink-operator", "deployment.apps/flink-operator", "validatingwebhookconfiguration.admissionregistration.k8s.io/flink-operator",
 		"mutatingwebhookconfiguration.admissionregistration.k8s.io/flink-operator"} {
 		if !strings.Contains(out, want) {
@@ -101,7 +102,8 @@ func (s *suite) install() {
 	// conditions yet: poll it.
 	s.WaitFor(t, time.Minute, "the CRDs Established", func() (bool, string) {
 		out, err := s.Kubectl("wait", "--for=condition=Established", "--timeout=5s",
-			"crd/flinkdeployments.flink.apache.org", "crd/flinksessionjobs.flink.apache.org", "crd/flinkstatesnapshots.flink.apache.org")
+			"crd/flinkdeployments.flink.apache.org", "crd/flinksessionjobs.flink.apache.org", "crd/flinkstatesnapshots.flink.apache.org",
+			"crd/flinkbluegreendeployments.flink.apache.org")
 		return err == nil, fmt.Sprint(out, err)
 	})
 	// The node agent runs Flink images only: the operator runs as a local
@@ -134,6 +136,14 @@ func (s *suite) checkRBAC() {
 		{[]string{"update", "secrets/flink-operator-review-key", "-n", opNamespace}, false},
 		{[]string{"update", "flinkdeployments/status", "-n", "default"}, true},
 		{[]string{"create", "flinkstatesnapshots", "-n", "default"}, true},
+		{[]string{"watch", "flinkbluegreendeployments", "-n", "default"}, true},
+		{[]string{"patch", "flinkbluegreendeployments/status", "-n", "default"}, true},
+		{[]string{"update", "flinkbluegreendeployments/finalizers", "-n", "default"}, true},
+		{[]string{"create", "flinkbluegreendeployments", "-n", "default"}, false},
+		{[]string{"delete", "flinkbluegreendeployments", "-n", "default"}, false},
+		{[]string{"create", "flinkdeployments", "-n", "default"}, true},
+		{[]string{"delete", "flinkdeployments", "-n", "default"}, true},
+		{[]string{"patch", "ingresses.networking.k8s.io", "-n", "default"}, true},
 		{[]string{"create", "deployments.apps", "-n", "default"}, true},
 		{[]string{"create", "subjectaccessreviews.authorization.k8s.io"}, true},
 	} {

@@ -19,6 +19,7 @@ func TestCRDsEstablished(t *testing.T) {
 		"flinkdeployments.flink.apache.org",
 		"flinksessionjobs.flink.apache.org",
 		"flinkstatesnapshots.flink.apache.org",
+		"flinkbluegreendeployments.flink.apache.org",
 	}
 	for _, name := range want {
 		if !slices.Contains(crdNames, name) {

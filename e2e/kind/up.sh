@@ -126,7 +126,7 @@ k apply --server-side --force-conflicts -k "${overlay}"
 
 log "waiting for the CRDs"
 k wait --for=condition=Established --timeout=60s \
-	crd/flinkdeployments.flink.apache.org crd/flinksessionjobs.flink.apache.org crd/flinkstatesnapshots.flink.apache.org
+	crd/flinkdeployments.flink.apache.org crd/flinksessionjobs.flink.apache.org crd/flinkstatesnapshots.flink.apache.org crd/flinkbluegreendeployments.flink.apache.org
 
 # The same tag is rebuilt on every run: restart so the new image is used.
 k -n "${operator_namespace}" rollout restart "deployment/${operator_deployment}"

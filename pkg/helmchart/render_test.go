@@ -362,6 +362,7 @@ func TestRenderDefault(t *testing.T) {
 		"ClusterRoleBinding /flink-operator-flink-operator-webhook-config",
 		"ClusterRoleBinding /flink-operator-role-binding",
 		"ConfigMap flink-operator/flink-operator-config",
+		"CustomResourceDefinition /flinkbluegreendeployments.flink.apache.org",
 		"CustomResourceDefinition /flinkdeployments.flink.apache.org",
 		"CustomResourceDefinition /flinksessionjobs.flink.apache.org",
 		"CustomResourceDefinition /flinkstatesnapshots.flink.apache.org",
