@@ -51,6 +51,9 @@ func registeredStatus(k Key) string {
 		}
 		return u.statusText()
 	}
+	if _, ok := upstreamOutsideReference[k.Name]; ok {
+		return "upstream"
+	}
 	if k.Flink {
 		return "Flink"
 	}

@@ -89,6 +89,24 @@ func CheckpointHistoryMaxCount(cfg Config) (int, error) {
 	return max(n, 1), nil
 }
 
+// BlueGreenAbortGracePeriod is how long a blue/green transition waits for
+// the new child to become ready before it aborts (default 10 min).
+func BlueGreenAbortGracePeriod(cfg Config) (time.Duration, error) {
+	return cfg.Duration(KeyBlueGreenAbortGracePeriod)
+}
+
+// BlueGreenRescheduleInterval is how often a blue/green transition in
+// progress is reconciled again (default 15 s).
+func BlueGreenRescheduleInterval(cfg Config) (time.Duration, error) {
+	return cfg.Duration(KeyBlueGreenRescheduleInterval)
+}
+
+// BlueGreenDeploymentDeletionDelay is how long the old child of a
+// blue/green transition is kept once the new one is ready (default 0).
+func BlueGreenDeploymentDeletionDelay(cfg Config) (time.Duration, error) {
+	return cfg.Duration(KeyBlueGreenDeploymentDeletionDelay)
+}
+
 // allNamespacesJOSDK is upstream's spelling of "watch everything", accepted
 // so an upstream config file keeps its meaning.
 const allNamespacesJOSDK = "JOSDK_ALL_NAMESPACES"

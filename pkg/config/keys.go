@@ -128,6 +128,19 @@ const (
 	KeyJMDeploymentRecoveryEnabledDeprecated = "kubernetes.operator.reconciler.jm-deployment-recovery.enabled"
 )
 
+// BlueGreenPrefix starts the options of a FlinkBlueGreenDeployment, which
+// it sets in its spec.configuration (upstream's
+// FlinkBlueGreenDeploymentConfigOptions).
+const BlueGreenPrefix = OperatorPrefix + "bluegreen."
+
+// The blue/green options (upstream's FlinkBlueGreenDeploymentConfigOptions,
+// which upstream's configuration reference does not list).
+const (
+	KeyBlueGreenAbortGracePeriod        = BlueGreenPrefix + "abort.grace-period"
+	KeyBlueGreenRescheduleInterval      = BlueGreenPrefix + "reconciliation.reschedule-interval"
+	KeyBlueGreenDeploymentDeletionDelay = BlueGreenPrefix + "deployment-deletion.delay"
+)
+
 // Flink's own options that the operator reads. Flink 1.20 renamed several of
 // them; the old names stay valid (and are the only ones Flink 1.18/1.19
 // know), so both are read, the new one first.
@@ -438,6 +451,13 @@ var registry = []Key{
 	{Name: KeySavepointTriggerGracePeriod, Type: TypeDuration, Default: "1 min", Overridable: true,
 		Deprecated:  []string{KeySavepointTriggerGracePeriodDeprecated},
 		Description: "Legacy mode: how long a failing savepoint trigger is retried before it is given up."},
+	// --- blue/green (a FlinkBlueGreenDeployment's spec.configuration) ---
+	{Name: KeyBlueGreenAbortGracePeriod, Type: TypeDuration, Default: "10 min", Overridable: true,
+		Description: "FlinkBlueGreenDeployment (`spec.configuration`): how long a new child FlinkDeployment may take to become ready before the transition is aborted and the active child kept."},
+	{Name: KeyBlueGreenRescheduleInterval, Type: TypeDuration, Default: "15 s", Overridable: true,
+		Description: "FlinkBlueGreenDeployment (`spec.configuration`): how often a transition in progress is looked at again."},
+	{Name: KeyBlueGreenDeploymentDeletionDelay, Type: TypeDuration, Default: "0 ms", Overridable: true,
+		Description: "FlinkBlueGreenDeployment (`spec.configuration`): how long the old child FlinkDeployment is kept after the new one became ready."},
 	{Name: KeyCheckpointTriggerGracePeriod, Type: TypeDuration, Default: "1 min", Overridable: true,
 		Description: "Legacy mode: how long a failing checkpoint trigger is retried before it is given up."},
 	{Name: KeySnapshotTimeout, Type: TypeDuration, DefaultDoc: "`execution.checkpointing.timeout` + 1 min (11 min)", Overridable: true, check: positive,

@@ -15,6 +15,9 @@ import (
 func TestDefaultsMatchSpec(t *testing.T) {
 	want := map[string]string{
 		KeyReconcileInterval:                           "60 s",
+		KeyBlueGreenAbortGracePeriod:                   "10 min",
+		KeyBlueGreenRescheduleInterval:                 "15 s",
+		KeyBlueGreenDeploymentDeletionDelay:            "0 ms",
 		KeyProgressCheckInterval:                       "10 s",
 		KeyFlinkClientTimeout:                          "10 s",
 		KeyFlinkClientCancelTimeout:                    "1 min",

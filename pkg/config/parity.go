@@ -195,6 +195,17 @@ var upstreamKeys = []UpstreamKey{
 		Reason: "per namespace, from the informer caches at scrape time (see [Metrics](operations.md#metrics)): FlinkDeployments and FlinkSessionJobs (`flink_operator_resources`, upstream's `Count`), FlinkDeployments by JobManager deployment status (`flink_operator_jobmanager_deployments`, `JmDeploymentStatus.<STATUS>.Count`) and by Flink version (`flink_operator_flink_versions`, `FlinkVersion` and, as a label, `FlinkMinorVersion`), FlinkStateSnapshots by type and state (`flink_operator_snapshots`); the lifecycle-state counts are `flink_operator_lifecycle_resources` (`resource.lifecycle.metrics.enabled`); upstream's `ResourceUsage` gauges (Cpu, Memory, StateSize) are left out, as the status here does not record their inputs; read at start"},
 }
 
+// upstreamOutsideReference lists upstream's options that its configuration
+// reference leaves out, with the class that defines them: registered here
+// with upstream's name, type and default (TestUpstreamOutsideReference),
+// shown as upstream's in DocTable, and not in ParityTable, which mirrors the
+// reference.
+var upstreamOutsideReference = map[string]string{
+	KeyBlueGreenAbortGracePeriod:        "FlinkBlueGreenDeploymentConfigOptions",
+	KeyBlueGreenRescheduleInterval:      "FlinkBlueGreenDeploymentConfigOptions",
+	KeyBlueGreenDeploymentDeletionDelay: "FlinkBlueGreenDeploymentConfigOptions",
+}
+
 // upstreamByKey indexes upstreamKeys.
 var upstreamByKey = func() map[string]*UpstreamKey {
 	m := make(map[string]*UpstreamKey, len(upstreamKeys))

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flinkops/flink-operator/pkg/upstreamtest"
 )
@@ -107,6 +108,9 @@ func TestUpstreamParity(t *testing.T) {
 	// upstream's.
 	for _, k := range Keys() {
 		if _, upstream := LookupUpstream(k.Name); upstream || k.Flink {
+			continue
+		}
+		if _, upstream := upstreamOutsideReference[k.Name]; upstream {
 			continue
 		}
 		if !strings.Contains(k.Description, "Ours") {
@@ -257,5 +261,69 @@ func TestParityTables(t *testing.T) {
 		if n := strings.Count(row, "|") - strings.Count(row, `\|`); n != 4 {
 			t.Errorf("row has %d cell separators, want 4: %s", n, row)
 		}
+	}
+}
+
+// The blue/green options are upstream's (FlinkBlueGreenDeploymentConfigOptions)
+// although its configuration reference leaves them out: registered with
+// upstream's type and defaults, per resource, readable through their getters,
+// and shown as upstream's.
+func TestUpstreamOutsideReference(t *testing.T) {
+	upstreamDefaults := map[string]time.Duration{ // FlinkBlueGreenDeploymentConfigOptions, release 1.15.0
+		KeyBlueGreenAbortGracePeriod:        10 * time.Minute,
+		KeyBlueGreenRescheduleInterval:      15 * time.Second,
+		KeyBlueGreenDeploymentDeletionDelay: 0,
+	}
+	if len(upstreamOutsideReference) != len(upstreamDefaults) {
+		t.Errorf("upstreamOutsideReference has %d keys, want %d", len(upstreamOutsideReference), len(upstreamDefaults))
+	}
+	getters := map[string]func(Config) (time.Duration, error){
+		KeyBlueGreenAbortGracePeriod:        BlueGreenAbortGracePeriod,
+		KeyBlueGreenRescheduleInterval:      BlueGreenRescheduleInterval,
+		KeyBlueGreenDeploymentDeletionDelay: BlueGreenDeploymentDeletionDelay,
+	}
+	for name, want := range upstreamDefaults {
+		k, ok := LookupKey(name)
+		if !ok {
+			t.Errorf("%s is not registered", name)
+			continue
+		}
+		if _, ok := upstreamOutsideReference[name]; !ok {
+			t.Errorf("%s is not in upstreamOutsideReference", name)
+		}
+		if _, listed := LookupUpstream(name); listed {
+			t.Errorf("%s is in upstream's reference after all: list it in upstreamKeys only", name)
+		}
+		if k.Type != TypeDuration || !k.Overridable {
+			t.Errorf("%s: type %s, overridable %v; want a Duration a resource sets", name, k.Type, k.Overridable)
+		}
+		if d, err := ParseDuration(k.Default); err != nil || d != want {
+			t.Errorf("%s: default %q = %v, %v; upstream's is %v", name, k.Default, d, err, want)
+		}
+		if status := registeredStatus(k); status != "upstream" {
+			t.Errorf("%s: DocTable status %q, want upstream", name, status)
+		}
+		get := getters[name]
+		if d, err := get(Config{}); err != nil || d != want {
+			t.Errorf("%s getter on an empty config = %v, %v; want the default %v", name, d, err, want)
+		}
+		if d, err := get(Config{name: "1s"}); err != nil || d != time.Second {
+			t.Errorf("%s getter of 1s = %v, %v", name, d, err)
+		}
+		if _, err := get(Config{name: "soon"}); err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s getter of soon: error %v, want one naming the key", name, err)
+		}
+	}
+	// As a FlinkBlueGreenDeployment's spec.configuration: no warning, and a
+	// value that does not parse is an error naming the key.
+	cfg, warnings, err := Effective(Defaults(), map[string]string{KeyBlueGreenAbortGracePeriod: "10 min", KeyBlueGreenRescheduleInterval: "15s", KeyBlueGreenDeploymentDeletionDelay: "0ms"})
+	if err != nil || len(warnings) != 0 {
+		t.Fatalf("Effective: %v, warnings %v", err, warnings)
+	}
+	if d, _ := BlueGreenRescheduleInterval(cfg); d != 15*time.Second {
+		t.Errorf("reschedule interval %v, want 15s", d)
+	}
+	if _, _, err := Effective(Defaults(), map[string]string{KeyBlueGreenDeploymentDeletionDelay: "-1 s"}); err == nil || !strings.Contains(err.Error(), KeyBlueGreenDeploymentDeletionDelay) {
+		t.Errorf("Effective with a negative delay: %v, want an error naming the key", err)
 	}
 }
