@@ -31,17 +31,19 @@ import (
 )
 
 // TestKubectlExec runs `kubectl exec` and `kubectl port-forward` (1.37)
-// against one local cluster whose node agent runs host-command pods and a
-// fake JobManager: the API server proxies pods/exec and pods/portforward to
-// the agent's kubelet API. exec: stdout and stderr apart and the exit code
-// (kubectl exits with it), stdin, a terminal (client-go's WebSocket
-// executor, as kubectl -t uses it) with its size, the container's mount
-// namespace (a volume at its mountPath, the working directory), PID
-// namespace and environment, `kubectl cp` both ways (tar through exec), a
-// container between restarts refused as by a kubelet; port-forward: the fake JobManager's REST API through a local
-// port, and an error for a port nothing listens on; `kill 1` in a container
-// ends its main process only, which restarts. Which protocols arrive at the
-// agent is read from its log.
+// against one local cluster whose node agent runs host-command pods, a
+// busybox pod and a fake JobManager: the API server proxies pods/exec and
+// pods/portforward to the agent's kubelet API. exec: stdout and stderr
+// apart and the exit code (kubectl exits with it), stdin, a terminal
+// (client-go's WebSocket executor, as kubectl -t uses it) with its size,
+// the container's mount namespace (a volume at its mountPath, the working
+// directory), PID namespace and environment, a busybox container's root,
+// `kubectl cp` both ways (tar through exec), a container between restarts
+// refused as by a kubelet; port-forward: the fake JobManager's REST API
+// through a local port, and an error for a port nothing listens on; `kill
+// 1` in a container ends its main process only, which restarts. Which
+// protocols arrive at the agent is read from its log, what the API server
+// got from kubectl from its metrics.
 func TestKubectlExec(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("mount namespaces and nsenter need root")
@@ -89,6 +91,11 @@ func TestKubectlExec(t *testing.T) {
 			Name: "main", Image: fakeImage, Args: []string{"--jobs", "1"},
 		}}},
 	}, {
+		ObjectMeta: metav1.ObjectMeta{Name: "bb"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name: "main", Image: "busybox:1.35.0", Command: []string{"sh", "-c", "trap 'exit 0' TERM; sleep 600 & wait"},
+		}}},
+	}, {
 		ObjectMeta: metav1.ObjectMeta{Name: "crashing"},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{
 			Name: "main", Image: nodeagent.HostCommandImage, Command: []string{"sh", "-c", "exit 1"},
@@ -99,7 +106,7 @@ func TestKubectlExec(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, name := range []string{"shell", "victim", "jm"} {
+	for _, name := range []string{"shell", "victim", "jm", "bb"} {
 		waitPod(t, ctx, client, name, podReady)
 	}
 	hostPID := func(pod string) int {
@@ -169,6 +176,17 @@ func TestKubectlExec(t *testing.T) {
 		}
 		if _, err := os.Stat("/exec-data"); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("/exec-data on the machine: %v", err)
+		}
+	})
+
+	t.Run("busybox image", func(t *testing.T) {
+		// The container's root is busybox's: the command is found there,
+		// not on the machine.
+		out, errOut, code := kubectl(t, c, nil, "exec", "bb", "--", "sh", "-c",
+			`[ -e /usr/bin/apt-get ] || echo "no apt-get"; readlink /bin/ls; tr '\0' ' ' < /proc/1/cmdline; echo; exit 5`)
+		want := "no apt-get\nbusybox\nsh -c trap 'exit 0' TERM; sleep 600 & wait \n"
+		if out != want || code != 5 {
+			t.Errorf("kubectl exec bb: %q (stderr %q, exit code %d), want %q and 5", out, errOut, code, want)
 		}
 	})
 
