@@ -141,6 +141,30 @@ func (v *Validator) snapshot(ctx context.Context, req *admissionv1.AdmissionRequ
 	return withWarning(allow(nil), warning)
 }
 
+// blueGreen validates a FlinkBlueGreenDeployment: its own rules, then its
+// template as the child FlinkDeployment <name>-blue would be validated,
+// built as the controller would build it (docs/webhook.md).
+func (v *Validator) blueGreen(req *admissionv1.AdmissionRequest, cfg config.Config) *admissionv1.AdmissionResponse {
+	bg, old, resp := decodeObjects[v1beta1.FlinkBlueGreenDeployment](req)
+	if resp != nil {
+		return resp
+	}
+	if old != nil && (bg.DeletionTimestamp != nil || sameJSON(old.Spec, bg.Spec)) {
+		return allow(nil)
+	}
+	res, err := validation.BlueGreenDeployment(bg, cfg)
+	if err != nil {
+		return deny(http.StatusForbidden, err.Error())
+	}
+	child := validation.BlueGreenChild(bg, validation.BlueChildSuffix)
+	if _, err := cluster.Build(cluster.Input{Deployment: child, Spec: child.Spec, OperatorConfig: cfg, JobID: placeholderJobID, Native: cluster.NativeMode(child.Spec.Mode)}); err != nil {
+		return deny(http.StatusForbidden, fmt.Sprintf("spec.template.spec (the spec of FlinkDeployment %s): %v", child.Name, err))
+	}
+	out := allowWarning("spec.configuration", res.Warnings)
+	out.Warnings = append(out.Warnings, allowWarning("spec.template.spec.flinkConfiguration", res.Template.Warnings).Warnings...)
+	return out
+}
+
 // resolveTarget looks up the job a snapshot refers to (and a session job's
 // cluster); what is not found stays nil.
 func (v *Validator) resolveTarget(s *v1beta1.FlinkStateSnapshot) (validation.Target, error) {

@@ -78,7 +78,7 @@ func NewValidator(opts Options) *Validator {
 		reviewKeys: opts.ReviewKeys, clock: opts.Clock}
 }
 
-// Review decides one admission request. CREATE and UPDATE of the three
+// Review decides one admission request. CREATE and UPDATE of the four
 // kinds are validated; every other operation (DELETE, CONNECT) and
 // subresource is allowed, since nothing about them can break a rule.
 func (v *Validator) Review(ctx context.Context, req *admissionv1.AdmissionRequest) (resp *admissionv1.AdmissionResponse) {
@@ -122,13 +122,15 @@ func (v *Validator) Review(ctx context.Context, req *admissionv1.AdmissionReques
 		return v.sessionJob(ctx, req, cfg)
 	case "FlinkStateSnapshot":
 		return v.snapshot(ctx, req, cfg)
+	case "FlinkBlueGreenDeployment":
+		return v.blueGreen(req, cfg)
 	}
 	return deny(http.StatusForbidden, "Unexpected resource: "+req.Kind.Kind)
 }
 
-// object is what the three kinds have in common.
+// object is what the kinds have in common.
 type object interface {
-	v1beta1.FlinkDeployment | v1beta1.FlinkSessionJob | v1beta1.FlinkStateSnapshot
+	v1beta1.FlinkDeployment | v1beta1.FlinkSessionJob | v1beta1.FlinkStateSnapshot | v1beta1.FlinkBlueGreenDeployment
 }
 
 // decodeObjects decodes request.object and, on UPDATE, request.oldObject.
@@ -185,9 +187,14 @@ func (v *Validator) notSynced() *admissionv1.AdmissionResponse {
 }
 
 func allow(warnings []config.Warning) *admissionv1.AdmissionResponse {
+	return allowWarning("spec.flinkConfiguration", warnings)
+}
+
+// allowWarning admits with warnings about the configuration at field.
+func allowWarning(field string, warnings []config.Warning) *admissionv1.AdmissionResponse {
 	resp := &admissionv1.AdmissionResponse{Allowed: true}
 	for _, w := range warnings {
-		resp.Warnings = append(resp.Warnings, "spec.flinkConfiguration: "+w.String())
+		resp.Warnings = append(resp.Warnings, field+": "+w.String())
 	}
 	return resp
 }

@@ -253,8 +253,8 @@ func TestOperationsAndKinds(t *testing.T) {
 	allowed.check(t, admit(t, v, statusUpdate))
 
 	other := request(admissionv1.Create, bad, nil)
-	other.Kind.Kind = "FlinkBlueGreenDeployment"
-	denied("Unexpected resource: FlinkBlueGreenDeployment").check(t, admit(t, v, other))
+	other.Kind.Kind = "FlinkCluster"
+	denied("Unexpected resource: FlinkCluster").check(t, admit(t, v, other))
 	other.Kind = metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}
 	denied("Unexpected resource: Pod").check(t, admit(t, v, other))
 
