@@ -61,7 +61,7 @@
 // environment, with a pty for -t, and its exit code is reported as by a
 // kubelet; exec.go) and /portForward (`kubectl port-forward` to the pod's
 // IP; portforward.go), with the kubelet's own streaming server
-// (k8s.io/cri-streaming); attach is not served.
+// (k8s.io/cri-streaming), and /attach (the container's output).
 //
 // See README.md for the details and limits, and localcluster.Options.NodeAgent
 // for the usual way to start it.

@@ -69,6 +69,78 @@ func (a *Agent) serveExec(w http.ResponseWriter, r *http.Request) {
 		streamIdleTimeout, streamCreationTimeout, remotecommand.SupportedStreamingProtocols)
 }
 
+// serveAttach serves the kubelet's
+// /attach/{namespace}/{pod}[/{uid}]/{container}, where the API server sends
+// pods/attach (`kubectl attach`), with the same streams as exec: the
+// container's output from now on (stdout and stderr together, as the run's
+// log file has them, on the stdout stream, or stderr's without one) until
+// the run ends or the agent's kubelet API closes. The agent gives no
+// container a stdin or a terminal: input from the client is read and
+// dropped, a terminal is not allocated.
+func (a *Agent) serveAttach(w http.ResponseWriter, r *http.Request) {
+	opts, err := remotecommand.NewOptions(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	namespace, pod, name := r.PathValue("namespace"), r.PathValue("pod"), r.PathValue("container")
+	a.logf("kubelet API: attach %s/%s/%s (stdin %v, stdout %v, stderr %v, tty %v; %s)", namespace, pod, name,
+		opts.Stdin, opts.Stdout, opts.Stderr, opts.TTY, streamProtocols(r))
+	c, status, msg := a.runningContainer(namespace, pod, r.PathValue("uid"), name)
+	if c == nil {
+		writeError(w, status, msg)
+		return
+	}
+	defer closeWithServer(r)()
+	remotecommand.ServeAttach(w, r, containerAttach{c}, pod, r.PathValue("uid"), name, opts,
+		streamIdleTimeout, streamCreationTimeout, remotecommand.SupportedStreamingProtocols)
+}
+
+// containerAttach is the remotecommand.Attacher of one container.
+type containerAttach struct{ c *container }
+
+func (a containerAttach) AttachContainer(ctx context.Context, _, _, _ string, in io.Reader, out, errOut io.WriteCloser,
+	_ bool, resize <-chan remotecommand.TerminalSize) error {
+	a.c.mu.Lock()
+	rl := a.c.curLog
+	running := a.c.state.Running != nil
+	a.c.mu.Unlock()
+	if !running || rl == nil {
+		return fmt.Errorf("container not found (%q)", a.c.spec.Name)
+	}
+	f, err := os.Open(rl.path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	done := make(chan struct{})
+	defer close(done)
+	if in != nil {
+		go func() { _, _ = io.Copy(io.Discard, in) }()
+	}
+	if resize != nil {
+		go func() {
+			for {
+				select {
+				case _, ok := <-resize:
+					if !ok {
+						return
+					}
+				case <-done:
+					return
+				}
+			}
+		}()
+	}
+	var w io.Writer = io.Discard
+	if out != nil {
+		w = out
+	} else if errOut != nil {
+		w = errOut
+	}
+	return streamLog(ctx, w, func() {}, f, rl, logOptions{follow: true, tailLines: 0, limitBytes: -1}, followPoll)
+}
+
 // streamProtocols describes the upgrade a streaming request asks for (for
 // the agent's log: what the API server sends).
 func streamProtocols(r *http.Request) string {

@@ -39,7 +39,8 @@ import (
 // the container's mount namespace (a volume at its mountPath, the working
 // directory), PID namespace and environment, a busybox container's root,
 // `kubectl cp` both ways (tar through exec), a container between restarts
-// refused as by a kubelet; port-forward: the fake JobManager's REST API
+// refused as by a kubelet; `kubectl attach` follows a container's output
+// until it ends; port-forward: the fake JobManager's REST API
 // through a local port, and an error for a port nothing listens on; `kill
 // 1` in a container ends its main process only, which restarts. Which
 // protocols arrive at the agent is read from its log, what the API server
@@ -96,6 +97,17 @@ func TestKubectlExec(t *testing.T) {
 			Name: "main", Image: "busybox:1.35.0", Command: []string{"sh", "-c", "trap 'exit 0' TERM; sleep 600 & wait"},
 		}}},
 	}, {
+		ObjectMeta: metav1.ObjectMeta{Name: "talker"},
+		Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever,
+			Volumes:       []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+			Containers: []corev1.Container{{
+				Name: "main", Image: nodeagent.HostCommandImage, Command: []string{"sh", "-c",
+					`i=0; while [ ! -e /exec-data/stop ]; do i=$((i+1)); echo "line $i"; sleep 0.1; done; echo bye >&2`},
+				VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/exec-data"}},
+			}},
+		},
+	}, {
 		ObjectMeta: metav1.ObjectMeta{Name: "crashing"},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{
 			Name: "main", Image: nodeagent.HostCommandImage, Command: []string{"sh", "-c", "exit 1"},
@@ -106,7 +118,7 @@ func TestKubectlExec(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, name := range []string{"shell", "victim", "jm", "bb"} {
+	for _, name := range []string{"shell", "victim", "jm", "bb", "talker"} {
 		waitPod(t, ctx, client, name, podReady)
 	}
 	hostPID := func(pod string) int {
@@ -208,6 +220,40 @@ func TestKubectlExec(t *testing.T) {
 		}
 		if out, _, code := kubectl(t, c, nil, "exec", "shell", "--", "cat", "/exec-data/up"); out != "from the test\n" || code != 0 {
 			t.Errorf("copied to the pod: %q, %d", out, code)
+		}
+	})
+
+	t.Run("attach", func(t *testing.T) {
+		// The container's output from the attach on, until it ends.
+		actx, stop := context.WithTimeout(ctx, time.Minute)
+		defer stop()
+		cmd := exec.CommandContext(actx, c.KubectlPath, "attach", "talker")
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig, "KUBECACHEDIR="+filepath.Join(c.Dir, "kubectl-cache"))
+		var errOut lockedBuffer
+		cmd.Stderr = &errOut
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		lines := bufio.NewScanner(stdout)
+		if !lines.Scan() || !strings.HasPrefix(lines.Text(), "line ") {
+			t.Fatalf("kubectl attach: first line %q; stderr %s", lines.Text(), errOut.String())
+		}
+		if line, _ := strconv.Atoi(strings.TrimPrefix(lines.Text(), "line ")); line < 2 {
+			t.Errorf("kubectl attach: first line %q, want output from the attach on, not the container's first", lines.Text())
+		}
+		if _, errOut, code := kubectl(t, c, nil, "exec", "talker", "--", "touch", "/exec-data/stop"); code != 0 {
+			t.Fatalf("kubectl exec talker -- touch: %d %s", code, errOut)
+		}
+		last := ""
+		for lines.Scan() {
+			last = lines.Text()
+		}
+		if err := cmd.Wait(); err != nil || last != "bye" {
+			t.Errorf("kubectl attach: last line %q, %v; stderr %s", last, err, errOut.String())
 		}
 	})
 

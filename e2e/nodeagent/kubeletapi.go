@@ -75,13 +75,15 @@ func authenticate(clientCAs *x509.CertPool, next http.Handler) http.Handler {
 }
 
 // kubeletHandler is the agent's part of the kubelet API: container logs,
-// exec (exec.go) and port-forward (portforward.go). attach is not served.
+// exec and attach (exec.go) and port-forward (portforward.go).
 func (a *Agent) kubeletHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /containerLogs/{namespace}/{pod}/{container}", containerLogs{find: a.findLog, poll: followPoll})
 	for _, method := range []string{http.MethodGet, http.MethodPost} {
 		mux.HandleFunc(method+" /exec/{namespace}/{pod}/{container}", a.serveExec)
 		mux.HandleFunc(method+" /exec/{namespace}/{pod}/{uid}/{container}", a.serveExec)
+		mux.HandleFunc(method+" /attach/{namespace}/{pod}/{container}", a.serveAttach)
+		mux.HandleFunc(method+" /attach/{namespace}/{pod}/{uid}/{container}", a.serveAttach)
 		mux.HandleFunc(method+" /portForward/{namespace}/{pod}", a.servePortForward)
 		mux.HandleFunc(method+" /portForward/{namespace}/{pod}/{uid}", a.servePortForward)
 	}
