@@ -47,8 +47,9 @@ type Caches struct {
 }
 
 type nsInformers struct {
-	// snapshots is nil when the FlinkStateSnapshot CRD is not installed.
-	snapshots, deployments, sessionJobs cache.SharedIndexInformer
+	// snapshots is nil when the FlinkStateSnapshot CRD is not installed,
+	// blueGreens unless Options.WithBlueGreen.
+	snapshots, deployments, sessionJobs, blueGreens cache.SharedIndexInformer
 	// muxes hold the handlers of each informer (AddEventHandlers).
 	muxes map[cache.SharedIndexInformer]*handlerMux
 }
@@ -59,6 +60,9 @@ type Options struct {
 	// server without that CRD (an informer on a missing resource would
 	// never sync). Snapshot reads then find nothing.
 	WithoutSnapshots bool
+	// WithBlueGreen requests the FlinkBlueGreenDeployment informers (the
+	// CRD is installed and the blue/green controller runs).
+	WithBlueGreen bool
 }
 
 // New requests the informers (and registers the snapshot indexes) from the
@@ -90,6 +94,12 @@ func NewWithOptions(factories map[string]flinkinformers.SharedInformerFactory, o
 				IndexByState: indexByState,
 			}); err != nil {
 				return nil, fmt.Errorf("adding snapshot indexes: %w", err)
+			}
+		}
+		if opts.WithBlueGreen {
+			inf.blueGreens = v.FlinkBlueGreenDeployments().Informer()
+			if err := inf.blueGreens.AddIndexers(cache.Indexers{IndexBySnapshotRef: indexBySnapshotRef}); err != nil {
+				return nil, fmt.Errorf("adding blue/green index: %w", err)
 			}
 		}
 		c.informers.Set(ns, inf)
@@ -124,6 +134,13 @@ func indexBySnapshotRef(obj any) ([]string, error) {
 		job, ns = o.Spec.Job, o.Namespace
 	case *v1beta1.FlinkSessionJob:
 		job, ns = o.Spec.Job, o.Namespace
+	case *v1beta1.FlinkBlueGreenDeployment:
+		// The transition savepoint is the new child's restore point while
+		// the transition runs (its spec names the path, not the snapshot).
+		if o.Status.TransitionSnapshot == "" {
+			return nil, nil
+		}
+		return []string{o.Namespace + "/" + o.Status.TransitionSnapshot}, nil
 	}
 	if job == nil || job.InitialStateSnapshotRef == nil || job.InitialStateSnapshotRef.Name == "" {
 		return nil, nil
@@ -190,6 +207,16 @@ func (c *Caches) Deployment(ns, name string) (*v1beta1.FlinkDeployment, error) {
 	return get[v1beta1.FlinkDeployment](inf.deployments, "flinkdeployments", ns, name)
 }
 
+// BlueGreen returns the cached FlinkBlueGreenDeployment ns/name; NotFound
+// without the blue/green informers.
+func (c *Caches) BlueGreen(ns, name string) (*v1beta1.FlinkBlueGreenDeployment, error) {
+	inf := c.forNamespace(ns)
+	if inf == nil || inf.blueGreens == nil {
+		return nil, apierrors.NewNotFound(v1beta1.Resource("flinkbluegreendeployments"), name)
+	}
+	return get[v1beta1.FlinkBlueGreenDeployment](inf.blueGreens, "flinkbluegreendeployments", ns, name)
+}
+
 // SessionJob returns a cached FlinkSessionJob, or a NotFound error.
 func (c *Caches) SessionJob(ns, name string) (*v1beta1.FlinkSessionJob, error) {
 	inf := c.forNamespace(ns)
@@ -237,7 +264,8 @@ func (c *Caches) SessionJobsOfCluster(ns, deploymentName string) ([]*v1beta1.Fli
 
 // SnapshotReferrers names the FlinkDeployments and FlinkSessionJobs (as
 // "FlinkDeployment ns/name") whose spec.job.initialStateSnapshotRef is the
-// snapshot ns/name, in every watched namespace.
+// snapshot ns/name, and the FlinkBlueGreenDeployments whose transition
+// restores from it (status.transitionSnapshot), in every watched namespace.
 func (c *Caches) SnapshotReferrers(ns, name string) ([]string, error) {
 	return c.snapshotReferrers(ns, name, false)
 }
@@ -250,7 +278,10 @@ func (c *Caches) snapshotReferrers(ns, name string, live bool) ([]string, error)
 		for _, pair := range []struct {
 			kind string
 			inf  cache.SharedIndexInformer
-		}{{"FlinkDeployment", inf.deployments}, {"FlinkSessionJob", inf.sessionJobs}} {
+		}{{"FlinkDeployment", inf.deployments}, {"FlinkSessionJob", inf.sessionJobs}, {"FlinkBlueGreenDeployment", inf.blueGreens}} {
+			if pair.inf == nil {
+				continue
+			}
 			objs, err := pair.inf.GetIndexer().ByIndex(IndexBySnapshotRef, ns+"/"+name)
 			if err != nil {
 				return nil, err
@@ -321,7 +352,7 @@ func (c *Caches) byIndex(index, key string) ([]*v1beta1.FlinkStateSnapshot, erro
 
 // Handlers are the event handlers a controller registers on each type.
 type Handlers struct {
-	Snapshots, Deployments, SessionJobs cache.ResourceEventHandler
+	Snapshots, Deployments, SessionJobs, BlueGreens cache.ResourceEventHandler
 }
 
 // AddEventHandlers registers the non-nil handlers on every namespace's
@@ -333,7 +364,7 @@ func (c *Caches) AddEventHandlers(h Handlers) error {
 		for _, pair := range []struct {
 			inf cache.SharedIndexInformer
 			h   cache.ResourceEventHandler
-		}{{inf.snapshots, h.Snapshots}, {inf.deployments, h.Deployments}, {inf.sessionJobs, h.SessionJobs}} {
+		}{{inf.snapshots, h.Snapshots}, {inf.deployments, h.Deployments}, {inf.sessionJobs, h.SessionJobs}, {inf.blueGreens, h.BlueGreens}} {
 			if pair.h == nil || pair.inf == nil {
 				continue
 			}
@@ -363,7 +394,8 @@ func (c *Caches) AddEventHandlers(h Handlers) error {
 // HasSynced reports whether every informer has synced.
 func (c *Caches) HasSynced() bool {
 	for inf := range c.informers.Each() {
-		if (inf.snapshots != nil && !inf.snapshots.HasSynced()) || !inf.deployments.HasSynced() || !inf.sessionJobs.HasSynced() {
+		if (inf.snapshots != nil && !inf.snapshots.HasSynced()) || !inf.deployments.HasSynced() || !inf.sessionJobs.HasSynced() ||
+			(inf.blueGreens != nil && !inf.blueGreens.HasSynced()) {
 			return false
 		}
 	}

@@ -101,8 +101,24 @@ type IngressInput struct {
 // operator's own win). Upstream adds no annotation of its own (a rewrite
 // for nginx is the user's to give, as in its examples).
 func Ingress(in IngressInput) (*networkingv1.Ingress, error) {
-	dep, spec := in.Deployment, in.Spec
-	host, path, err := IngressURL(spec.Template, dep.Name, dep.Namespace)
+	dep := in.Deployment
+	labels := CommonLabels(Mode(in.Native), dep.Name)
+	return buildIngress(dep.Name, dep.Namespace, OwnerReference(dep), in.Spec, labels, RESTServiceName(dep.Name), in.RESTPort)
+}
+
+// BlueGreenIngress builds the Ingress of a FlinkBlueGreenDeployment's
+// spec.ingress (upstream's IngressUtils.reconcileBlueGreenIngress): named
+// after the blue/green deployment, its host and path from the template with
+// the blue/green deployment's name, its backend the active child's REST
+// Service; labels the spec's plus component=ingress, as upstream.
+func BlueGreenIngress(name, namespace string, owner metav1.OwnerReference, spec *v1beta1.IngressSpec, child string, restPort int32) (*networkingv1.Ingress, error) {
+	return buildIngress(name, namespace, owner, spec, nil, RESTServiceName(child), restPort)
+}
+
+// buildIngress is one Ingress named name for spec, leading to service:port;
+// own labels win over the spec's.
+func buildIngress(name, namespace string, owner metav1.OwnerReference, spec *v1beta1.IngressSpec, own map[string]string, service string, port int32) (*networkingv1.Ingress, error) {
+	host, path, err := IngressURL(spec.Template, name, namespace)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +126,7 @@ func Ingress(in IngressInput) (*networkingv1.Ingress, error) {
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	maps.Copy(labels, CommonLabels(Mode(in.Native), dep.Name))
+	maps.Copy(labels, own)
 	labels[LabelComponent] = ComponentIngress
 	pathType := networkingv1.PathTypeImplementationSpecific
 	rule := networkingv1.IngressRule{
@@ -120,8 +136,8 @@ func Ingress(in IngressInput) (*networkingv1.Ingress, error) {
 				Path:     path,
 				PathType: &pathType,
 				Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{
-					Name: RESTServiceName(dep.Name),
-					Port: networkingv1.ServiceBackendPort{Number: in.RESTPort},
+					Name: service,
+					Port: networkingv1.ServiceBackendPort{Number: port},
 				}},
 			}},
 		}},
@@ -129,11 +145,11 @@ func Ingress(in IngressInput) (*networkingv1.Ingress, error) {
 	ing := &networkingv1.Ingress{
 		TypeMeta: metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "Ingress"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:            IngressName(dep.Name),
-			Namespace:       dep.Namespace,
+			Name:            IngressName(name),
+			Namespace:       namespace,
 			Labels:          labels,
 			Annotations:     maps.Clone(spec.Annotations),
-			OwnerReferences: []metav1.OwnerReference{OwnerReference(dep)},
+			OwnerReferences: []metav1.OwnerReference{owner},
 		},
 		Spec: networkingv1.IngressSpec{
 			Rules: []networkingv1.IngressRule{rule},

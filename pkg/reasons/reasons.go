@@ -128,3 +128,17 @@ const (
 // (pkg/controller/jobengine legacy.go). This operator's own: upstream has
 // no such event.
 const ReasonSnapshotResourcesDisabled = "SnapshotResourcesDisabled"
+
+// The blue/green state machine (pkg/controller/bluegreen). This operator's
+// own: upstream's blue/green controller records no events (it logs).
+const (
+	// ReasonBlueGreenTransition (Normal): the state changed
+	// ("ACTIVE_BLUE -> SAVEPOINTING_BLUE: ...").
+	ReasonBlueGreenTransition = "BlueGreenTransition"
+	// ReasonBlueGreenAborted (Warning): a transition was given up; the
+	// active child stays (status.error says why).
+	ReasonBlueGreenAborted = "BlueGreenAborted"
+	// ReasonBlueGreenPatched (Normal): a change applied to the active
+	// child in place (upstream's PATCH_CHILD, suspend, resume).
+	ReasonBlueGreenPatched = "BlueGreenPatched"
+)

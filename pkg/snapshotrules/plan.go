@@ -290,6 +290,15 @@ func UpgradeSnapshotWithFormat(job JobView, path string, triggered time.Time, fo
 	return s, nil
 }
 
+// TransitionSavepoint is the savepoint a blue/green transition takes of
+// its active child (job) while it keeps running: an UPGRADE savepoint the
+// snapshot controller triggers and tracks, named by the time the
+// transition recorded it (slot), so a create repeated after a crash is
+// AlreadyExists.
+func TransitionSavepoint(job JobView, slot time.Time) (*v1beta1.FlinkStateSnapshot, error) {
+	return newSnapshot(job, v1beta1.SnapshotTypeSavepoint, v1beta1.SnapshotTriggerUpgrade, slot.UnixMilli())
+}
+
 // HandledNonces are the nonces to record as reconciled after a plan: a
 // created snapshot's nonce, nil for a nonce removed from the spec, and a
 // checkpoint nonce this Flink version cannot honour (consumed once, with a
