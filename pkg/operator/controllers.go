@@ -16,6 +16,7 @@ import (
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	flinkcache "github.com/flinkops/flink-operator/pkg/cache"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/controller/bluegreen"
 	"github.com/flinkops/flink-operator/pkg/controller/controllerctx"
 	"github.com/flinkops/flink-operator/pkg/controller/deployment"
 	"github.com/flinkops/flink-operator/pkg/controller/jobmanager"
@@ -32,6 +33,7 @@ type controllers struct {
 	snapshots   *snapshot.Controller
 	deployments *deployment.Controller
 	sessionJobs *sessionjob.Controller
+	blueGreens  *bluegreen.Controller
 	workers     int
 	unregister  []func()
 }
@@ -58,7 +60,10 @@ func newControllers(ctx context.Context, cl clients, inf *Informers, opts *runSt
 	if !opts.snapshotCRDMissing {
 		inf.SnapshotsWithoutNamespaceIndex()
 	}
-	caches, err := flinkcache.NewWithOptions(inf.Flink, flinkcache.Options{WithoutSnapshots: opts.snapshotCRDMissing})
+	caches, err := flinkcache.NewWithOptions(inf.Flink, flinkcache.Options{
+		WithoutSnapshots: opts.snapshotCRDMissing,
+		WithBlueGreen:    !opts.blueGreenCRDMissing && enabledBlueGreen(opts.Controllers),
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +135,19 @@ func newControllers(ctx context.Context, cl clients, inf *Informers, opts *runSt
 			return nil, fmt.Errorf("creating FlinkSessionJob controller: %w", err)
 		}
 	}
+	if enabled[bluegreen.QueueName] && !opts.blueGreenCRDMissing {
+		if c.blueGreens, err = bluegreen.New(cc, bluegreen.Options{}); err != nil {
+			return nil, fmt.Errorf("creating FlinkBlueGreenDeployment controller: %w", err)
+		}
+	}
 	return c, nil
+}
+
+// enabledBlueGreen: --controllers runs the blue/green controller (its
+// informers are requested only then).
+func enabledBlueGreen(names []string) bool {
+	enabled, err := enabledControllers(names)
+	return err == nil && enabled[bluegreen.QueueName]
 }
 
 // resourceListers are the FlinkDeployment and FlinkSessionJob listers of
@@ -178,7 +195,7 @@ func newEventRecorder(ctx context.Context, scheme *runtime.Scheme, sink record.E
 }
 
 // ControllerNames lists the controllers --controllers can choose from.
-var ControllerNames = []string{snapshot.QueueName, deployment.QueueName, sessionjob.QueueName}
+var ControllerNames = []string{snapshot.QueueName, deployment.QueueName, sessionjob.QueueName, bluegreen.QueueName}
 
 // enabledControllers reads --controllers: empty or "*" means all.
 func enabledControllers(names []string) (map[string]bool, error) {
@@ -212,6 +229,9 @@ func (c *controllers) run(ctx context.Context) {
 	}
 	if c.sessionJobs != nil {
 		wg.Go(func() { c.sessionJobs.Run(ctx, c.workers) })
+	}
+	if c.blueGreens != nil {
+		wg.Go(func() { c.blueGreens.Run(ctx, c.workers) })
 	}
 	wg.Wait()
 }

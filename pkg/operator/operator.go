@@ -50,6 +50,10 @@ func Run(parent context.Context, opts Options) error {
 			klog.FromContext(parent).Info("Restarting the controllers on the new watched namespaces")
 			continue
 		}
+		if errors.Is(cause, ErrBlueGreenCRDInstalled) && parent.Err() == nil {
+			klog.FromContext(parent).Info("Restarting the controllers with FlinkBlueGreenDeployments enabled")
+			continue
+		}
 		if errors.Is(cause, ErrSnapshotCRDInstalled) && parent.Err() == nil {
 			// Start over in this process: fresh informers (now including
 			// FlinkStateSnapshots), fresh queues, snapshot controller on.
@@ -74,6 +78,9 @@ type runState struct {
 	// snapshotCRDMissing is set when the FlinkStateSnapshot CRD is not
 	// installed: legacy mode, no snapshot informer nor controller.
 	snapshotCRDMissing bool
+	// blueGreenCRDMissing is set when the FlinkBlueGreenDeployment CRD is
+	// not installed: no blue/green informer nor controller.
+	blueGreenCRDMissing bool
 	// live is the configuration the controllers and the webhook read at
 	// each sync and admission (dynamicconfig.go).
 	live *controllerctx.LiveConfig
@@ -103,6 +110,9 @@ func run(ctx context.Context, cancel context.CancelCauseFunc, r *runState) error
 	}
 	if !snapshotCRD {
 		r.enterLegacyMode(ctx, cancel, api.kube)
+	}
+	if err := r.checkBlueGreenCRD(ctx, cancel, api.kube); err != nil {
+		return err
 	}
 	r.watchConfig(ctx, cancel)
 	inf, err := r.newInformers(ctx, api)

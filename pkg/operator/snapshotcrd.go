@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	flinkv1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
+	"github.com/flinkops/flink-operator/pkg/clients/kubernetes"
 	"github.com/flinkops/flink-operator/pkg/config"
 )
 
@@ -134,4 +135,50 @@ func watchSnapshotCRD(ctx context.Context, d groupResources, interval time.Durat
 			return
 		}
 	}
+}
+
+// The FlinkBlueGreenDeployment CRD is optional too (an install from before
+// it existed): without it the blue/green controller and its informer do
+// not run, and a discovery poll starts the run over once it appears, as
+// for the FlinkStateSnapshot CRD.
+
+// blueGreenPlural is the FlinkBlueGreenDeployment resource name.
+const blueGreenPlural = "flinkbluegreendeployments"
+
+// ErrBlueGreenCRDInstalled ends one internal run when the
+// FlinkBlueGreenDeployment CRD appears; Run then starts over with it.
+var ErrBlueGreenCRDInstalled = errors.New("the FlinkBlueGreenDeployment CRD was installed while the operator ran without it")
+
+// checkBlueGreenCRD asks discovery whether FlinkBlueGreenDeployments are
+// served; if not, it says so once and polls until they are.
+func (r *runState) checkBlueGreenCRD(ctx context.Context, cancel context.CancelCauseFunc, kube kubernetes.Interface) error {
+	d := restDiscovery{client: kube.CoreV1().RESTClient()}
+	served, err := servedResources(d)
+	if err != nil {
+		return fmt.Errorf("discovering %s: %w", flinkv1beta1.SchemeGroupVersion, err)
+	}
+	if served[blueGreenPlural] {
+		return nil
+	}
+	logger := klog.FromContext(ctx)
+	logger.Info("FlinkBlueGreenDeployment CRD is not installed: blue/green deployments are not managed; install it with " +
+		"kubectl apply --server-side -f manifests/crds/flink.apache.org_flinkbluegreendeployments.yaml")
+	r.blueGreenCRDMissing = true
+	go func() {
+		t := time.NewTicker(snapshotCRDPollInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			if served, err := servedResources(d); err == nil && served[blueGreenPlural] {
+				logger.Info("FlinkBlueGreenDeployment CRD is now installed")
+				cancel(ErrBlueGreenCRDInstalled)
+				return
+			}
+		}
+	}()
+	return nil
 }
