@@ -162,9 +162,8 @@ func TestPatchChildInPlace(t *testing.T) {
 	f.until("bg", 5, "ACTIVE_BLUE", activeIn(v1beta1.BlueGreenActiveBlue))
 	uid := f.child("bg-blue").UID
 	f.edit("bg", func(bg *v1beta1.FlinkBlueGreenDeployment) {
-		bg.Spec.Template.Spec.FlinkConfiguration = v1beta1.NewConfiguration(map[string]string{
-			"taskmanager.numberOfTaskSlots": "1", "state.savepoints.dir": "file:///savepoints",
-			"kubernetes.operator.periodic.savepoint.interval": "1h"})
+		bg.Spec.Template.Spec.FlinkConfiguration = v1beta1.NewConfiguration(flinkConf("1",
+			map[string]string{"kubernetes.operator.periodic.savepoint.interval": "1h"}))
 	})
 	for range 3 {
 		f.step("bg")

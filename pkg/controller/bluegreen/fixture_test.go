@@ -3,6 +3,7 @@ package bluegreen
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -310,7 +311,7 @@ func newBlueGreen(name string, mode v1beta1.UpgradeMode, conf map[string]string)
 			Template: v1beta1.FlinkDeploymentTemplateSpec{Spec: v1beta1.FlinkDeploymentSpec{
 				Image: "flink:1.20", FlinkVersion: v1beta1.FlinkVersion1_20, ServiceAccount: "flink",
 				Mode:               v1beta1.DeploymentModeNative,
-				FlinkConfiguration: v1beta1.NewConfiguration(map[string]string{"taskmanager.numberOfTaskSlots": "1", "state.savepoints.dir": "file:///savepoints"}),
+				FlinkConfiguration: v1beta1.NewConfiguration(flinkConf("1", nil)),
 				Job: &v1beta1.JobSpec{JarURI: "local:///opt/flink/examples/streaming/StateMachineExample.jar",
 					Parallelism: ptr.To(int32(1)), UpgradeMode: mode},
 			}},
@@ -327,9 +328,18 @@ func (f *fixture) create(bg *v1beta1.FlinkBlueGreenDeployment) {
 // setSlots is the e2e scripts' change: taskmanager.numberOfTaskSlots.
 func setSlots(n string) func(*v1beta1.FlinkBlueGreenDeployment) {
 	return func(bg *v1beta1.FlinkBlueGreenDeployment) {
-		bg.Spec.Template.Spec.FlinkConfiguration = v1beta1.NewConfiguration(map[string]string{
-			"taskmanager.numberOfTaskSlots": n, "state.savepoints.dir": "file:///savepoints"})
+		bg.Spec.Template.Spec.FlinkConfiguration = v1beta1.NewConfiguration(flinkConf(n, nil))
 	}
+}
+
+// flinkConf is the template's configuration with slots task slots (what
+// the e2e scripts change) and extra keys.
+func flinkConf(slots string, extra map[string]string) map[string]string {
+	c := map[string]string{"taskmanager.numberOfTaskSlots": slots, "state.savepoints.dir": "file:///savepoints",
+		"execution.checkpointing.dir": "file:///checkpoints", "high-availability.type": "kubernetes",
+		"high-availability.storageDir": "file:///ha"}
+	maps.Copy(c, extra)
+	return c
 }
 
 func countPrefix(events []string, prefix string) int {

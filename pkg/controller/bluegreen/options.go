@@ -6,6 +6,7 @@ import (
 
 	v1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/config"
+	"github.com/flinkops/flink-operator/pkg/validation"
 )
 
 // The blue/green options (upstream's FlinkBlueGreenDeploymentConfigOptions),
@@ -30,7 +31,7 @@ type options struct {
 // optionsOf reads bg's options: spec.configuration wins over the operator's
 // configuration, which wins over upstream's defaults.
 func optionsOf(op config.Config, bg *v1beta1.FlinkBlueGreenDeployment) (options, error) {
-	cfg, _, err := config.Effective(op, bg.Spec.Configuration)
+	cfg, _, err := validation.BlueGreenConfig(op, bg)
 	if err != nil {
 		return options{}, fmt.Errorf("spec.configuration: %w", err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/controller/jobengine"
 	"github.com/flinkops/flink-operator/pkg/reasons"
 	"github.com/flinkops/flink-operator/pkg/snapshotrules"
+	"github.com/flinkops/flink-operator/pkg/validation"
 )
 
 // step is one sync of a blue/green deployment: what it read, the status it
@@ -119,8 +120,9 @@ func (s *step) plan(ctx context.Context) {
 		return
 	}
 	s.opts = opts
-	if s.bg.Spec.Template.Spec.Job == nil {
-		s.fail("spec.template.spec.job is required: a blue/green deployment runs an application job")
+	// The webhook's rules (when it runs): a bad spec deploys nothing.
+	if _, err := validation.BlueGreenDeployment(s.bg, s.c.CurrentConfig()); err != nil {
+		s.fail("%v", err)
 		return
 	}
 	switch st := s.next.BlueGreenState; st {
