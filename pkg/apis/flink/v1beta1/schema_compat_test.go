@@ -47,7 +47,7 @@ var allowedExtra = map[string]string{
 	".spec.template.spec.taskManager.resources": "as .spec.template.spec.jobManager.resources",
 	".status.transitionSnapshot":                "[ours] the transition savepoint as a FlinkStateSnapshot (docs/bluegreen.md)",
 	".status.taskManagerReplicas": "[ours] the scale subresource's statusReplicasPath, which the API server requires " +
-		"(upstream's CRD has none and is refused: spec.versions[0].subresources.scale.statusReplicasPath: Required value)",
+		"(the reference CRD's scale has none and is refused; upstream's released CRD has no scale subresource at all)",
 }
 
 // allowedScaleStatusPath lists kinds whose scale subresource has a status
