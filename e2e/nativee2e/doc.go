@@ -47,6 +47,15 @@
 //     applies it exactly once;
 //   - an ended application job never runs again when its JobManager
 //     restarts (the last line only: the guard is the same on every line);
+//   - a FlinkBlueGreenDeployment (bluegreen_test.go, the last line only):
+//     ACTIVE_BLUE with its Ingress served by the local cluster, an
+//     operator option patched into blue in place, a change that needs
+//     state through SAVEPOINTING_BLUE and TRANSITIONING_TO_GREEN with the
+//     operator killed (SIGKILL) and restarted there, ending ACTIVE_GREEN
+//     from the transition savepoint with the keyed counter continued and
+//     blue deleted; a change to an image the node cannot run aborted after
+//     the grace period (green untouched, the new blue suspended, a
+//     Warning); fixed and stateless, back to blue (~2 min);
 //   - taking over from upstream's operator (the 1.20 line, the one
 //     upstream's recording ran; takeover_test.go): the objects upstream's
 //     operator 1.15.0 left for a running native application, a running

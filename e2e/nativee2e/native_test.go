@@ -101,6 +101,8 @@ func TestNativeMode(t *testing.T) {
 			r.step("autoscaler-in-place", func() { r.autoscalerInPlace(i == len(versions)-1) })
 			if i == len(versions)-1 { // the guard is the same on every line
 				r.step("ended-job-not-rerun", r.endedJobNotRerun)
+				// The blue/green controller only drives FlinkDeployments.
+				r.step("blue-green", r.blueGreen)
 			}
 			if strings.HasPrefix(v, "1.") { // the line upstream's recording ran
 				r.step("take-over-upstream-running", r.takeOverUpstreamRunning)
