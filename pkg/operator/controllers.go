@@ -24,6 +24,7 @@ import (
 	"github.com/flinkops/flink-operator/pkg/controller/snapshot"
 	"github.com/flinkops/flink-operator/pkg/controller/workers"
 	kubescheme "github.com/flinkops/flink-operator/pkg/generated/kube/kubernetes/scheme"
+	listers "github.com/flinkops/flink-operator/pkg/generated/listers/flink/v1beta1"
 	"github.com/flinkops/flink-operator/pkg/metrics"
 )
 
@@ -138,6 +139,15 @@ func newControllers(ctx context.Context, cl clients, inf *Informers, opts *runSt
 	if enabled[bluegreen.QueueName] && !opts.blueGreenCRDMissing {
 		if c.blueGreens, err = bluegreen.New(cc, bluegreen.Options{}); err != nil {
 			return nil, fmt.Errorf("creating FlinkBlueGreenDeployment controller: %w", err)
+		}
+		if on, err := opts.Config.Bool(config.KeyResourceMetricsEnabled); err != nil {
+			return nil, err
+		} else if on {
+			var l []listers.FlinkBlueGreenDeploymentLister
+			for _, f := range inf.Flink {
+				l = append(l, f.Flink().V1beta1().FlinkBlueGreenDeployments().Lister())
+			}
+			c.unregister = append(c.unregister, metrics.RegisterBlueGreenCounter(l))
 		}
 	}
 	return c, nil

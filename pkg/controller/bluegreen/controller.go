@@ -17,6 +17,7 @@ import (
 	flinkcache "github.com/flinkops/flink-operator/pkg/cache"
 	"github.com/flinkops/flink-operator/pkg/cluster"
 	"github.com/flinkops/flink-operator/pkg/controller/controllerctx"
+	"github.com/flinkops/flink-operator/pkg/metrics"
 )
 
 // QueueName is the blue/green controller's work queue (and its name in
@@ -152,6 +153,9 @@ func (c *Controller) commit(ctx context.Context, key string, s *step) (time.Dura
 		}
 		if from, to := s.bg.Status.BlueGreenState, s.next.BlueGreenState; from != to {
 			log.Info("Blue/green state changed", "from", stateOr(string(from), "NEW"), "to", to)
+		}
+		if s.next.JobStatus.State == v1beta1.JobStatusFailing && s.bg.Status.JobStatus.State != v1beta1.JobStatusFailing {
+			metrics.BlueGreenFailed(s.bg.Namespace)
 		}
 		c.faultAt(key, "status-written")
 	}
