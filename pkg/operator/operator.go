@@ -81,6 +81,8 @@ type runState struct {
 	// blueGreenCRDMissing is set when the FlinkBlueGreenDeployment CRD is
 	// not installed: no blue/green informer nor controller.
 	blueGreenCRDMissing bool
+	// crdPoll overrides the CRD discovery poll interval (tests).
+	crdPoll time.Duration
 	// live is the configuration the controllers and the webhook read at
 	// each sync and admission (dynamicconfig.go).
 	live *controllerctx.LiveConfig
@@ -111,7 +113,7 @@ func run(ctx context.Context, cancel context.CancelCauseFunc, r *runState) error
 	if !snapshotCRD {
 		r.enterLegacyMode(ctx, cancel, api.kube)
 	}
-	if err := r.checkBlueGreenCRD(ctx, cancel, api.kube); err != nil {
+	if err := r.checkBlueGreenCRD(ctx, cancel, restDiscovery{client: api.kube.CoreV1().RESTClient()}); err != nil {
 		return err
 	}
 	r.watchConfig(ctx, cancel)

@@ -13,7 +13,6 @@ import (
 	"k8s.io/klog/v2"
 
 	flinkv1beta1 "github.com/flinkops/flink-operator/pkg/apis/flink/v1beta1"
-	"github.com/flinkops/flink-operator/pkg/clients/kubernetes"
 	"github.com/flinkops/flink-operator/pkg/config"
 )
 
@@ -116,6 +115,12 @@ func legacyConfig(cfg config.Config) config.Config {
 // then calls installed once and returns; it returns when ctx ends. Discovery
 // errors are logged and retried at the next poll.
 func watchSnapshotCRD(ctx context.Context, d groupResources, interval time.Duration, installed func()) {
+	watchCRD(ctx, d, snapshotsPlural, interval, installed)
+}
+
+// watchCRD polls discovery every interval until the resource plural is
+// served, then calls installed once and returns; it returns when ctx ends.
+func watchCRD(ctx context.Context, d groupResources, plural string, interval time.Duration, installed func()) {
 	logger := klog.FromContext(ctx)
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -125,12 +130,12 @@ func watchSnapshotCRD(ctx context.Context, d groupResources, interval time.Durat
 			return
 		case <-t.C:
 		}
-		ok, err := snapshotCRDInstalled(d)
+		served, err := servedResources(d)
 		if err != nil {
-			logger.V(2).Info("Checking for the FlinkStateSnapshot CRD failed, will retry", "err", err)
+			logger.V(2).Info("Checking for a CRD failed, will retry", "resource", plural, "err", err)
 			continue
 		}
-		if ok {
+		if served[plural] {
 			installed()
 			return
 		}
@@ -145,14 +150,21 @@ func watchSnapshotCRD(ctx context.Context, d groupResources, interval time.Durat
 // blueGreenPlural is the FlinkBlueGreenDeployment resource name.
 const blueGreenPlural = "flinkbluegreendeployments"
 
+// crdPollInterval is snapshotCRDPollInterval, shorter in tests.
+func (r *runState) crdPollInterval() time.Duration {
+	if r.crdPoll > 0 {
+		return r.crdPoll
+	}
+	return snapshotCRDPollInterval
+}
+
 // ErrBlueGreenCRDInstalled ends one internal run when the
 // FlinkBlueGreenDeployment CRD appears; Run then starts over with it.
 var ErrBlueGreenCRDInstalled = errors.New("the FlinkBlueGreenDeployment CRD was installed while the operator ran without it")
 
 // checkBlueGreenCRD asks discovery whether FlinkBlueGreenDeployments are
 // served; if not, it says so once and polls until they are.
-func (r *runState) checkBlueGreenCRD(ctx context.Context, cancel context.CancelCauseFunc, kube kubernetes.Interface) error {
-	d := restDiscovery{client: kube.CoreV1().RESTClient()}
+func (r *runState) checkBlueGreenCRD(ctx context.Context, cancel context.CancelCauseFunc, d groupResources) error {
 	served, err := servedResources(d)
 	if err != nil {
 		return fmt.Errorf("discovering %s: %w", flinkv1beta1.SchemeGroupVersion, err)
@@ -164,21 +176,9 @@ func (r *runState) checkBlueGreenCRD(ctx context.Context, cancel context.CancelC
 	logger.Info("FlinkBlueGreenDeployment CRD is not installed: blue/green deployments are not managed; install it with " +
 		"kubectl apply --server-side -f manifests/crds/flink.apache.org_flinkbluegreendeployments.yaml")
 	r.blueGreenCRDMissing = true
-	go func() {
-		t := time.NewTicker(snapshotCRDPollInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			if served, err := servedResources(d); err == nil && served[blueGreenPlural] {
-				logger.Info("FlinkBlueGreenDeployment CRD is now installed")
-				cancel(ErrBlueGreenCRDInstalled)
-				return
-			}
-		}
-	}()
+	go watchCRD(ctx, d, blueGreenPlural, r.crdPollInterval(), func() {
+		logger.Info("FlinkBlueGreenDeployment CRD is now installed")
+		cancel(ErrBlueGreenCRDInstalled)
+	})
 	return nil
 }

@@ -239,3 +239,34 @@ func TestWaitForCRDs(t *testing.T) {
 		t.Errorf("forbidden: %v after %d requests, want the error after one", err, forbidden.calls)
 	}
 }
+
+// Without the FlinkBlueGreenDeployment CRD the run goes on without the
+// blue/green controller and ends (to start over with it) once the CRD is
+// served; with it nothing is polled.
+func TestBlueGreenCRDOptional(t *testing.T) {
+	d := newFakeDiscovery("flinkdeployments", "flinksessionjobs", "flinkstatesnapshots")
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	r := &runState{crdPoll: 5 * time.Millisecond}
+	if err := r.checkBlueGreenCRD(ctx, cancel, d); err != nil || !r.blueGreenCRDMissing {
+		t.Fatalf("without the CRD: err %v, missing %v", err, r.blueGreenCRDMissing)
+	}
+	select {
+	case <-ctx.Done():
+		t.Fatal("the run ended without the CRD")
+	case <-time.After(50 * time.Millisecond):
+	}
+	d.set("flinkdeployments", "flinksessionjobs", "flinkstatesnapshots", "flinkbluegreendeployments")
+	select {
+	case <-ctx.Done():
+		if !errors.Is(context.Cause(ctx), ErrBlueGreenCRDInstalled) {
+			t.Fatalf("the run ended with %v", context.Cause(ctx))
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the CRD was not noticed")
+	}
+	r2 := &runState{crdPoll: 5 * time.Millisecond}
+	if err := r2.checkBlueGreenCRD(context.Background(), func(error) { t.Error("cancelled with the CRD served") }, d); err != nil || r2.blueGreenCRDMissing {
+		t.Fatalf("with the CRD: err %v, missing %v", err, r2.blueGreenCRDMissing)
+	}
+}
