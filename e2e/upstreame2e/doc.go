@@ -1,116 +1,127 @@
 // Package upstreame2e runs upstream's own e2e scripts against this operator:
-// test_snapshot.sh, test_application_operations.sh,
-// test_sessionjob_operations.sh and test_batch_job.sh of
-// apache/flink-kubernetes-operator release 1.15.0, with their utils.sh and
-// data, unedited. This repository does not keep them (they are upstream's
-// code): FLINKOP_UPSTREAM_E2E_TESTS (make's UPSTREAM_E2E_TESTS) names the
-// e2e-tests directory of a checkout of that release, and every file is
-// checked against the git blob testdata/SOURCES.md records before anything
-// runs. `make e2e-upstream` runs TestUpstreamScripts, one subtest per
-// script, in that order (FLINKOP_UPSTREAM_E2E_SCRIPTS selects).
+// every test_*.sh of apache/flink-kubernetes-operator release 1.15.0's
+// e2e-tests, with its utils.sh and data, unedited. This repository does not
+// keep them (they are upstream's code): FLINKOP_UPSTREAM_E2E_TESTS (make's
+// UPSTREAM_E2E_TESTS) names the e2e-tests directory of a checkout of that
+// release, and every file is checked against the git blob
+// testdata/SOURCES.md records before anything runs (a test_*.sh the
+// harness does not know stops the run too). `make e2e-upstream` runs
+// TestUpstreamScripts: one subtest <line>/<mode>/<script> per run, each on a
+// fresh cluster; FLINKOP_UPSTREAM_E2E_SCRIPTS, FLINKOP_UPSTREAM_E2E_LINES
+// (v2_3, v1_20) and FLINKOP_UPSTREAM_E2E_MODES (native, standalone) select
+// (make's UPSTREAM_E2E_SCRIPTS, _LINES, _MODES; comma-separated).
 //
-// Each script runs as upstream's CI runs it (.github/workflows/e2e.yaml:
-// `bash e2e-tests/<script>` after a fresh minikube and a Helm install of the
-// operator), here on a fresh local cluster (e2e/localcluster with the node
-// agent, which runs pods as local processes: real Flink 2.3.0 JVMs for
-// every flink:2.x image), on the Flink 2 line (CI's flink-version input
-// v2_3, image flink:2.3) in native mode:
+// # The matrix (matrix_test.go)
 //
-//  1. localcluster.Start with the node agent (and its --host-commands
-//     opt-in, for the operator pod) and kube-controller-manager's
-//     persistentvolumeclaim-protection controller besides the defaults; the
-//     CRDs of manifests/crds.
-//  2. The install upstream's CI does with Helm, with this project's
-//     manifests, in namespace default as in CI: the operator's ServiceAccount
-//     and RBAC of manifests/base (namespace default), the Flink
-//     ServiceAccount flink and its Role (manifests/flink-serviceaccount: the
-//     chart's jobServiceAccount), and testdata/operator.yaml: the ConfigMap
-//     flink-operator-config (the chart's CI configuration) and a Deployment
-//     flink-kubernetes-operator whose pod (label
-//     app.kubernetes.io/name=flink-kubernetes-operator, container
-//     flink-kubernetes-operator, as the chart's) runs this operator's binary
-//     through the node agent's host-command image, in-cluster (its
-//     ServiceAccount token), --flink-endpoint=pod-ip. Then, as CI, `kubectl
-//     wait --for=condition=Available` on it (and its "Informer caches
-//     synced" log line).
-//  3. A copy of upstream's e2e-tests directory, whose data/*.yaml get CI's `sed`
-//     substitutions (ciPrepare): image flink:2.3, flinkVersion v2_3, mode
-//     native, STREAMING_EXAMPLES_JAR_URL the URL at which the harness serves
-//     flink-examples-streaming-2.3.0.jar from ~/.m2 over http on 127.0.0.1.
-//  4. `bash <copy>/<script>` with PATH giving kubectl (the cluster's, the
-//     admin kubeconfig, namespace default), mikefarah's yq v4
-//     (hack/build-yq.sh) and a minikube shim; at most 15 min; output in
-//     .cache/upstream-e2e/<time>/<script>/script.log, with every pod's
-//     container logs (kept across pod deletions) and a trail of the
-//     resources' status fields. On failure the resources and the operator's
-//     log tail are dumped besides the script's own debug_and_show_logs.
+// Upstream's CI (.github/workflows/ci.yml of the release) runs each script
+// on the lines v2_2, v2_1, v2_0 and v1_20, native and standalone, except:
+// test_autoscaler.sh native only; test_multi_sessionjob.sh only in its
+// namespace tests (operator in namespace flink, watching default and
+// flink); test_logback_logging.sh in its logging job; the three blue/green
+// scripts in no job at all. The harness runs the lines v2_3 (flink:2.3; the
+// node agent runs the pinned 2.3.0 for every 2.x image) and v1_20
+// (flink:1.20, pinned 1.20.5), both modes, CI's exclusions kept, and the
+// blue/green scripts in native mode. Scripts CI runs both in e2e_ci and in
+// its namespace tests (test_application_operations.sh, test_autoscaler.sh,
+// the dynamic ones) run once, as e2e_ci runs them (namespace default).
 //
-// Harness adaptations (the scripts and their data are never edited; the
-// README's "Upstream's e2e scripts" lists the same):
+// A script whose feature does not exist here is pending, with the reason
+// and what enables it (upstreamScript.pending): it still runs, it is
+// reported "pending" when it fails, and the run fails when it passes (take
+// it off the list then). At the end the test logs a table script / line /
+// mode / pass|pending|fail / times, also written to
+// .cache/upstream-e2e/<time>/summary; each run's script output, every
+// pod's container logs (kept across pod deletions) and a trail of the
+// resources' status are in .cache/upstream-e2e/<time>/<line>-<mode>/<script>/.
 //
-//   - Flink sees the pod's paths: the node agent runs with
-//     --container-paths, so a volume's mount path is not rewritten to its
-//     host directory in Flink's configuration and arguments (it resolves in
-//     the container's mount namespace) and Flink logs and reports the paths
-//     of the pod spec, as on a kubelet.
-//   - The operator as a pod: a Deployment of this project's binary run by the
-//     node agent's host-command image (nodeagent.HostCommandImage, enabled
-//     with `node-agent --host-commands` for this harness only), instead of
-//     upstream's image from its Helm chart; so `kubectl logs`, `kubectl
-//     delete pod` (the Deployment makes a new one) and `kubectl wait` work
-//     unchanged. No webhook (upstream's CI installs one, with cert-manager):
-//     the API server could not reach it through a Service (no kube-proxy).
-//     No leader election, as the chart's default.
-//   - minikube's ingress: `minikube ip` (assert_available_slots) prints the
-//     address of an ingress stand-in on 127.0.0.1 that routes the cluster's
-//     Ingresses (the one the operator creates for spec.ingress) as
-//     ingress-nginx does: regex path, rewrite-target, backend Service to one
-//     of its Ready pods by pod IP.
-//   - The busybox init container (artifacts-fetcher: wget of the jar URL
-//     into an emptyDir mounted at /opt/flink/usrlib), which the node agent
-//     cannot run (Flink images only; init containers are not supported):
-//     the harness does its wget itself, into a host directory, and replaces
-//     the init container and its emptyDir by a hostPath volume of that
-//     directory, in the prepared copy of the data.
-//   - The jar URL is http on 127.0.0.1 (CI: https from Maven Central; the
-//     examples jar of the pinned 2.3.0 instead of CI's 2.0.0): the operator
-//     configuration allows http and restricted hosts for session-job jars
-//     (kubernetes.operator.user.artifacts.allowed-schemes,
-//     .disallow-restricted-hosts), as e2e/framework's operator does.
-//   - The scripts' kubeconfig is a copy of the cluster's admin kubeconfig:
-//     their cleanup sets the current context's namespace.
-//   - kube-controller-manager also runs its
-//     persistentvolumeclaim-protection controller, so that the cleanup's
-//     `kubectl delete` of the data's PersistentVolumeClaim completes, as on
-//     minikube (the claim itself stays unbound: the node agent gives a claim
-//     a directory of its own).
+// Pending today (matrix_test.go has the full reasons):
 //
-// TestCopiesAreVerbatim (no cluster; also checked before the scripts run)
-// proves the copies are upstream's files: their git blob ids are those
-// testdata/SOURCES.md records.
+//   - test_flink_operator_ha.sh: it waits for upstream's operator log line
+//     "[default/flink-example-statemachine] Resource fully reconciled,
+//     nothing to do", and takes the Lease's holderIdentity for the leader's
+//     pod name (here <hostname>_<uuid>).
+//   - test_dynamic_config.sh, test_dynamic_flink_conf.sh: they wait for
+//     upstream's log line "Setting default configuration to
+//     {kubernetes.operator.watched.namespaces=default,flink,dynamic}"; this
+//     operator logs "Applied the changed operator configuration" with the
+//     changed key names only.
+//   - test_logback_logging.sh: it checks upstream's Java operator's logback
+//     setup (SLF4J, log pattern, LOGGING_FRAMEWORK, LOG_CONFIG,
+//     logback-operator.xml mounted); this operator logs with klog.
+//   - test_bluegreen_laststate.sh on v2_3 only: Flink 2.3 declines a
+//     canonical savepoint of the StateMachineExample's async state
+//     (UnsupportedOperationException "Not supported yet"), so the
+//     transition savepoint never completes and green is never created.
 //
-// # Status
+// # One run
 //
-// On Flink 2.3.0, native mode, 2 cores (December 2026):
+// As upstream's CI (.github/workflows/e2e.yaml): a fresh cluster, the
+// operator installed with Helm and Available, CI's data substitutions,
+// `bash e2e-tests/<script>`:
 //
-//   - test_batch_job.sh passes (~35-50 s of script).
-//   - test_application_operations.sh passes (~55-85 s). Its manual savepoint
-//     fails inside Flink: a canonical savepoint of Flink 2.3's
-//     StateMachineExample (enableAsyncState on the hashmap backend) is
-//     declined by the TaskManagers with UnsupportedOperationException "Not
-//     supported yet", the job restarts, and the operator reports
-//     SavepointError and clears the trigger; the script's location check
-//     accepts the "null" yq prints for the missing lastSavepoint.
-//   - test_sessionjob_operations.sh passes (~70 s). Its last-state upgrade
-//     cancels the job (the session job runs with RETAIN_ON_CANCELLATION,
-//     upstream's job default), and the status reads CANCELLING from the
-//     write that queues the cancel until Flink reports the job ended.
-//   - test_snapshot.sh passes (~145 s). The restore path reaches Flink as
-//     execution.savepoint.path, the key upstream writes for every version;
-//     the node agent runs with --container-paths, so the JobManager logs it
-//     with the pod's path (file:/opt/flink/volume/flink-sp/...), as the
-//     script greps; and its changes of kubernetes.operator.* keys alone
-//     (savepoint format, snapshot resources, periodic savepoints) apply to
-//     the running job without a restart, as upstream's spec diff ignores
-//     them.
+//  1. localcluster.Start with the node agent: real kube-apiserver, etcd and
+//     kube-controller-manager (with the PV controllers, a default
+//     StorageClass and provisioner that bind the data's claims), the
+//     ingress of class nginx on 127.0.0.1:80, and the node agent, which runs
+//     pods as local processes: Flink JVMs for flink images, Debian's
+//     busybox-static for busybox (upstream's artifacts-fetcher init
+//     container), this checkout's operator binary for the chart's image
+//     ghcr.io/flinkops/flink-operator; kubectl exec, port-forward, attach
+//     and cp work.
+//  2. CI's "Start the operator": `helm install flink-kubernetes-operator -n
+//     <ns> helm/flink-operator -f values.yaml` (this project's chart, with
+//     its CRDs and webhook; helm built by hack/build-helm.sh; the
+//     post-renderer below), then `kubectl
+//     wait --for=condition=Available deploy/flink-kubernetes-operator` and
+//     the operator's "Informer caches synced" line. Values (helmValues): CI's
+//     per-script edits where they map (replicas: 2 for
+//     test_flink_operator_ha.sh, leader election being always on here;
+//     flink-conf.yaml renamed config.yaml for test_dynamic_config.sh;
+//     logging.framework logback for test_logback_logging.sh; watchNamespaces
+//     {default,flink} in namespace flink for the namespace test), and the
+//     harness's below.
+//  3. A copy of e2e-tests whose data/*.yaml get CI's `sed` substitutions
+//     (ciPrepare), nothing else.
+//  4. `bash <copy>/<script>` with PATH giving kubectl (the cluster's, a copy
+//     of the admin kubeconfig), mikefarah's yq v4 (hack/build-yq.sh), helm
+//     and a minikube shim; at most 15 min.
+//
+// # What differs from upstream's CI, and why
+//
+//   - nameOverride: flink-kubernetes-operator in the values: upstream's
+//     chart is named flink-kubernetes-operator, so its Deployment and the
+//     label app.kubernetes.io/name the scripts select the operator by are;
+//     this chart's are flink-operator unless overridden.
+//   - The operator container is renamed flink-kubernetes-operator by a Helm
+//     post-renderer plugin of the harness (containerRenamer: yq on the
+//     rendered Deployment, with its kubectl default-container annotation):
+//     upstream's chart names the container after the chart, and utils.sh's
+//     wait_for_operator_logs and the scripts pass `-c
+//     flink-kubernetes-operator` to kubectl logs/exec; this chart names it
+//     operator, whatever nameOverride says.
+//   - The image is this project's (CI builds upstream's from its
+//     Dockerfile and sets image.repository/tag): the chart's default image,
+//     run by the node agent as the locally built binary.
+//   - No cert-manager (CI applies e2e-tests/cert-manager.yaml before the
+//     install): this chart's operator creates and renews its webhook
+//     certificate itself; the API server reaches the webhook through the
+//     Service (localcluster's egress proxy).
+//   - The jar URL: STREAMING_EXAMPLES_JAR_URL is flink-examples-streaming of
+//     the line's pinned release (2.3.0; 1.20.0 for 1.20.5, see e2e/flink's
+//     README) from ~/.m2, served over http on 127.0.0.1 (CI: 2.0.0, or 1.14.4
+//     / 1.20.1 for v1_20, from Maven Central over https). Hence the values'
+//     defaultConfiguration appends, besides CI's chart configuration
+//     (reconcile interval 15 s, progress check 5 s),
+//     kubernetes.operator.user.artifacts.allowed-schemes: http,https and
+//     .disallow-restricted-hosts: false, so the operator fetches session
+//     jobs' jars from there.
+//   - `minikube ip` is a shim printing 127.0.0.1, where the local cluster's
+//     ingress listens on port 80 (assert_available_slots curls
+//     http://$(minikube ip)/default/<name>/overview).
+//   - The node agent runs with --container-paths: Flink's configuration and
+//     arguments keep the pod's paths (test_snapshot.sh greps the
+//     JobManager's log for execution.savepoint.path,
+//     file:/opt/flink/volume/...), as on a kubelet.
+//   - The scripts get a copy of the admin kubeconfig (their cleanup sets the
+//     current context's namespace).
 package upstreame2e

@@ -3,7 +3,6 @@ package upstreame2e
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -18,9 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/kubernetes"
-
 	flinkjvm "github.com/flinkops/flink-operator/e2e/flink"
 	"github.com/flinkops/flink-operator/e2e/framework"
 	"github.com/flinkops/flink-operator/e2e/localcluster"
@@ -28,43 +24,37 @@ import (
 )
 
 const (
-	// flinkVersion is upstream CI's flink-version input: the Flink 2 line
-	// the node agent runs (every flink:2.x image runs the pinned 2.3.0).
-	flinkVersion = "v2_3"
-	// pinnedFlink is the pinned Flink release of that line, whose examples
-	// jar is STREAMING_EXAMPLES_JAR_URL.
-	pinnedFlink = "2.3.0"
-	// mode is upstream CI's mode input.
-	mode = "native"
 	// scriptTimeout bounds one script (upstream's waits are 300 s each).
 	scriptTimeout = 15 * time.Minute
 
-	// The operator "as a pod" (testdata/operator.yaml), as upstream's Helm
-	// chart names it, in the namespace upstream's CI installs it in.
-	operatorNamespace  = "default"
+	// Upstream CI's Helm install: release flink-kubernetes-operator of the
+	// chart; with nameOverride (harness values) the Deployment, the pods'
+	// label app.kubernetes.io/name and the names the scripts look up are
+	// upstream's chart's.
+	helmRelease        = "flink-kubernetes-operator"
 	operatorDeployment = "flink-kubernetes-operator"
-	operatorContainer  = "flink-kubernetes-operator"
 	operatorLabel      = "app.kubernetes.io/name=flink-kubernetes-operator"
+	// operatorContainer is the container name of upstream's chart (its
+	// chart name), which utils.sh's wait_for_operator_logs and the scripts
+	// pass to kubectl logs/exec -c; this chart's container is "operator",
+	// renamed by the harness's Helm post-renderer (containerRenamer).
+	operatorContainer = "flink-kubernetes-operator"
+	chartContainer    = "operator"
+
+	// ingressPort: `minikube ip` is a host the scripts curl on port 80.
+	ingressPort = 80
 
 	// envUpstreamTests names upstream's e2e-tests directory (of a checkout
 	// of the release testdata/SOURCES.md records), which this repository
 	// does not keep: upstream's scripts are its code.
 	envUpstreamTests = "FLINKOP_UPSTREAM_E2E_TESTS"
-	// envScripts selects scripts (comma-separated file names).
-	envScripts = "FLINKOP_UPSTREAM_E2E_SCRIPTS"
 	// envYQ is the directory holding mikefarah's yq (hack/build-yq.sh,
 	// which the test runs itself when it is unset).
 	envYQ = "FLINKOP_YQ_BIN_DIR"
+	// envHelm is the helm binary (hack/build-helm.sh, which the test runs
+	// itself when it is unset).
+	envHelm = "FLINKOP_HELM"
 )
-
-// scripts are upstream's scripts this harness runs, in this order, each on
-// a fresh cluster.
-var scripts = []string{
-	"test_snapshot.sh",
-	"test_application_operations.sh",
-	"test_sessionjob_operations.sh",
-	"test_batch_job.sh",
-}
 
 // ciPrepare is upstream CI's "Run Flink e2e tests" step
 // (.github/workflows/e2e.yaml of release-1.15.0) up to the script, with its
@@ -82,11 +72,12 @@ sed -i "s/mode: .*/mode: ${MODE}/" e2e-tests/data/*.yaml
 sed -i "s/STREAMING_EXAMPLES_JAR_URL/${ESCAPED_EXAMPLES_JAR}/" e2e-tests/data/*.yaml
 `
 
-// minikubeShim answers `minikube ip` with the ingress stand-in's address
-// (assert_available_slots curls http://$(minikube ip)/<ns>/<name>/overview).
+// minikubeShim answers `minikube ip` with the host of the local cluster's
+// ingress (assert_available_slots curls http://$(minikube ip)/<ns>/<name>/overview;
+// the ingress listens on port 80 as minikube's ingress-nginx).
 const minikubeShim = `#!/usr/bin/env bash
 # minikube stand-in of e2e/upstreame2e: upstream's scripts only call "minikube ip", for the address
-# of minikube's ingress controller; here the harness's ingress stand-in on 127.0.0.1.
+# of minikube's ingress controller; here the local cluster's ingress (class nginx) on port 80.
 if [[ "${1:-}" == "ip" && $# -eq 1 ]]; then
   echo "%s"
   exit 0
@@ -95,21 +86,23 @@ echo "minikube (e2e/upstreame2e shim): only 'minikube ip' is supported, not: $*"
 exit 1
 `
 
-// shared is what every script's run uses.
+// shared is what every run uses.
 type shared struct {
 	ctx  context.Context
 	root string // module root
 	// upstreamTests is upstream's e2e-tests directory (envUpstreamTests).
 	upstreamTests string
 	yqDir         string
-	jarURL        string // STREAMING_EXAMPLES_JAR_URL
-	results       string // .cache/upstream-e2e/<time>
+	helm          string
+	jarURL        map[string]string // line version -> STREAMING_EXAMPLES_JAR_URL
+	results       string            // .cache/upstream-e2e/<time>
 
-	scriptTime map[string]time.Duration // how long each script itself ran
+	scriptTime map[string]time.Duration // cell -> how long the script itself ran
 }
 
 // TestUpstreamScripts runs upstream's e2e scripts (doc.go), one subtest per
-// script, each on a fresh local cluster with a fresh operator pod.
+// line, mode and script, each on a fresh local cluster with a fresh
+// operator installed by Helm.
 func TestUpstreamScripts(t *testing.T) {
 	if framework.Kind() {
 		t.Skip("local provider only: the harness runs the operator as a pod of the node agent")
@@ -117,16 +110,11 @@ func TestUpstreamScripts(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("the node agent's mount namespaces need root")
 	}
-	selected := scripts
-	if only := os.Getenv(envScripts); only != "" {
-		selected = strings.Split(only, ",")
-		for _, s := range selected {
-			if !slices.Contains(scripts, s) {
-				t.Fatalf("%s: %q is not one of %v", envScripts, s, scripts)
-			}
-		}
+	cells, err := selectCells()
+	if err != nil {
+		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(len(selected))*(scriptTimeout+5*time.Minute))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(len(cells))*(scriptTimeout+5*time.Minute))
 	defer cancel()
 	root, err := localcluster.ModuleRoot()
 	if err != nil {
@@ -136,59 +124,72 @@ func TestUpstreamScripts(t *testing.T) {
 	if upstreamTests == "" {
 		t.Fatalf("%s is not set: it names upstream's e2e-tests directory (apache/flink-kubernetes-operator, tag release-1.15.0), which this repository does not keep (testdata/SOURCES.md)", envUpstreamTests)
 	}
-	if errs := notVerbatim(filepath.Join(root, "e2e", "upstreame2e", "testdata", "SOURCES.md"), upstreamTests); len(errs) != 0 {
+	sources := filepath.Join(root, "e2e", "upstreame2e", "testdata", "SOURCES.md")
+	if errs := notVerbatim(sources, upstreamTests); len(errs) != 0 {
 		t.Fatalf("%s: %v", envUpstreamTests, errs)
 	}
-	// Maven work first (flink-examples-streaming lands in ~/.m2 with it).
-	if _, err := flinkjvm.Ensure(ctx, pinnedFlink); err != nil {
-		t.Fatal(err)
+	if missing := unlistedScripts(t, upstreamTests); len(missing) != 0 {
+		t.Fatalf("%s: scripts the harness does not know (add them to matrix_test.go and SOURCES.md): %v", envUpstreamTests, missing)
 	}
-	s := &shared{ctx: ctx, root: root, upstreamTests: upstreamTests, yqDir: findYQ(t, ctx, root), scriptTime: map[string]time.Duration{}}
-	s.results = filepath.Join(root, ".cache", "upstream-e2e", time.Now().Format("20060102-150405"))
+	s := &shared{ctx: ctx, root: root, upstreamTests: upstreamTests, yqDir: findYQ(t, ctx, root), helm: findHelm(t, ctx, root),
+		scriptTime: map[string]time.Duration{}, jarURL: map[string]string{}}
+	// Maven work first (flink-examples-streaming lands in ~/.m2 with it).
+	for _, l := range lines {
+		if !slices.ContainsFunc(cells, func(c cell) bool { return c.line.version == l.version }) {
+			continue
+		}
+		if _, err := flinkjvm.Ensure(ctx, l.pinned); err != nil {
+			t.Fatal(err)
+		}
+		s.jarURL[l.version] = serveExamplesJar(t, l.examples)
+	}
+	s.results = filepath.Join(root, ".cache", "upstream-e2e", time.Now().UTC().Format("20060102-150405"))
 	if err := os.MkdirAll(s.results, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	bins, err := localcluster.BuildCommands(ctx, "./cmd/flink-operator")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The node agent inherits this PATH: the operator pod's command
-	// (flink-operator, the host-command image) is found there.
-	t.Setenv("PATH", bins+string(os.PathListSeparator)+os.Getenv("PATH"))
-	s.jarURL = serveExamplesJar(t)
-	t.Logf("results (script output, pod logs) in %s", s.results)
+	t.Logf("results (script output, pod logs) in %s; %d runs", s.results, len(cells))
 
-	var summary []string
-	for _, script := range selected {
-		begin := time.Now()
-		ok := t.Run(script, func(t *testing.T) { s.run(t, script) })
-		line := fmt.Sprintf("%-32s %-4s script %-7s with a fresh cluster and operator %s", script, map[bool]string{true: "PASS", false: "FAIL"}[ok],
-			s.scriptTime[script].Round(time.Second), time.Since(begin).Round(time.Second))
-		summary = append(summary, line)
+	header := fmt.Sprintf("%-36s %-6s %-10s %-8s %-8s %s", "script", "line", "mode", "result", "script", "with cluster+install")
+	summary := []string{header}
+	counts := map[outcome]int{}
+	writeSummary := func() {
+		_ = os.WriteFile(filepath.Join(s.results, "summary"), []byte(strings.Join(summary, "\n")+"\n"), 0o644)
 	}
-	t.Logf("upstream e2e scripts (Flink %s, %s mode), each on a fresh cluster:\n%s", flinkVersion, mode, strings.Join(summary, "\n"))
-	_ = os.WriteFile(filepath.Join(s.results, "summary.txt"), []byte(strings.Join(summary, "\n")+"\n"), 0o644)
+	for _, c := range cells {
+		begin := time.Now()
+		var got outcome = fail
+		t.Run(c.String(), func(t *testing.T) { got = s.run(t, c) })
+		counts[got]++
+		row := fmt.Sprintf("%-36s %-6s %-10s %-8s %-8s %s", c.script.name, c.line.version, c.mode, got,
+			s.scriptTime[c.String()].Round(time.Second), time.Since(begin).Round(time.Second))
+		if got == pending {
+			row += "  (pending: " + c.script.pendingReason(c.line) + ")"
+		}
+		summary = append(summary, row)
+		writeSummary()
+	}
+	summary = append(summary, fmt.Sprintf("%d pass, %d pending, %d fail", counts[pass], counts[pending], counts[fail]))
+	writeSummary()
+	t.Logf("upstream e2e scripts, each on a fresh cluster (%s):\n%s", filepath.Join(s.results, "summary"), strings.Join(summary, "\n"))
 }
 
-// run runs one script on a fresh cluster.
-func (s *shared) run(t *testing.T, script string) {
+// run runs one cell on a fresh cluster and returns its outcome; the
+// subtest fails unless it is pass or pending.
+func (s *shared) run(t *testing.T, c cell) outcome {
 	begin := time.Now()
 	ctx := s.ctx
 	work := t.TempDir()
-	results := filepath.Join(s.results, strings.TrimSuffix(script, ".sh"))
+	results := filepath.Join(s.results, c.line.version+"-"+c.mode, strings.TrimSuffix(c.script.name, ".sh"))
 	if err := os.MkdirAll(results, 0o755); err != nil {
 		t.Fatal(err)
 	}
 
-	c, err := localcluster.Start(ctx, localcluster.Options{
+	lc, err := localcluster.Start(ctx, localcluster.Options{
 		NodeAgent: true,
-		// The operator pod's image (testdata/operator.yaml).
-		NodeAgentArgs: []string{"--host-commands", "--container-paths"},
-		// The scripts' cleanup deletes the PersistentVolumeClaim of the
-		// data and waits until it is gone: its kubernetes.io/pvc-protection
-		// finalizer (added by the API server) is removed by this
-		// controller, as on minikube, once no pod uses the claim.
-		Controllers: append(slices.Clone(localcluster.DefaultControllers), "persistentvolumeclaim-protection-controller"),
+		// Flink sees the pod's paths (test_snapshot.sh greps them).
+		NodeAgentArgs: []string{"--container-paths"},
+		// assert_available_slots curls http://$(minikube ip)/...: port 80.
+		IngressPort: ingressPort,
 		Out:         framework.TestWriter{T: t},
 	})
 	if err != nil {
@@ -196,40 +197,41 @@ func (s *shared) run(t *testing.T, script string) {
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			framework.DumpTail(t, c.NodeAgent.LogPath, 60)
+			framework.DumpTail(t, lc.NodeAgent.LogPath, 60)
 		}
-		if err := c.Stop(); err != nil {
+		if err := lc.Stop(); err != nil {
 			t.Errorf("stopping the local cluster: %v", err)
 		}
 	})
-	if _, err := c.InstallCRDs(ctx, filepath.Join(s.root, "manifests", "crds")); err != nil {
-		t.Fatal(err)
+	if lc.IngressAddress != fmt.Sprintf("127.0.0.1:%d", ingressPort) {
+		t.Fatalf("the local cluster's ingress is at %q, not 127.0.0.1:%d", lc.IngressAddress, ingressPort)
 	}
-	kube := kubernetes.NewForConfigOrDie(c.RESTConfig())
 
 	// What the scripts run: kubectl of the cluster, yq, minikube.
 	tools := filepath.Join(work, "bin")
 	if err := os.MkdirAll(tools, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for name, target := range map[string]string{"kubectl": c.KubectlPath, "yq": filepath.Join(s.yqDir, "yq")} {
+	for name, target := range map[string]string{"kubectl": lc.KubectlPath, "yq": filepath.Join(s.yqDir, "yq"), "helm": s.helm} {
 		if err := os.Symlink(target, filepath.Join(tools, name)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	proxy := startIngressProxy(t, ctx, kube)
-	if err := os.WriteFile(filepath.Join(tools, "minikube"), fmt.Appendf(nil, minikubeShim, proxy), 0o755); err != nil {
+	if err := os.WriteFile(filepath.Join(tools, "minikube"), fmt.Appendf(nil, minikubeShim, "127.0.0.1"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	// A copy: the scripts' cleanup sets the current context's namespace.
 	kubeconfig := filepath.Join(work, "kubeconfig")
-	if err := copyFile(c.Kubeconfig, kubeconfig, 0o600); err != nil {
+	if err := copyFile(lc.Kubeconfig, kubeconfig, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	env := append(os.Environ(),
 		"PATH="+tools+string(os.PathListSeparator)+os.Getenv("PATH"),
 		"KUBECONFIG="+kubeconfig,
-		"KUBECACHEDIR="+filepath.Join(work, "kubectl-cache"))
+		"KUBECACHEDIR="+filepath.Join(work, "kubectl-cache"),
+		"HELM_CONFIG_HOME="+filepath.Join(work, "helm", "config"),
+		"HELM_CACHE_HOME="+filepath.Join(work, "helm", "cache"),
+		"HELM_DATA_HOME="+filepath.Join(work, "helm", "data"))
 	sh := func(t *testing.T, what, command string, extraEnv ...string) string {
 		t.Helper()
 		cmd := exec.CommandContext(ctx, "bash", "-c", command)
@@ -242,25 +244,30 @@ func (s *shared) run(t *testing.T, script string) {
 		return string(out)
 	}
 
-	keeper := keepPodLogs(c.NodeAgentDir, filepath.Join(results, "pods"))
+	keeper := keepPodLogs(lc.NodeAgentDir, filepath.Join(results, "pods"))
 	t.Cleanup(keeper.stop) // before the cluster stops (cleanups run last first)
-	s.installOperator(t, work, sh)
-	trail := recordStatusTrail(ctx, flinkclient.NewForConfigOrDie(c.RESTConfig()), filepath.Join(results, "status.log"))
+	s.installOperator(t, c, work, sh)
+	trail := recordStatusTrail(ctx, flinkclient.NewForConfigOrDie(lc.RESTConfig()), filepath.Join(results, "status.log"))
 	t.Cleanup(trail.stop)
 
-	dir := s.prepareData(t, work, sh)
-	t.Logf("cluster, CRDs, operator pod and data ready in %s", time.Since(begin).Round(time.Millisecond))
+	dir := s.prepareData(t, c, work, sh)
+	t.Logf("cluster, operator (Helm) and data ready in %s", time.Since(begin).Round(time.Millisecond))
 
 	logPath := filepath.Join(results, "script.log")
 	scriptBegin := time.Now()
-	err = runScript(t, ctx, filepath.Join(dir, script), work, env, logPath)
-	s.scriptTime[script] = time.Since(scriptBegin)
-	t.Logf("%s: %v after %s (output: %s)", script, errOrPass(err), time.Since(scriptBegin).Round(time.Second), logPath)
-	if err != nil {
+	err = runScript(t, ctx, filepath.Join(dir, c.script.name), work, env, logPath)
+	s.scriptTime[c.String()] = time.Since(scriptBegin)
+	t.Logf("%s: %v after %s (output: %s)", c, errOrPass(err), time.Since(scriptBegin).Round(time.Second), logPath)
+	got, verdict := judge(c, err)
+	switch got {
+	case pending:
+		t.Logf("%s: pending, as listed (%s); the script failed: %v", c, c.script.pendingReason(c.line), err)
+	case fail:
 		keeper.copy()
 		s.dump(t, sh, keeper)
-		t.Fatalf("%s failed: %v", script, err)
+		t.Errorf("%s: %v", c, verdict)
 	}
+	return got
 }
 
 func errOrPass(err error) any {
@@ -270,45 +277,120 @@ func errOrPass(err error) any {
 	return err
 }
 
-// installOperator installs what upstream's CI installs with Helm before a
-// script, with this project's manifests: the operator's ServiceAccount and
-// RBAC (manifests/base, in namespace default), the Flink ServiceAccount
-// flink with its Role (manifests/flink-serviceaccount, namespace default:
-// the chart's jobServiceAccount), and the operator Deployment
-// (testdata/operator.yaml); then it waits as CI does, and for the
-// operator's informers.
-func (s *shared) installOperator(t *testing.T, work string, sh func(*testing.T, string, string, ...string) string) {
+// installOperator is upstream CI's "Start the operator" step with this
+// project's chart (helm/flink-operator): helm install of release
+// flink-kubernetes-operator in the namespace of the run (default; flink,
+// created first, for the namespace tests, with watchNamespaces
+// {default,flink} as CI's EXTRA_HELM_INSTALL_ARGS), CI's per-script value
+// edits where they map (values), then CI's kubectl wait; and the
+// operator's informers synced, so that the script starts on a working
+// operator.
+func (s *shared) installOperator(t *testing.T, c cell, work string, sh func(*testing.T, string, string, ...string) string) {
 	t.Helper()
-	rbac := filepath.Join(work, "operator-rbac")
-	if err := os.MkdirAll(rbac, 0o755); err != nil {
+	ns := operatorNamespace(c.script)
+	valuesFile := filepath.Join(work, "values.yaml")
+	if err := os.WriteFile(valuesFile, []byte(helmValues(c.script)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	base, err := filepath.Rel(rbac, filepath.Join(s.root, "manifests", "base"))
-	if err != nil {
-		t.Fatal(err)
+	create := ""
+	if c.script.namespaceTest {
+		create = " --create-namespace"
 	}
-	if err := os.WriteFile(filepath.Join(rbac, "kustomization.yaml"), fmt.Appendf(nil, "namespace: %s\nresources: [%s]\n", operatorNamespace, base), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	// Only the ServiceAccount and RBAC of the install: not its Namespace
-	// (it would become default, restricted), Deployment, webhook or
-	// Services.
-	sh(t, "operator ServiceAccount and RBAC (manifests/base in namespace "+operatorNamespace+")",
-		`kubectl kustomize operator-rbac | yq 'select(.kind == "ServiceAccount" or .kind == "ClusterRole" or .kind == "ClusterRoleBinding" or .kind == "Role" or .kind == "RoleBinding")' | kubectl apply --server-side -f -`)
-	sh(t, "Flink ServiceAccount (manifests/flink-serviceaccount)",
-		"kubectl apply --server-side -k "+filepath.Join(s.root, "manifests", "flink-serviceaccount"))
-	sh(t, "operator Deployment", "kubectl apply -f "+filepath.Join(s.root, "e2e", "upstreame2e", "testdata", "operator.yaml"))
+	s.containerRenamer(t, work)
+	sh(t, "helm install (upstream CI's 'Start the operator', this project's chart and image)",
+		fmt.Sprintf("cat %s && helm install %s -n %s%s %s -f %s --post-renderer %s",
+			valuesFile, helmRelease, ns, create, filepath.Join(s.root, "helm", "flink-operator"), valuesFile, renamerPlugin))
+	sh(t, "operator container named as upstream's chart names it",
+		fmt.Sprintf(`test "$(kubectl get deploy -n %s %s -o jsonpath='{.spec.template.spec.containers[0].name}')" = %s`, ns, operatorDeployment, operatorContainer))
+	sh(t, "CRDs established",
+		"for crd in flinkdeployments flinksessionjobs flinkstatesnapshots flinkbluegreendeployments; do kubectl wait --for=condition=Established --timeout=60s crd/$crd.flink.apache.org || exit 1; done")
 	sh(t, "operator Available (as upstream's CI waits)",
-		fmt.Sprintf("kubectl wait --for=condition=Available --timeout=120s -n %s deploy/%s && kubectl get pods -n %[1]s", operatorNamespace, operatorDeployment))
+		fmt.Sprintf("kubectl wait --for=condition=Available --timeout=120s -n %s deploy/%s && kubectl get pods -n %[1]s", ns, operatorDeployment))
 	sh(t, "operator informers synced",
-		fmt.Sprintf(`for i in $(seq 1 120); do if kubectl logs -n %s -l %s -c %s --tail=-1 | grep -m1 "Informer caches synced"; then exit 0; fi; sleep 1; done; kubectl logs -n %[1]s -l %[2]s -c %[3]s --tail=50; exit 1`,
-			operatorNamespace, operatorLabel, operatorContainer))
+		fmt.Sprintf(`for i in $(seq 1 120); do if kubectl logs -n %s -l %s --all-containers --tail=-1 | grep -m1 "Informer caches synced"; then exit 0; fi; sleep 1; done; kubectl logs -n %[1]s -l %[2]s --all-containers --tail=50; exit 1`,
+			ns, operatorLabel))
 }
 
-// prepareData copies upstream's e2e-tests directory into work, prepares data/*.yaml as
-// upstream's CI does (ciPrepare) and makes the harness's one data
-// adaptation (adaptInitContainers). It returns the copy's directory.
-func (s *shared) prepareData(t *testing.T, work string, sh func(*testing.T, string, string, ...string) string) string {
+// renamerPlugin is the harness's Helm post-renderer plugin.
+const renamerPlugin = "upstreame2e-container-name"
+
+// containerRenamer installs (in the run's HELM_DATA_HOME) a Helm
+// post-renderer plugin that renames the operator Deployment's container
+// from this chart's name (operator) to upstream's chart's
+// (flink-kubernetes-operator), with the kubectl default-container
+// annotation: the scripts address it by that name. Nothing else changes.
+func (s *shared) containerRenamer(t *testing.T, work string) {
+	t.Helper()
+	dir := filepath.Join(work, "helm", "data", "plugins", renamerPlugin)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	plugin := fmt.Sprintf("name: %q\nversion: \"0.1.0\"\ntype: postrenderer/v1\napiVersion: v1\nruntime: subprocess\nruntimeConfig:\n  platformCommand:\n    - command: \"${HELM_PLUGIN_DIR}/rename.sh\"\n", renamerPlugin)
+	script := fmt.Sprintf(`#!/usr/bin/env bash
+# e2e/upstreame2e: the operator container as upstream's chart names it.
+exec %s '(select(.kind == "Deployment" and .metadata.name == "%s") | .spec.template.spec.containers[] | select(.name == "%s") | .name) = "%s" |
+  (select(.kind == "Deployment" and .metadata.name == "%[2]s") | .spec.template.metadata.annotations["kubectl.kubernetes.io/default-container"]) = "%[4]s"'
+`, filepath.Join(s.yqDir, "yq"), operatorDeployment, chartContainer, operatorContainer)
+	if err := os.WriteFile(filepath.Join(dir, "plugin.yaml"), []byte(plugin), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "rename.sh"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// operatorNamespace is the namespace CI installs the operator in.
+func operatorNamespace(s upstreamScript) string {
+	if s.namespaceTest {
+		return "flink"
+	}
+	return "default"
+}
+
+// helmValues are the values of the harness's helm install: nameOverride
+// (upstream's chart is named flink-kubernetes-operator, so its Deployment
+// and pod label are; this chart's are flink-operator unless overridden),
+// CI's values edits where they map, and the configuration the local jar
+// URL needs.
+func helmValues(s upstreamScript) string {
+	var b strings.Builder
+	b.WriteString("# e2e/upstreame2e: upstream CI's helm install of its chart, with this project's chart.\n")
+	b.WriteString("nameOverride: " + operatorDeployment + "\n")
+	if s.namespaceTest {
+		b.WriteString("# CI's EXTRA_HELM_INSTALL_ARGS of the namespace tests.\nwatchNamespaces: [default, flink]\n")
+	}
+	if s.name == "test_flink_operator_ha.sh" {
+		// CI: replicas 2 and leader election with lease flink-operator-lease
+		// (this chart always elects a leader, lease flink-operator-lease).
+		b.WriteString("# CI's sed for test_flink_operator_ha.sh (leader election is always on here).\nreplicas: 2\n")
+	}
+	if s.name == "test_logback_logging.sh" {
+		b.WriteString("# CI's sed for test_logback_logging.sh.\nlogging:\n  framework: logback\n")
+	}
+	conf := "kubernetes.operator.reconcile.interval: 15 s\n" +
+		"kubernetes.operator.observer.progress-check.interval: 5 s\n" +
+		"# Harness: the session jobs' jarURI is the examples jar served over http on 127.0.0.1\n" +
+		"# (CI: https from Maven Central, which the defaults allow).\n" +
+		"kubernetes.operator.user.artifacts.allowed-schemes: http,https\n" +
+		"kubernetes.operator.user.artifacts.disallow-restricted-hosts: \"false\"\n"
+	b.WriteString("defaultConfiguration:\n  create: true\n  append: true\n")
+	key := "flink-conf.yaml"
+	if s.name == "test_dynamic_config.sh" {
+		// CI's sed renames the chart's flink-conf.yaml value to config.yaml.
+		b.WriteString("  # CI's sed for test_dynamic_config.sh: config.yaml instead of flink-conf.yaml.\n  flink-conf.yaml: null\n")
+		key = "config.yaml"
+	}
+	b.WriteString("  " + key + ": |+\n")
+	for _, l := range strings.Split(strings.TrimSuffix(conf, "\n"), "\n") {
+		b.WriteString("    " + l + "\n")
+	}
+	return b.String()
+}
+
+// prepareData copies upstream's e2e-tests directory into work and
+// prepares data/*.yaml as upstream's CI does (ciPrepare), nothing else. It
+// returns the copy's directory.
+func (s *shared) prepareData(t *testing.T, c cell, work string, sh func(*testing.T, string, string, ...string) string) string {
 	t.Helper()
 	src := s.upstreamTests
 	dst := filepath.Join(work, "e2e-tests")
@@ -316,119 +398,42 @@ func (s *shared) prepareData(t *testing.T, work string, sh func(*testing.T, stri
 		t.Fatal(err)
 	}
 	sh(t, "upstream CI's data preparation", ciPrepare,
-		"FLINK_VERSION="+flinkVersion, "MODE="+mode, "EXAMPLES_JAR="+s.jarURL)
-	s.adaptInitContainers(t, dst, sh)
+		"FLINK_VERSION="+c.line.version, "MODE="+c.mode, "EXAMPLES_JAR="+s.jarURL[c.line.version])
 	sh(t, "prepared data (diff against upstream's)", fmt.Sprintf("diff -ru %s %s || true", filepath.Join(src, "data"), filepath.Join(dst, "data")))
 	return dst
 }
 
-// fetcher is upstream's busybox init container that wgets the job jar.
-const fetcher = "artifacts-fetcher"
-
-// adaptInitContainers replaces, in the prepared data, each FlinkDeployment's
-// artifacts-fetcher init container (busybox `wget <jar URL> -O
-// <mount>/myjob.jar` into an emptyDir that the Flink container mounts at
-// /opt/flink/usrlib), which the node agent cannot run: the harness runs
-// that wget itself (an HTTP GET of the same URL into a host directory) and
-// the emptyDir becomes a hostPath volume of that directory. Nothing else
-// changes.
-func (s *shared) adaptInitContainers(t *testing.T, dir string, sh func(*testing.T, string, string, ...string) string) {
+// unlistedScripts are the test_*.sh of dir that the harness's matrix
+// does not name.
+func unlistedScripts(t *testing.T, dir string) []string {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(dir, "data", "*.yaml"))
+	found, err := filepath.Glob(filepath.Join(dir, "test_*.sh"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range files {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
+	var out []string
+	for _, f := range found {
+		if _, ok := scriptNamed(filepath.Base(f)); !ok {
+			out = append(out, filepath.Base(f))
 		}
-		adapt := false
-		dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
-		for {
-			var doc struct {
-				Kind string `json:"kind"`
-				Spec struct {
-					PodTemplate struct {
-						Spec struct {
-							InitContainers []struct {
-								Name         string   `json:"name"`
-								Command      []string `json:"command"`
-								VolumeMounts []struct {
-									Name      string `json:"name"`
-									MountPath string `json:"mountPath"`
-								} `json:"volumeMounts"`
-							} `json:"initContainers"`
-						} `json:"spec"`
-					} `json:"podTemplate"`
-				} `json:"spec"`
-			}
-			if err := dec.Decode(&doc); errors.Is(err, io.EOF) {
-				break
-			} else if err != nil {
-				t.Fatalf("%s: %v", f, err)
-			}
-			if doc.Kind != "FlinkDeployment" {
-				continue
-			}
-			for _, ic := range doc.Spec.PodTemplate.Spec.InitContainers {
-				if ic.Name != fetcher {
-					t.Fatalf("%s: init container %q: the harness adapts only %s", f, ic.Name, fetcher)
-				}
-				if len(ic.Command) != 4 || ic.Command[0] != "wget" || ic.Command[2] != "-O" || len(ic.VolumeMounts) != 1 || ic.VolumeMounts[0].Name != "flink-artifact" {
-					t.Fatalf("%s: %s is not `wget <url> -O <file>` into volume flink-artifact: %v %v", f, fetcher, ic.Command, ic.VolumeMounts)
-				}
-				rel, err := filepath.Rel(ic.VolumeMounts[0].MountPath, ic.Command[3])
-				if err != nil || strings.HasPrefix(rel, "..") {
-					t.Fatalf("%s: %s writes %s outside its volume %s", f, fetcher, ic.Command[3], ic.VolumeMounts[0].MountPath)
-				}
-				if err := wget(s.ctx, ic.Command[1], filepath.Join(s.usrlib(dir), rel)); err != nil {
-					t.Fatalf("%s: the harness's run of %s: %v", f, fetcher, err)
-				}
-				adapt = true
-			}
-		}
-		if !adapt {
-			continue
-		}
-		sh(t, "harness adaptation of "+filepath.Base(f)+": "+fetcher+" run by the harness, its emptyDir a hostPath",
-			`yq -i '(select(.kind == "FlinkDeployment" and ([.spec.podTemplate.spec.initContainers[] | select(.name == "`+fetcher+`")] | length) > 0) | .spec.podTemplate.spec) |=
-				(.volumes[] |= (select(.name == "flink-artifact") |= {"name": .name, "hostPath": {"path": strenv(USRLIB), "type": "Directory"}}) | del(.initContainers))' `+f,
-			"USRLIB="+s.usrlib(dir))
 	}
+	return out
 }
 
-// usrlib is the host directory that replaces the artifacts emptyDir.
-func (s *shared) usrlib(dataDir string) string {
-	return filepath.Join(filepath.Dir(dataDir), "flink-artifact")
-}
-
-// wget fetches url into file.
-func wget(ctx context.Context, url, file string) error {
-	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
-		return err
+// findHelm is $FLINKOP_HELM, or what hack/build-helm.sh builds.
+func findHelm(t *testing.T, ctx context.Context, root string) string {
+	t.Helper()
+	if h := os.Getenv(envHelm); h != "" {
+		return h
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
+	var stdout bytes.Buffer
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, "hack", "build-helm.sh"))
+	cmd.Stdout, cmd.Stderr = &stdout, framework.TestWriter{T: t}
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("hack/build-helm.sh: %v", err)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	f, err := os.Create(file)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(f, resp.Body); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
 }
 
 // runScript runs `bash <script>` as upstream's CI does, in its own process
@@ -514,8 +519,8 @@ func tailToLog(t *testing.T, path string) (stop func()) {
 // debug_and_show_logs: the resources, and the operator's log tail.
 func (s *shared) dump(t *testing.T, sh func(*testing.T, string, string, ...string) string, k *logKeeper) {
 	t.Helper()
-	sh(t, "resources at the failure", `kubectl get flinkdep,sessionjob,flinksnp,pods -A -o wide; `+
-		`kubectl get flinkdep,sessionjob -A -o yaml | yq '.items[] | {"name": .metadata.name, "status": .status}' || true`)
+	sh(t, "resources at the failure", `kubectl get flinkbgdep,flinkdep,sessionjob,flinksnp,pods,pvc,ingress -A -o wide; `+
+		`kubectl get flinkbgdep,flinkdep,sessionjob -A -o yaml | yq '.items[] | {"name": .metadata.name, "status": .status}' || true`)
 	for _, f := range k.operatorLogs() {
 		framework.DumpTail(t, f, 150)
 	}
@@ -537,18 +542,18 @@ func findYQ(t *testing.T, ctx context.Context, root string) string {
 	return strings.TrimSpace(lines[len(lines)-1])
 }
 
-// serveExamplesJar serves flink-examples-streaming of the pinned release
-// from the local Maven repository over http on 127.0.0.1 (upstream's CI:
-// flink-examples-streaming 2.0.0 from Maven Central for the v2 lines) and
-// returns its URL.
-func serveExamplesJar(t *testing.T) string {
+// serveExamplesJar serves flink-examples-streaming of the given version
+// from the local Maven repository (e2e/flink's build resolves it) over
+// http on 127.0.0.1 (upstream's CI: Maven Central over https) and returns
+// its URL.
+func serveExamplesJar(t *testing.T, version string) string {
 	t.Helper()
 	home, err := os.UserHomeDir()
 	if err != nil {
 		t.Fatal(err)
 	}
-	name := "flink-examples-streaming-" + pinnedFlink + ".jar"
-	dir := filepath.Join(home, ".m2", "repository", "org", "apache", "flink", "flink-examples-streaming", pinnedFlink)
+	name := "flink-examples-streaming-" + version + ".jar"
+	dir := filepath.Join(home, ".m2", "repository", "org", "apache", "flink", "flink-examples-streaming", version)
 	if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
 		t.Fatalf("the examples jar (e2e/flink's build resolves it into ~/.m2): %v", err)
 	}
@@ -559,8 +564,8 @@ func serveExamplesJar(t *testing.T) string {
 	return framework.ServeHTTP(t, mux) + "/" + name
 }
 
-// logKeeper copies the container logs of the pods in namespace default
-// (the operator's, the JobManagers', the TaskManagers') out of the node
+// logKeeper copies the container logs of the pods (the operator's, the
+// JobManagers', the TaskManagers', init containers') out of the node
 // agent's pod directories while they exist, to <dst>/<pod>/<container>-<run>.log:
 // a deleted pod's logs go with its directory (as with a kubelet), and the
 // scripts delete pods (the operator, JobManagers on upgrades).
@@ -592,7 +597,7 @@ func keepPodLogs(agentDir, dst string) *logKeeper {
 
 // copy appends what every log of the namespace's pods has gained.
 func (k *logKeeper) copy() {
-	logs, _ := filepath.Glob(filepath.Join(k.src, "pods", operatorNamespace+"_*", "logs", "*", "*.log"))
+	logs, _ := filepath.Glob(filepath.Join(k.src, "pods", "*_*_*", "logs", "*", "*.log"))
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	for _, l := range logs {
