@@ -60,7 +60,10 @@ func (s *State[T, S]) HoldForDisposals(via string, ready bool) (held bool, err e
 
 // ForgetDisposalHold drops what HoldForDisposals last said of the
 // resource, once its finalizer goes.
-func (s *State[T, S]) ForgetDisposalHold() { s.e.disposalHolds.Delete(s.obj.GetUID()) }
+func (s *State[T, S]) ForgetDisposalHold() {
+	s.e.disposalHolds.Delete(s.obj.GetUID())
+	s.e.reconciledLogged.Delete(s.obj.GetUID())
+}
 
 // sayOnce emits a Cleanup event of HoldForDisposals unless it is what it
 // last said of this resource: a wait of many syncs is one event.

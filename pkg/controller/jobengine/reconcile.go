@@ -298,6 +298,20 @@ func (s *State[T, S]) steady(ctx context.Context, d Driver[S]) error {
 	return nil
 }
 
+// logFullyReconciled logs upstream's line for a job that runs its spec
+// healthy with nothing left to do ("[<ns>/<name>] Resource fully
+// reconciled, nothing to do", which upstream's e2e scripts wait for in the
+// leader's log), once per generation and operator process rather than at
+// every sync as upstream: a new leader logs it at its first steady sync.
+func (s *State[T, S]) logFullyReconciled() {
+	gen := s.obj.GetGeneration()
+	if prev, ok := s.e.reconciledLogged.Load(s.obj.GetUID()); ok && prev.(int64) == gen {
+		return
+	}
+	s.e.reconciledLogged.Store(s.obj.GetUID(), gen)
+	s.log.Info("[" + s.key + "] Resource fully reconciled, nothing to do")
+}
+
 // SteadyAnswer is what a Driver's Steady found of a deployed job.
 type SteadyAnswer struct {
 	// Kept: the job is kept as recorded, and the engine ends the steady
@@ -324,6 +338,9 @@ func (s *State[T, S]) keepSteady(ctx context.Context, d Driver[S], healthy, plan
 	// never became stable (rollback.go).
 	if healthy && rs.State == v1beta1.ReconciliationDeployed && rs.LastStableSpec != rs.LastReconciledSpec {
 		rs.LastStableSpec = rs.LastReconciledSpec
+	}
+	if healthy && rs.State == v1beta1.ReconciliationDeployed {
+		s.logFullyReconciled()
 	}
 	if plan {
 		// New snapshots only once RUNNING is recorded: a snapshot created

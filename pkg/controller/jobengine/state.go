@@ -327,7 +327,10 @@ type Engine[T Object[T, S], S Spec[S]] struct {
 	// asked again, and a savepoint already gone counts as disposed).
 	legacyDisposals sync.Map // "<key>\x00<path>" → disposal trigger id
 	crdWarned       sync.Map // UIDs that got SnapshotResourcesDisabled
-	disposalHolds   sync.Map // UID → what HoldForDisposals last said
+	// reconciledLogged: UID → the generation whose "fully reconciled"
+	// line was logged (reconcile.go).
+	reconciledLogged sync.Map
+	disposalHolds    sync.Map // UID → what HoldForDisposals last said
 }
 
 // operatorConfig is the operator configuration in use now.
