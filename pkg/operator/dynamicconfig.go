@@ -5,6 +5,7 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -241,8 +242,11 @@ func (w *configWatcher) check(ctx context.Context) (ending bool) {
 
 	w.latest.set(next)
 	w.live.Store(w.adjust(applied))
-	// Key names only: values may be secrets (Flink options such as
-	// s3.secret-key are passed on to every cluster).
+	// Upstream's line, which its e2e test_dynamic_config.sh waits for: the
+	// file's configuration as a Java Map prints, sensitive values hidden
+	// as Flink hides them (options such as s3.secret-key are passed on to
+	// every cluster).
+	logger.Info("Setting default configuration to " + javaMap(next, slices.Sorted(maps.Keys(next))))
 	logger.Info("Applied the changed operator configuration", "changedKeys", changed, "needRestart", len(restart))
 
 	if namespacesChanged && !w.fixed && dynamicNamespaces && w.namespacesChanged != nil {
@@ -252,6 +256,28 @@ func (w *configWatcher) check(ctx context.Context) (ending bool) {
 		return true
 	}
 	return false
+}
+
+// sensitiveKeyParts are the parts of a key whose value Flink never logs
+// (GlobalConfiguration's sensitive keys).
+var sensitiveKeyParts = []string{"password", "secret", "fs.azure.account.key", "apikey", "api-key", "auth-params",
+	"service-key", "token", "basic-auth", "jaas.config", "http-headers"}
+
+// javaMap writes keys of c as a Java Map prints: {k1=v1, k2=v2}, values
+// of sensitive keys as ****** (a key missing from c reads <removed>).
+func javaMap(c config.Config, keys []string) string {
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		v, ok := c[k]
+		switch {
+		case !ok:
+			v = "<removed>"
+		case slices.ContainsFunc(sensitiveKeyParts, func(p string) bool { return strings.Contains(strings.ToLower(k), p) }):
+			v = "******"
+		}
+		parts = append(parts, k+"="+v)
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
 }
 
 // changedKeys lists, sorted, the keys whose value differs between a and b

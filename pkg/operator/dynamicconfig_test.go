@@ -124,6 +124,20 @@ func TestDynamicConfigAppliesChangedFile(t *testing.T) {
 	if logs := f.logs(); !strings.Contains(logs, "Applied the changed operator configuration") || strings.Contains(logs, "needs a restart") {
 		t.Errorf("logs:\n%s", logs)
 	}
+	// Upstream's line (its test_dynamic_config.sh greps it).
+	if logs := f.logs(); !strings.Contains(logs, "Setting default configuration to {") || !strings.Contains(logs, "kubernetes.operator.savepoint.history.max.count=7") {
+		t.Errorf("no upstream-style line with the changed value; logs:\n%s", logs)
+	}
+}
+
+// The changed keys as a Java Map prints them, sensitive values hidden.
+func TestJavaMapHidesSecrets(t *testing.T) {
+	c := config.Config{"kubernetes.operator.watched.namespaces": "default,flink,dynamic", "s3.secret-key": "hunter2", "a.password": "pw"}
+	got := javaMap(c, []string{"a.password", "kubernetes.operator.watched.namespaces", "gone", "s3.secret-key"})
+	want := "{a.password=******, kubernetes.operator.watched.namespaces=default,flink,dynamic, gone=<removed>, s3.secret-key=******}"
+	if got != want {
+		t.Errorf("javaMap = %s, want %s", got, want)
+	}
 }
 
 // An invalid file (a bad value, bad YAML, a missing file) is not applied:

@@ -298,3 +298,17 @@ func TestWatchFence(t *testing.T) {
 		t.Error("lost called after the leader's context ended")
 	}
 }
+
+// The Lease holder is the pod's name in a pod (as upstream: its e2e
+// scripts delete the holder's pod), a unique name on a shared machine.
+func TestLeaderIdentity(t *testing.T) {
+	env := func(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
+	inPod := env(map[string]string{"KUBERNETES_SERVICE_HOST": "10.0.0.1", "POD_NAMESPACE": "flink-operator"})
+	if got := leaderIdentity("flink-kubernetes-operator-5cf9-x", inPod); got != "flink-kubernetes-operator-5cf9-x" {
+		t.Errorf("in a pod: %q, want the pod name", got)
+	}
+	a, b := leaderIdentity("host", env(nil)), leaderIdentity("host", env(nil))
+	if a == b || !strings.HasPrefix(a, "host_") {
+		t.Errorf("outside a pod: %q and %q, want distinct host_<uuid>", a, b)
+	}
+}

@@ -490,10 +490,24 @@ func newElection(opts Options) (*election, error) {
 	host, _ := os.Hostname()
 	return &election{
 		opts:     opts,
-		identity: host + "_" + string(uuid.NewUUID()),
+		identity: leaderIdentity(host, os.Getenv),
 		timings:  timings,
 		fence:    newLeaseFence(timings.renew),
 	}, nil
+}
+
+// leaderIdentity is the Lease holder identity: in a pod (the API server's
+// service variables and $POD_NAMESPACE, which the manifests and the chart
+// set) the pod's name, its hostname, as upstream's operator holds it (its
+// e2e scripts and dashboards read the leader's pod from the Lease); a pod's
+// name is unique, and a restarted container of the same pod is the same
+// member. Elsewhere (a process beside others on one machine) the hostname
+// and a random suffix, as client-go's.
+func leaderIdentity(host string, getenv func(string) string) string {
+	if host != "" && getenv("KUBERNETES_SERVICE_HOST") != "" && getenv("POD_NAMESPACE") != "" {
+		return host
+	}
+	return host + "_" + string(uuid.NewUUID())
 }
 
 // exitLostLease ends the process when the lease is lost while it should keep
