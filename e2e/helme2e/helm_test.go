@@ -381,8 +381,8 @@ func (s *suite) operatorHA() {
 		// The standby, or the pod the Deployment starts in the deleted one's place: whichever
 		// asks first once the Lease is released or expires.
 		holder := s.leaseHolder()
-		if pod, _, ok := strings.Cut(holder, "_"); ok && pod != leader {
-			next = pod
+		if holder != "" && holder != leader {
+			next = holder
 			return true, ""
 		}
 		return false, "holder " + holder
@@ -429,8 +429,8 @@ func (s *suite) waitOperatorPods(n int) []string {
 	return names
 }
 
-// leaseHolder is the Lease's holder identity ("<hostname>_<uuid>"; the pod's hostname is its
-// name).
+// leaseHolder is the Lease's holder identity: the operator pod's name (its hostname), as
+// upstream's operator holds it.
 func (s *suite) leaseHolder() string {
 	l, err := s.Kube.CoordinationV1().Leases(opNS).Get(s.Ctx, lease, metav1.GetOptions{})
 	if err != nil || l.Spec.HolderIdentity == nil {
@@ -445,7 +445,7 @@ func (s *suite) waitLeader(pods []string) string {
 	s.WaitFor(s.t, leaseDuration+30*time.Second, "an operator pod holding the Lease", func() (bool, string) {
 		holder := s.leaseHolder()
 		for _, p := range pods {
-			if strings.HasPrefix(holder, p+"_") {
+			if holder == p {
 				leader = p
 				return true, ""
 			}
