@@ -38,13 +38,13 @@
 //
 //   - test_flink_operator_ha.sh: it waits for upstream's operator log line
 //     "[default/flink-example-statemachine] Resource fully reconciled,
-//     nothing to do", and takes the Lease's holderIdentity for the leader's
-//     pod name (here <hostname>_<uuid>).
+//     nothing to do" and deletes the Lease holder's pod; the operator does
+//     both since 7638d26, but no run has shown the script passing yet.
 //   - test_dynamic_config.sh, test_dynamic_flink_conf.sh: they wait for
 //     upstream's log line "Setting default configuration to
 //     {kubernetes.operator.watched.namespaces=default,flink,dynamic}"; this
-//     operator logs "Applied the changed operator configuration" with the
-//     changed key names only.
+//     operator prints the line with its whole effective configuration
+//     instead of the file's keys.
 //   - test_logback_logging.sh: it checks upstream's Java operator's logback
 //     setup (SLF4J, log pattern, LOGGING_FRAMEWORK, LOG_CONFIG,
 //     logback-operator.xml mounted); this operator logs with klog.
@@ -142,6 +142,6 @@
 //     the other scripts pass.
 //   - v1_20 standalone: test_batch_job.sh, both kubernetes HA scripts and
 //     test_multi_sessionjob.sh pass; the rest of that line not run yet.
-//   - Not run yet anywhere: test_flink_operator_ha.sh and the two dynamic
-//     configuration scripts (pending, each waits out a 300-360 s timeout).
+//   - test_dynamic_config.sh (v2_3 native): pending after 6m17s. Not run
+//     yet: test_flink_operator_ha.sh, test_dynamic_flink_conf.sh.
 package upstreame2e

@@ -63,9 +63,10 @@ func (s upstreamScript) pendingReason(l line) string {
 }
 
 // pendingDynamicLog is why the dynamic configuration scripts are pending.
-const pendingDynamicLog = "after patching the operator's ConfigMap flink-operator-config, the script waits for upstream's operator log line " +
-	"\"Setting default configuration to {kubernetes.operator.watched.namespaces=default,flink,dynamic}\" (360 s), which this operator does not print " +
-	"when it reloads its configuration (issue 37 follow-up: the operator logs that line, with the changed keys, on a dynamic configuration reload)"
+const pendingDynamicLog = "after patching the operator's ConfigMap flink-operator-config to the one line kubernetes.operator.watched.namespaces: default,flink,dynamic, " +
+	"the script waits (360 s) for upstream's operator log line \"Setting default configuration to {kubernetes.operator.watched.namespaces=default,flink,dynamic}\"; " +
+	"since 7638d26 this operator prints that line, but with its whole effective configuration (every default key: {kubernetes.operator.bluegreen.abort.grace-period=10 min, ...}), " +
+	"where upstream's holds the keys of the file (issue 37 follow-up: the line lists what the file sets)"
 
 // upstreamScripts are all the scripts of release-1.15.0's e2e-tests, in
 // the order the harness runs them.
@@ -84,10 +85,10 @@ var upstreamScripts = []upstreamScript{
 		"(UnsupportedOperationException \"Not supported yet\" at StreamOperatorStateHandler.snapshotState), so the job fails over and green is never created; " +
 		"enables it: a Flink 2.x release that takes canonical savepoints of async state (upstream's CI runs no blue/green script)"}},
 	{name: "test_bluegreen_ingress_rotation.sh", nativeOnly: true, notInCI: true},
-	{name: "test_flink_operator_ha.sh", pending: "the script waits for upstream's operator log line " +
-		"\".default/flink-example-statemachine. Resource fully reconciled, nothing to do\" from the leader before and after the failover, which this operator does not print, " +
-		"and it takes the Lease flink-operator-lease's holderIdentity for the leader's pod name (kubectl logs/delete pod), which here is <hostname>_<uuid> " +
-		"(issue 37 follow-up: the operator logs that line, namespace/name in brackets, when a sync of a resource finds nothing to do, and holds the Lease as its pod name)"},
+	{name: "test_flink_operator_ha.sh", pending: "not run since 7638d26, which made this operator print upstream's line " +
+		"\"[default/flink-example-statemachine] Resource fully reconciled, nothing to do\" that the script waits for (before and after the failover), " +
+		"and hold the Lease flink-operator-lease as its pod name, which the script deletes: until a run shows it passing it stays listed " +
+		"(issue 37 follow-up: run it on both lines and modes, then remove it from pending)"},
 	{name: "test_dynamic_config.sh", pending: pendingDynamicLog},
 	{name: "test_dynamic_flink_conf.sh", pending: pendingDynamicLog},
 	{name: "test_logback_logging.sh", pending: "checks upstream's Java operator's logback setup: SLF4J bindings, the log pattern (`o.a.f.k.o.` logger names, `[INFO ]`) of " +
