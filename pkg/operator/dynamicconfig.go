@@ -243,10 +243,10 @@ func (w *configWatcher) check(ctx context.Context) (ending bool) {
 	w.latest.set(next)
 	w.live.Store(w.adjust(applied))
 	// Upstream's line, which its e2e test_dynamic_config.sh waits for: the
-	// file's configuration as a Java Map prints, sensitive values hidden
-	// as Flink hides them (options such as s3.secret-key are passed on to
-	// every cluster).
-	logger.Info("Setting default configuration to " + javaMap(next, slices.Sorted(maps.Keys(next))))
+	// file's configuration (what it sets beyond the defaults) as a Java
+	// Map prints, sensitive values hidden as Flink hides them (options
+	// such as s3.secret-key are passed on to every cluster).
+	logger.Info("Setting default configuration to " + javaMap(next, setBeyondDefaults(next)))
 	logger.Info("Applied the changed operator configuration", "changedKeys", changed, "needRestart", len(restart))
 
 	if namespacesChanged && !w.fixed && dynamicNamespaces && w.namespacesChanged != nil {
@@ -256,6 +256,20 @@ func (w *configWatcher) check(ctx context.Context) (ending bool) {
 		return true
 	}
 	return false
+}
+
+// setBeyondDefaults lists, sorted, the keys of c that are not the
+// registered defaults (config.Load puts the file on top of them).
+func setBeyondDefaults(c config.Config) []string {
+	defaults := config.Defaults()
+	var out []string
+	for k, v := range c {
+		if d, ok := defaults[k]; !ok || d != v {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // sensitiveKeyParts are the parts of a key whose value Flink never logs
