@@ -70,8 +70,7 @@
 //     and cp work.
 //  2. CI's "Start the operator": `helm install flink-kubernetes-operator -n
 //     <ns> helm/flink-operator -f values.yaml` (this project's chart, with
-//     its CRDs and webhook; helm built by hack/build-helm.sh; the
-//     post-renderer below), then `kubectl
+//     its CRDs and webhook; helm built by hack/build-helm.sh), then `kubectl
 //     wait --for=condition=Available deploy/flink-kubernetes-operator` and
 //     the operator's "Informer caches synced" line. Values (helmValues): CI's
 //     per-script edits where they map (replicas: 2 for
@@ -92,13 +91,6 @@
 //     chart is named flink-kubernetes-operator, so its Deployment and the
 //     label app.kubernetes.io/name the scripts select the operator by are;
 //     this chart's are flink-operator unless overridden.
-//   - The operator container is renamed flink-kubernetes-operator by a Helm
-//     post-renderer plugin of the harness (containerRenamer: yq on the
-//     rendered Deployment, with its kubectl default-container annotation):
-//     upstream's chart names the container after the chart, and utils.sh's
-//     wait_for_operator_logs and the scripts pass `-c
-//     flink-kubernetes-operator` to kubectl logs/exec; this chart names it
-//     operator, whatever nameOverride says.
 //   - The image is this project's (CI builds upstream's from its
 //     Dockerfile and sets image.repository/tag): the chart's default image,
 //     run by the node agent as the locally built binary.

@@ -36,10 +36,8 @@ const (
 	operatorLabel      = "app.kubernetes.io/name=flink-kubernetes-operator"
 	// operatorContainer is the container name of upstream's chart (its
 	// chart name), which utils.sh's wait_for_operator_logs and the scripts
-	// pass to kubectl logs/exec -c; this chart's container is "operator",
-	// renamed by the harness's Helm post-renderer (containerRenamer).
+	// pass to kubectl logs/exec -c; this chart names it the same.
 	operatorContainer = "flink-kubernetes-operator"
-	chartContainer    = "operator"
 
 	// ingressPort: `minikube ip` is a host the scripts curl on port 80.
 	ingressPort = 80
@@ -296,10 +294,9 @@ func (s *shared) installOperator(t *testing.T, c cell, work string, sh func(*tes
 	if c.script.namespaceTest {
 		create = " --create-namespace"
 	}
-	s.containerRenamer(t, work)
 	sh(t, "helm install (upstream CI's 'Start the operator', this project's chart and image)",
-		fmt.Sprintf("cat %s && helm install %s -n %s%s %s -f %s --post-renderer %s",
-			valuesFile, helmRelease, ns, create, filepath.Join(s.root, "helm", "flink-operator"), valuesFile, renamerPlugin))
+		fmt.Sprintf("cat %s && helm install %s -n %s%s %s -f %s",
+			valuesFile, helmRelease, ns, create, filepath.Join(s.root, "helm", "flink-operator"), valuesFile))
 	sh(t, "operator container named as upstream's chart names it",
 		fmt.Sprintf(`test "$(kubectl get deploy -n %s %s -o jsonpath='{.spec.template.spec.containers[0].name}')" = %s`, ns, operatorDeployment, operatorContainer))
 	sh(t, "CRDs established",
@@ -309,34 +306,6 @@ func (s *shared) installOperator(t *testing.T, c cell, work string, sh func(*tes
 	sh(t, "operator informers synced",
 		fmt.Sprintf(`for i in $(seq 1 120); do if kubectl logs -n %s -l %s --all-containers --tail=-1 | grep -m1 "Informer caches synced"; then exit 0; fi; sleep 1; done; kubectl logs -n %[1]s -l %[2]s --all-containers --tail=50; exit 1`,
 			ns, operatorLabel))
-}
-
-// renamerPlugin is the harness's Helm post-renderer plugin.
-const renamerPlugin = "upstreame2e-container-name"
-
-// containerRenamer installs (in the run's HELM_DATA_HOME) a Helm
-// post-renderer plugin that renames the operator Deployment's container
-// from this chart's name (operator) to upstream's chart's
-// (flink-kubernetes-operator), with the kubectl default-container
-// annotation: the scripts address it by that name. Nothing else changes.
-func (s *shared) containerRenamer(t *testing.T, work string) {
-	t.Helper()
-	dir := filepath.Join(work, "helm", "data", "plugins", renamerPlugin)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	plugin := fmt.Sprintf("name: %q\nversion: \"0.1.0\"\ntype: postrenderer/v1\napiVersion: v1\nruntime: subprocess\nruntimeConfig:\n  platformCommand:\n    - command: \"${HELM_PLUGIN_DIR}/rename.sh\"\n", renamerPlugin)
-	script := fmt.Sprintf(`#!/usr/bin/env bash
-# e2e/upstreame2e: the operator container as upstream's chart names it.
-exec %s '(select(.kind == "Deployment" and .metadata.name == "%s") | .spec.template.spec.containers[] | select(.name == "%s") | .name) = "%s" |
-  (select(.kind == "Deployment" and .metadata.name == "%[2]s") | .spec.template.metadata.annotations["kubectl.kubernetes.io/default-container"]) = "%[4]s"'
-`, filepath.Join(s.yqDir, "yq"), operatorDeployment, chartContainer, operatorContainer)
-	if err := os.WriteFile(filepath.Join(dir, "plugin.yaml"), []byte(plugin), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "rename.sh"), []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // operatorNamespace is the namespace CI installs the operator in.

@@ -221,11 +221,11 @@ func deployment(t *testing.T, r rendered, name string) (*appsv1.Deployment, *cor
 	var d appsv1.Deployment
 	r.get(t, "Deployment", namespace, name, &d)
 	for i := range d.Spec.Template.Spec.Containers {
-		if c := &d.Spec.Template.Spec.Containers[i]; c.Name == "operator" {
+		if c := &d.Spec.Template.Spec.Containers[i]; c.Name == "flink-kubernetes-operator" {
 			return &d, c
 		}
 	}
-	t.Fatalf("Deployment %s has no container operator", name)
+	t.Fatalf("Deployment %s has no container flink-kubernetes-operator", name)
 	return nil, nil
 }
 
