@@ -114,7 +114,7 @@ func TestOperatorImage(t *testing.T) {
 		`server="metrics" address="` + ip + `:8080"`,
 		`server="webhook" address="` + ip + `:9443"`,
 		`"Joining leader election"`,
-		`identity="` + pod.Name + `_`, // os.Hostname() in the operator: its UTS namespace's
+		`identity="` + pod.Name + `"`, // os.Hostname() in the operator (its UTS namespace's), the Lease holder in a pod
 		`"Became leader"`,
 		`"Informer caches synced"`,
 	} {
