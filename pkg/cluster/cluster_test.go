@@ -310,6 +310,17 @@ func TestHashes(t *testing.T) {
 	if !SpecHashChanged(restored.JobManager, base.JobManager) || SpecHashChanged(restored.TaskManager, base.TaskManager) {
 		t.Error("restore path: want the JM hash changed and the TM hash unchanged")
 	}
+	// The file says where the job starts too (the JobManager logs it), for
+	// this deploy only.
+	if got := restored.FlinkConfig["execution.savepoint.path"]; got != "s3://b/sp" {
+		t.Errorf("restored application's execution.savepoint.path = %q, want s3://b/sp", got)
+	}
+	if file := restored.ConfigMap.Data["config.yaml"]; !strings.Contains(file, "execution.savepoint.path: s3://b/sp\n") {
+		t.Errorf("restored application's config.yaml lacks execution.savepoint.path:\n%s", file)
+	}
+	if _, ok := base.FlinkConfig["execution.savepoint.path"]; ok {
+		t.Error("an application started from empty state has execution.savepoint.path in its file")
+	}
 
 	// restartNonce replaces pods.
 	nonce := mustBuild(t, input(application(), func(in *Input) { in.Spec.RestartNonce = ptr.To[int64](3) }))

@@ -65,11 +65,16 @@
 //     local:// turned into file:// as upstream does for standalone).
 //
 // Left out of the file: kubernetes.operator.* keys (Flink ignores them; they
-// stay readable through config.Effective) and the restore-path keys
+// stay readable through config.Effective) and the user's restore-path keys
 // execution.savepoint.path / execution.state-recovery.path: where a job
 // starts from is the operator's decision (Input.RestorePath, passed as
-// --fromSavepoint like upstream), and a path left in the file would silently
-// restore old state on every restart, including a stateless redeploy.
+// --fromSavepoint like upstream), and a user's path left in the file would
+// silently restore old state on every restart, including a stateless
+// redeploy. An application built with Input.RestorePath gets that path as
+// execution.savepoint.path in its file as well, as upstream's do (the
+// JobManager logs it when it loads the file; the file is rebuilt with each
+// deploy, so a later deploy without a restore path has none); it is left
+// out of the pods' config hash (scalehash.go).
 //
 // Parallelism and TaskManager count follow upstream: with
 // spec.taskManager.replicas set, parallelism.default = replicas × slots;

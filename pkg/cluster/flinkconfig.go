@@ -108,8 +108,8 @@ const (
 	defaultLastStateCheckpointInterval = "5 min"
 )
 
-// restorePathKeys are dropped from the configuration: the restore point is
-// Input.RestorePath (see doc.go).
+// restorePathKeys are dropped from the user's configuration: the restore
+// point is Input.RestorePath alone (see doc.go).
 var restorePathKeys = []string{"execution.savepoint.path", "execution.state-recovery.path"}
 
 var jobIDPattern = regexp.MustCompile(`^[0-9a-fA-F]{32}$`)
@@ -471,6 +471,15 @@ func (p *plan) applyJobKeys(slots int) error {
 			return err
 		}
 		conf[keyPipelineClasspaths] = cp
+	}
+	if p.in.RestorePath != "" && !p.in.Native {
+		// Standalone: --fromSavepoint decides (jobManagerArgs); the file
+		// says the same, as upstream's standalone clusters' files do, so
+		// the JobManager logs "execution.savepoint.path, <path>" when it
+		// loads its configuration (tools written for upstream, its own
+		// e2e test_snapshot.sh among them, look for that line). Native
+		// clusters get it in applyNativeKeys.
+		conf[keyRestorePath] = p.in.RestorePath
 	}
 	return nil
 }
