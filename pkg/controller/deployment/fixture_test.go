@@ -202,7 +202,15 @@ func (f *fixture) jobOf(name string, jm *appsv1.Deployment) (jobID, restore stri
 	if args[0] == "jobmanager" {
 		return "", ""
 	}
-	return conf["$internal.pipeline.job-id"], restore
+	jobID = conf["$internal.pipeline.job-id"]
+	if f.haRestore != nil && conf["high-availability.type"] == "kubernetes" {
+		// A standalone JobManager with Kubernetes HA recovers its job from
+		// the HA metadata first, as a native one does.
+		if p := f.haRestore(name, jobID); p != "" {
+			return jobID, p
+		}
+	}
+	return jobID, restore
 }
 
 func jmArgs(t testing.TB, jm *appsv1.Deployment) []string {

@@ -554,13 +554,22 @@ func withHA(d *v1beta1.FlinkDeployment) *v1beta1.FlinkDeployment {
 	return d
 }
 
-// A last-state upgrade of a native cluster with Kubernetes HA, as
-// upstream's: the job is not cancelled, the HA ConfigMaps are kept, and the
-// new JobManager recovers the job from the latest checkpoint they point to,
-// including one completed after the upgrade started.
-func TestNativeLastStateUpgradeFromHA(t *testing.T) {
+// A last-state upgrade of a cluster with Kubernetes HA, native or
+// standalone, as upstream's: the job is not cancelled, the HA ConfigMaps
+// are kept, and the new JobManager recovers the job (same id) from the
+// latest checkpoint they point to, including one completed after the
+// upgrade started.
+func TestLastStateUpgradeFromHA(t *testing.T) {
+	for _, mode := range []v1beta1.KubernetesDeploymentMode{v1beta1.DeploymentModeNative, v1beta1.DeploymentModeStandalone} {
+		t.Run(string(mode), func(t *testing.T) { testLastStateUpgradeFromHA(t, mode) })
+	}
+}
+
+func testLastStateUpgradeFromHA(t *testing.T, mode v1beta1.KubernetesDeploymentMode) {
 	f := newNativeFixture(t)
-	before := f.Deploy(withHA(native(f.application("job", v1beta1.UpgradeModeLastState))))
+	d := withHA(f.application("job", v1beta1.UpgradeModeLastState))
+	d.Spec.Mode = mode
+	before := f.Deploy(d)
 	oldJM := f.jm("job")
 	f.haCheckpoint("job")
 	f.edit("job", newArgs)

@@ -167,17 +167,19 @@ func haEnabled(cfg map[string]string) bool {
 	return t != "" && !strings.EqualFold(t, "NONE")
 }
 
-// haRecovery: the upgrade of a native cluster with Flink's Kubernetes HA in
-// last-state mode, whose job's HA ConfigMap (<name>-<job id>-config-map)
-// holds checkpoint pointers. As upstream, the job is then not cancelled
-// (which would make Flink clean its HA data): the teardown keeps the HA
-// ConfigMaps, and the new JobManager, with the same cluster id and job id,
-// recovers the job from the latest checkpoint they point to, whatever
-// completed after the operator last looked. The restore path the status
-// records is only what Flink falls back to without HA data.
+// haRecovery: the upgrade of a cluster, native or standalone, with Flink's
+// Kubernetes HA in last-state mode, whose job's HA ConfigMap
+// (<name>-<job id>-config-map) holds checkpoint pointers. As upstream, the
+// job is then not cancelled (which would make Flink clean its HA data):
+// the teardown keeps the HA ConfigMaps, and the new JobManager, with the
+// same cluster id and job id, recovers the job from the latest checkpoint
+// they point to, whatever completed after the operator last looked (a
+// standalone JobManager recovers through them as a native one does). The
+// restore path the status records is only what Flink falls back to without
+// HA data.
 func (c *Controller) haRecovery(sc *syncState) bool {
 	js := sc.Obj().Status.JobStatus
-	if sc.Recorded() == nil || sc.Recorded().Spec.Job == nil || !sc.native() || !kubernetesHA(sc.Cfg) ||
+	if sc.Recorded() == nil || sc.Recorded().Spec.Job == nil || !kubernetesHA(sc.Cfg) ||
 		jobengine.UpgradeMode(&sc.Recorded().Spec) != v1beta1.UpgradeModeLastState || js.JobID == "" {
 		return false
 	}
