@@ -299,6 +299,11 @@ func TransitionSavepoint(job JobView, slot time.Time) (*v1beta1.FlinkStateSnapsh
 	return newSnapshot(job, v1beta1.SnapshotTypeSavepoint, v1beta1.SnapshotTriggerUpgrade, slot.UnixMilli())
 }
 
+// TransitionSavepointSlot reads back the slot a TransitionSavepoint name
+// was made for, so a create repeated after a crash builds the same object
+// from the name the transition recorded.
+func TransitionSavepointSlot(name string) (time.Time, bool) { return slotFromName(name) }
+
 // HandledNonces are the nonces to record as reconciled after a plan: a
 // created snapshot's nonce, nil for a nonce removed from the spec, and a
 // checkpoint nonce this Flink version cannot honour (consumed once, with a

@@ -295,3 +295,24 @@ func TestOperatorMadeSnapshotsCarryLabelsAndFinalizerFromCreation(t *testing.T) 
 		}
 	}
 }
+
+// A blue/green transition records the savepoint's name before creating it;
+// after a crash the same object is built again from that name alone.
+func TestTransitionSavepointSlotRoundTrip(t *testing.T) {
+	slot := base.Add(1234 * time.Millisecond)
+	snap, err := TransitionSavepoint(jobView(nil), slot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok := TransitionSavepointSlot(snap.Name)
+	if !ok || !got.Equal(slot) {
+		t.Fatalf("TransitionSavepointSlot(%q) = %v, %v; want %v", snap.Name, got, ok, slot)
+	}
+	again, err := TransitionSavepoint(jobView(nil), got)
+	if err != nil || again.Name != snap.Name {
+		t.Fatalf("rebuilt from the name: %v, %v; want %s", again, err, snap.Name)
+	}
+	if _, ok := TransitionSavepointSlot("job-savepoint-7"); ok {
+		t.Error("a name without a time slot parsed")
+	}
+}

@@ -281,11 +281,12 @@ func (s *step) active(side color) {
 		// The savepoint is named before it exists: the name in the status
 		// is the write-ahead record of the trigger.
 		child := cur
-		name, err := s.transitionSnapshot(child)
+		snap, err := s.snapshotFor(child, s.now)
 		if err != nil {
 			s.fail("%v", err)
 			return
 		}
+		name := snap.Name
 		s.next.TransitionSnapshot, s.next.SavepointTriggerID, s.next.Error = name, "", ""
 		s.to(savepointing(side), "savepoint %s of %s before the transition", name, cur.Name)
 		s.createSnapshot(child, name)
@@ -455,15 +456,6 @@ func (s *step) abort(side color, format string, args ...any) {
 	s.event(corev1.EventTypeWarning, reasons.ReasonBlueGreenAborted, "%s", msg)
 }
 
-// transitionSnapshot names the savepoint of child a transition takes now.
-func (s *step) transitionSnapshot(child *v1beta1.FlinkDeployment) (string, error) {
-	snap, err := s.snapshotFor(child, s.now)
-	if err != nil {
-		return "", err
-	}
-	return snap.Name, nil
-}
-
 // snapshotFor builds the transition savepoint of child recorded at slot.
 func (s *step) snapshotFor(child *v1beta1.FlinkDeployment, slot time.Time) (*v1beta1.FlinkStateSnapshot, error) {
 	values := map[string]any{}
@@ -484,23 +476,15 @@ func (s *step) snapshotFor(child *v1beta1.FlinkDeployment, slot time.Time) (*v1b
 	}, slot)
 }
 
-// slotOf reads the slot back from a transition savepoint's name.
-func slotOf(name string) time.Time {
-	var ms int64
-	for i := len(name) - 1; i >= 0; i-- {
-		if name[i] == '-' {
-			_, _ = fmt.Sscanf(name[i+1:], "%d", &ms)
-			break
-		}
-	}
-	return time.UnixMilli(ms)
-}
-
 // createSnapshot creates the transition savepoint name of child (done when
 // it exists).
 func (s *step) createSnapshot(child *v1beta1.FlinkDeployment, name string) {
 	s.do("create snapshot", func(ctx context.Context) error {
-		snap, err := s.snapshotFor(child, slotOf(name))
+		slot, ok := snapshotrules.TransitionSavepointSlot(name)
+		if !ok {
+			return fmt.Errorf("recorded transition savepoint name %s has no time slot", name)
+		}
+		snap, err := s.snapshotFor(child, slot)
 		if err != nil {
 			return err
 		}
