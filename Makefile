@@ -96,7 +96,7 @@ UPSTREAM_E2E_LINES ?=
 UPSTREAM_E2E_MODES ?=
 UPSTREAM_E2E_TESTS ?=
 .PHONY: e2e-upstream
-e2e-upstream: ## Upstream's e2e scripts (all of release 1.15.0) against this operator, Flink 2.3 and 1.20, native and standalone (~3 h)
+e2e-upstream: ## Upstream's e2e scripts (all of release 1.15.0) against this operator, Flink 2.3 and 1.20, native and standalone (~1 h 35 min)
 	@bin_dir="$$(hack/build-cluster-bins.sh)" && yq_dir="$$(hack/build-yq.sh)" && helm="$$(hack/build-helm.sh)" && \
 	  FLINKOP_KUBE_BIN_DIR="$$bin_dir" FLINKOP_YQ_BIN_DIR="$$yq_dir" FLINKOP_HELM="$$helm" \
 	  FLINKOP_UPSTREAM_E2E_SCRIPTS="$(UPSTREAM_E2E_SCRIPTS)" FLINKOP_UPSTREAM_E2E_LINES="$(UPSTREAM_E2E_LINES)" \

@@ -36,18 +36,10 @@
 //
 // Pending today (matrix_test.go has the full reasons):
 //
-//   - test_flink_operator_ha.sh: it waits for upstream's operator log line
-//     "[default/flink-example-statemachine] Resource fully reconciled,
-//     nothing to do" and deletes the Lease holder's pod; the operator does
-//     both since 7638d26, but no run has shown the script passing yet.
-//   - test_dynamic_config.sh, test_dynamic_flink_conf.sh: they wait for
-//     upstream's log line "Setting default configuration to
-//     {kubernetes.operator.watched.namespaces=default,flink,dynamic}"; this
-//     operator prints the line with its whole effective configuration
-//     instead of the file's keys.
 //   - test_logback_logging.sh: it checks upstream's Java operator's logback
 //     setup (SLF4J, log pattern, LOGGING_FRAMEWORK, LOG_CONFIG,
-//     logback-operator.xml mounted); this operator logs with klog.
+//     logback-operator.xml mounted); this operator is a Go binary logging
+//     with klog, and nothing is planned to change that.
 //   - test_bluegreen_laststate.sh on v2_3 only: Flink 2.3 declines a
 //     canonical savepoint of the StateMachineExample's async state
 //     (UnsupportedOperationException "Not supported yet"), so the
@@ -119,21 +111,7 @@
 //
 // # Status (2 cores, December 2026; README "Upstream's e2e scripts" has the times)
 //
-//   - v2_3 native: every script CI runs passes except the pending ones;
-//     the three blue/green scripts pass but test_bluegreen_laststate.sh
-//     (pending on v2_3, Flink 2.3's savepoint of async state).
-//   - v1_20 native: all 11 scripts run pass, test_bluegreen_laststate.sh
-//     included.
-//   - v2_3 standalone: test_snapshot.sh and test_application_operations.sh
-//     fail on the operator's standalone mode: it leaves
-//     execution.savepoint.path out of the JobManager's configuration file
-//     (the script greps the JobManager log for it; upstream writes it and
-//     passes --fromSavepoint), and its last-state upgrade cancels the job
-//     and starts a new job id from the checkpoint (the script waits for
-//     "Restoring job <same id> from Checkpoint", upstream's HA recovery);
-//     the other scripts pass.
-//   - v1_20 standalone: test_batch_job.sh, both kubernetes HA scripts and
-//     test_multi_sessionjob.sh pass; the rest of that line not run yet.
-//   - test_dynamic_config.sh (v2_3 native): pending after 6m17s. Not run
-//     yet: test_flink_operator_ha.sh, test_dynamic_flink_conf.sh.
+// Every script of the matrix passes on both lines and in both modes but the
+// pending ones: test_logback_logging.sh everywhere, and
+// test_bluegreen_laststate.sh on v2_3 (it passes on v1_20).
 package upstreame2e
