@@ -74,9 +74,15 @@ integration: ## Integration tests against a real local control plane
 # 3.5 min for 1.20 and 3 min for 2.3 on 2 cores; NATIVE_E2E_VERSIONS=1.20.5
 # runs one.
 NATIVE_E2E_VERSIONS ?= 1.20.5,2.3.0
+# Cut to keep make test under 60 min on 2 cores (it reached 59m45s): the
+# load-file test job straight on JVMs (e2e/flink TestRealFlinkLoad, ~150 s a
+# line) runs on the 2.3 line only; on 1.20 the same job runs under the
+# operator in nativee2e's autoscaler-in-place step (both lines), its load
+# raised and lowered. FLINK_E2E_SKIP= runs it on both lines.
+FLINK_E2E_SKIP ?= ^TestRealFlinkLoad$$/^1\.20\.
 flink-e2e: ## Real Flink: JVMs alone, on the local cluster, and under the operator
 	@bin_dir="$$(hack/build-cluster-bins.sh)" && \
-	  FLINKOP_KUBE_BIN_DIR="$$bin_dir" FLINKOP_NATIVE_E2E_VERSIONS="$(NATIVE_E2E_VERSIONS)" $(GO) test -p 1 -count=1 -timeout=40m ./e2e/flink/... ./e2e/realflink/... ./e2e/snapshote2e/... ./e2e/deploymente2e/... ./e2e/periodice2e/... ./e2e/sessionjobe2e/... ./e2e/installe2e/... ./e2e/helme2e/... ./e2e/tryit/... ./e2e/examplese2e/... ./e2e/leadere2e/... ./e2e/nativee2e/...
+	  FLINKOP_KUBE_BIN_DIR="$$bin_dir" FLINKOP_NATIVE_E2E_VERSIONS="$(NATIVE_E2E_VERSIONS)" $(GO) test -p 1 -count=1 -timeout=40m -skip='$(FLINK_E2E_SKIP)' ./e2e/flink/... ./e2e/realflink/... ./e2e/snapshote2e/... ./e2e/deploymente2e/... ./e2e/periodice2e/... ./e2e/sessionjobe2e/... ./e2e/installe2e/... ./e2e/helme2e/... ./e2e/tryit/... ./e2e/examplese2e/... ./e2e/leadere2e/... ./e2e/nativee2e/...
 
 e2e: integration flink-e2e ## End-to-end tests: real control plane, real Flink
 
