@@ -472,13 +472,14 @@ func (p *plan) applyJobKeys(slots int) error {
 		}
 		conf[keyPipelineClasspaths] = cp
 	}
-	if p.in.RestorePath != "" && !p.in.Native {
-		// Standalone: --fromSavepoint decides (jobManagerArgs); the file
-		// says the same, as upstream's standalone clusters' files do, so
-		// the JobManager logs "execution.savepoint.path, <path>" when it
-		// loads its configuration (tools written for upstream, its own
-		// e2e test_snapshot.sh among them, look for that line). Native
-		// clusters get it in applyNativeKeys.
+	if p.in.RestorePath != "" {
+		// The restore point, in the file of both modes as upstream's: the
+		// native entrypoint takes no command line, so the file is how it
+		// learns it; a standalone JobManager's --fromSavepoint
+		// (jobManagerArgs) says the same. The JobManager logs
+		// "execution.savepoint.path, <path>" when it loads the file (tools
+		// written for upstream, its own e2e test_snapshot.sh among them,
+		// look for that line).
 		conf[keyRestorePath] = p.in.RestorePath
 	}
 	return nil

@@ -299,10 +299,10 @@ func requestOrLimit(r corev1.ResourceRequirements, name corev1.ResourceName) (re
 
 // applyNativeJobKeys passes the job to Flink's application entrypoint
 // through the configuration (upstream's applyJobConfig and
-// ApplicationReconciler.deploy): entry class, program arguments, the
-// restore point (Input.RestorePath) and allowNonRestoredState. The jar is
-// pipeline.jars (applyJobKeys); parallelism, job id and the other job keys
-// are those of every application.
+// ApplicationReconciler.deploy): entry class, program arguments and
+// allowNonRestoredState. The jar is pipeline.jars (applyJobKeys); the
+// restore point, parallelism, job id and the other job keys are those of
+// every application (applyJobKeys).
 func (p *plan) applyNativeJobKeys() {
 	conf, job := p.conf, p.spec.Job
 	if c := strings.TrimSpace(job.EntryClass); c != "" {
@@ -313,9 +313,6 @@ func (p *plan) applyNativeJobKeys() {
 		// 1.19 by rewriteLegacyLists.
 		b, _ := json.Marshal(job.Args)
 		conf[keyApplicationArgs] = string(b)
-	}
-	if p.in.RestorePath != "" {
-		conf[keyRestorePath] = p.in.RestorePath
 	}
 	switch {
 	case p.in.AllowNonRestoredState || (job.AllowNonRestoredState != nil && *job.AllowNonRestoredState):
