@@ -110,7 +110,7 @@ const (
 
 // restorePathKeys are dropped from the user's configuration: the restore
 // point is Input.RestorePath alone (see doc.go).
-var restorePathKeys = []string{"execution.savepoint.path", "execution.state-recovery.path"}
+var restorePathKeys = []string{keyRestorePath, "execution.state-recovery.path"}
 
 var jobIDPattern = regexp.MustCompile(`^[0-9a-fA-F]{32}$`)
 
